@@ -1,0 +1,71 @@
+"""The seam between an agent's plugins that need a human decision and the UI that collects it.
+
+A plugin calls ``await interaction.ask(request)``; a UI registers itself with
+``interaction.provide(provider)``. Everything public lives here.
+"""
+
+from ._abort import AbortController as AbortController
+from ._abort import AbortSignal as AbortSignal
+from ._agents import Agent as Agent
+from ._agents import AgentRegistry as AgentRegistry
+from ._agents import LiveAgents as LiveAgents
+from ._ask import ask as ask
+from ._errors import ErrorCode as ErrorCode
+from ._errors import HarnessError as HarnessError
+from ._errors import UserInteractionError as UserInteractionError
+from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
+from ._presentation import escape_controls as escape_controls
+from ._presentation import is_plan_review as is_plan_review
+from ._presentation import split_recommended as split_recommended
+from ._registry import current_agents as current_agents
+from ._registry import current_provider as current_provider
+from ._registry import provide as provide
+from ._registry import provide_agents as provide_agents
+from ._registry import register_provider as register_provider
+from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
+from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
+from ._types import AskUserQuestionIntent as AskUserQuestionIntent
+from ._types import AskUserQuestionItem as AskUserQuestionItem
+from ._types import AskUserQuestionOption as AskUserQuestionOption
+from ._types import AskUserQuestionRequest as AskUserQuestionRequest
+from ._types import JSONValue as JSONValue
+from ._types import PlanReviewIntent as PlanReviewIntent
+from ._types import UnknownIntent as UnknownIntent
+from ._types import UserInteractionProvider as UserInteractionProvider
+from ._validation import check_answer as check_answer
+from ._validation import check_request as check_request
+from ._version import __version__ as __version__
+
+__all__ = [
+    "RECOMMENDED_SUFFIX",
+    "AbortController",
+    "AbortSignal",
+    "Agent",
+    "AgentRegistry",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionAnswerItem",
+    "AskUserQuestionIntent",
+    "AskUserQuestionItem",
+    "AskUserQuestionOption",
+    "AskUserQuestionRequest",
+    "ErrorCode",
+    "HarnessError",
+    "JSONValue",
+    "LiveAgents",
+    "PlanReviewIntent",
+    "UnknownIntent",
+    "UserInteractionError",
+    "UserInteractionProvider",
+    "__version__",
+    "ask",
+    "check_answer",
+    "check_request",
+    "current_agents",
+    "current_provider",
+    "escape_controls",
+    "is_plan_review",
+    "provide",
+    "provide_agents",
+    "register_provider",
+    "split_recommended",
+]

@@ -1,0 +1,112 @@
+"""Live agents: the ``Agent`` and ``LiveAgents`` protocols and the ready ``AgentRegistry``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Agent", "AgentRegistry", "LiveAgents"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A calling agent; only its identity and ``id`` matter to the seam."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class LiveAgents(Protocol):
+    """The runtime's view of which agents are live and which are roots (owned by none)."""
+
+    def get(self, agent_id: str, /) -> Agent | None: ...
+
+    def roots(self) -> Collection[Agent]: ...
+
+
+class AgentRegistry:
+    """A thread-safe :class:`LiveAgents`: agents enter, optionally owned by another, and leave.
+
+    An owner's descendants leave with it: a delegated run never outlives its owner and is
+    never promoted to a root, so it cannot start asking the human once its owner is gone.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._agents: dict[str, Agent] = {}
+        self._owners: dict[str, str] = {}
+        self._children: dict[str, list[str]] = {}
+
+    def enter(self, agent: Agent, owner: Agent | None = None) -> None:
+        """Make ``agent`` live, owned by the live agent ``owner`` (a root when ``None``).
+
+        Raises ``ValueError`` if an agent under the same id is already live, or if
+        ``owner`` is not the live agent under its id.
+        """
+        agent_id = _id_of(agent)
+        with self._lock:
+            if agent_id in self._agents:
+                raise ValueError(f"an agent with id {agent_id!r} is already live")
+            if owner is not None:
+                owner_id = _id_of(owner)
+                if self._agents.get(owner_id) is not owner:
+                    raise ValueError(f"owner {owner_id!r} is not a live agent")
+                self._owners[agent_id] = owner_id
+                self._children.setdefault(owner_id, []).append(agent_id)
+            self._agents[agent_id] = agent
+
+    def leave(self, agent: Agent) -> list[Agent]:
+        """Remove ``agent`` and its descendants; returns those removed, ``agent`` first.
+
+        Leaving an agent that is not live (or an equal but different object) removes nothing.
+        """
+        agent_id = _id_of(agent)
+        with self._lock:
+            if self._agents.get(agent_id) is not agent:
+                return []
+            owner_id = self._owners.pop(agent_id, None)
+            if owner_id is not None:
+                self._children[owner_id].remove(agent_id)
+            removed: list[Agent] = []
+            pending = [agent_id]
+            while pending:
+                current = pending.pop(0)
+                removed.append(self._agents.pop(current))
+                self._owners.pop(current, None)
+                pending.extend(self._children.pop(current, ()))
+            return removed
+
+    def get(self, agent_id: str, /) -> Agent | None:
+        with self._lock:
+            return self._agents.get(agent_id)
+
+    def roots(self) -> list[Agent]:
+        """The live agents owned by no live agent, in the order they entered."""
+        with self._lock:
+            return [a for i, a in self._agents.items() if i not in self._owners]
+
+    def owner_of(self, agent: Agent) -> Agent | None:
+        """The live owner of the live ``agent``; ``None`` for a root or an agent not live."""
+        agent_id = _id_of(agent)
+        with self._lock:
+            if self._agents.get(agent_id) is not agent:
+                return None
+            owner_id = self._owners.get(agent_id)
+            return None if owner_id is None else self._agents[owner_id]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._agents)
+
+    def __contains__(self, agent: object) -> bool:
+        agent_id = getattr(agent, "id", None)
+        with self._lock:
+            return isinstance(agent_id, str) and self._agents.get(agent_id) is agent
+
+
+def _id_of(agent: object) -> str:
+    agent_id = getattr(agent, "id", None)
+    if not isinstance(agent_id, str) or not agent_id:
+        raise TypeError(f"an agent needs a non-empty string id, got {agent_id!r}")
+    return agent_id

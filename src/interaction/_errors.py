@@ -1,0 +1,98 @@
+"""The error taxonomy: ``HarnessError``, ``UserInteractionError`` and the stable codes."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+__all__ = ["ErrorCode", "HarnessError", "UserInteractionError"]
+
+
+class ErrorCode(enum.StrEnum):
+    """The stable codes of :class:`UserInteractionError`; providers may use further codes."""
+
+    ASK_ABORTED = "ASK_ABORTED"
+    ASK_TIMEOUT = "ASK_TIMEOUT"
+    EMPTY_QUESTIONS = "EMPTY_QUESTIONS"
+    CALLER_NOT_LIVE = "CALLER_NOT_LIVE"
+    DELEGATED_CALLER = "DELEGATED_CALLER"
+    BAD_REQUEST = "BAD_REQUEST"
+    BAD_INTENT = "BAD_INTENT"
+    NO_PROVIDER = "NO_PROVIDER"
+    DUPLICATE_PROVIDER = "DUPLICATE_PROVIDER"
+    ASK_CANCELLED = "ASK_CANCELLED"
+    BAD_ANSWER = "BAD_ANSWER"
+    PROVIDER_FAILED = "PROVIDER_FAILED"
+
+
+class HarnessError(Exception):
+    """An error whose ``code`` a tool host hands to the model as ``{name, code}``.
+
+    Arguments are positional as in the TypeScript ``new HarnessError(message, code)``.
+    ``name`` is the class name, so subclasses report themselves.
+    """
+
+    message: str
+    code: str
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message, code)
+        self.message = message
+        self.code = str(code)
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{self.name}({self.message!r}, {self.code!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.code), self.__dict__)
+
+    def to_dict(self) -> dict[str, str]:
+        """The JSON-ready ``{"name", "code", "message"}`` of this error."""
+        return {"name": self.name, "code": self.code, "message": self.message}
+
+
+class UserInteractionError(HarnessError):
+    """A user-interaction failure; ``path`` locates a structural fault, e.g. ``questions[1].id``."""
+
+    path: str | None
+
+    def __init__(self, message: str, code: str, *, path: str | None = None) -> None:
+        super().__init__(message, code)
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.message, self.code, self.path), self.__dict__)
+
+
+def _rebuild(
+    cls: type[UserInteractionError], message: str, code: str, path: str | None
+) -> UserInteractionError:
+    return cls(message, code, path=path)
+
+
+ABORTED_MESSAGE: Final = "ask_user_question was aborted before the user answered"
+TIMEOUT_MESSAGE: Final = "ask_user_question timed out before the user answered"
+CANCELLED_MESSAGE: Final = "the user dismissed ask_user_question without answering"
+DISPOSED_MESSAGE: Final = (
+    "ask_user_question was aborted: the user-interaction provider was disposed"
+    " while the question was pending"
+)
+
+
+def aborted_error(reason: BaseException | None) -> UserInteractionError:
+    """``ASK_TIMEOUT`` when ``reason`` is a ``TimeoutError``, else ``ASK_ABORTED``."""
+    if isinstance(reason, TimeoutError):
+        return UserInteractionError(TIMEOUT_MESSAGE, ErrorCode.ASK_TIMEOUT)
+    return UserInteractionError(ABORTED_MESSAGE, ErrorCode.ASK_ABORTED)
+
+
+def cancelled_error() -> UserInteractionError:
+    """The ``ASK_CANCELLED`` error a provider raises when the user dismisses the question."""
+    return UserInteractionError(CANCELLED_MESSAGE, ErrorCode.ASK_CANCELLED)

@@ -1,0 +1,139 @@
+"""The context-scoped registry of the active provider and the live-agent registry.
+
+A registration lives in a ``ContextVar``, so it is seen by its own context and by every
+context copied from it (asyncio tasks, ``asyncio.to_thread``, ``copy_context().run``), never
+by a sibling or a parent. A registration is a mutable cell: disposing it empties the cell,
+which every copied context sees at once, whichever thread or context disposes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from ._agents import LiveAgents
+from ._errors import ErrorCode, UserInteractionError
+from ._types import UserInteractionProvider
+
+__all__ = [
+    "current_agents",
+    "current_provider",
+    "provide",
+    "provide_agents",
+    "register_provider",
+]
+
+DUPLICATE_MESSAGE: Final = "a user-interaction provider is already registered"
+
+
+class Registration:
+    """One provider registration and the asks it is serving."""
+
+    __slots__ = ("_keys", "_lock", "_on_dispose", "provider")
+
+    def __init__(self, provider: UserInteractionProvider) -> None:
+        self.provider: UserInteractionProvider | None = provider
+        self._lock = threading.Lock()
+        self._on_dispose: dict[int, Callable[[], None]] = {}
+        self._keys = itertools.count()
+
+    def watch(self, callback: Callable[[], None]) -> Callable[[], None] | None:
+        """Call ``callback`` when this registration is disposed; ``None`` if it already is."""
+        with self._lock:
+            if self.provider is None:
+                return None
+            key = next(self._keys)
+            self._on_dispose[key] = callback
+        return lambda: self._unwatch(key)
+
+    def _unwatch(self, key: int) -> None:
+        with self._lock:
+            self._on_dispose.pop(key, None)
+
+    def dispose(self) -> None:
+        with self._lock:
+            if self.provider is None:
+                return
+            self.provider = None
+            callbacks = list(self._on_dispose.values())
+            self._on_dispose.clear()
+        for callback in callbacks:
+            callback()
+
+
+_provider_var: Final[contextvars.ContextVar[Registration | None]] = contextvars.ContextVar(
+    "interaction_provider", default=None
+)
+_agents_var: Final[contextvars.ContextVar[LiveAgents | None]] = contextvars.ContextVar(
+    "interaction_agents", default=None
+)
+
+
+def current_registration() -> Registration | None:
+    registration = _provider_var.get()
+    if registration is None or registration.provider is None:
+        return None
+    return registration
+
+
+def current_provider() -> UserInteractionProvider | None:
+    """The provider active in this context, or ``None``."""
+    registration = current_registration()
+    return None if registration is None else registration.provider
+
+
+def _register(
+    provider: UserInteractionProvider,
+) -> tuple[Registration, contextvars.Token[Registration | None]]:
+    if current_registration() is not None:
+        raise UserInteractionError(DUPLICATE_MESSAGE, ErrorCode.DUPLICATE_PROVIDER)
+    registration = Registration(provider)
+    return registration, _provider_var.set(registration)
+
+
+def register_provider(provider: UserInteractionProvider) -> Callable[[], None]:
+    """Make ``provider`` active in this context; returns its disposer.
+
+    The disposer is idempotent and works from any thread or context. Disposing also
+    aborts the asks still pending on this provider (``ASK_ABORTED``).
+    Raises ``DUPLICATE_PROVIDER`` while another provider is active here.
+    """
+    registration, _ = _register(provider)
+    return registration.dispose
+
+
+@contextmanager
+def provide(provider: UserInteractionProvider) -> Iterator[UserInteractionProvider]:
+    """Make ``provider`` active for the body of the ``with``, and dispose it on exit."""
+    registration, token = _register(provider)
+    try:
+        yield provider
+    finally:
+        registration.dispose()
+        # Exited in another context (a generator moved between tasks): the cell is empty anyway.
+        with contextlib.suppress(ValueError):
+            _provider_var.reset(token)
+
+
+def current_agents() -> LiveAgents | None:
+    """The live-agent registry in this context, or ``None``."""
+    return _agents_var.get()
+
+
+@contextmanager
+def provide_agents(registry: LiveAgents) -> Iterator[LiveAgents]:
+    """Make ``registry`` the live-agent registry for the body of the ``with``.
+
+    Unlike providers, an inner ``provide_agents`` shadows an outer one until it exits:
+    a nested runtime brings its own live agents.
+    """
+    token = _agents_var.set(registry)
+    try:
+        yield registry
+    finally:
+        _agents_var.reset(token)

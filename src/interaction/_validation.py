@@ -1,0 +1,291 @@
+"""The checks ``ask()`` makes, callable on their own by providers and relays.
+
+Every fault is a :class:`UserInteractionError` whose message starts with the path of the
+fault (``questions[1].options[0].label: ...``), also kept as ``error.path``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+from ._abort import AbortSignal
+from ._errors import ErrorCode, UserInteractionError, aborted_error
+from ._registry import current_agents
+from ._types import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+    UnknownIntent,
+)
+
+__all__ = ["check_answer", "check_request"]
+
+EMPTY_MESSAGE: Final = "ask_user_question requires at least one question"
+NOT_LIVE_MESSAGE: Final = (
+    "human interaction requires the exact live calling agent when an agent is supplied"
+)
+DELEGATED_MESSAGE: Final = (
+    "human interaction is unavailable while the calling agent is owned by another live agent;"
+    " include the unresolved question or decision in the child agent's final result"
+)
+
+# C0 and C1 controls and DEL, bidirectional embeddings/overrides/isolates, lone surrogates.
+_FORBIDDEN_LINE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_FORBIDDEN_BLOCK: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _bad_request(path: str, problem: str) -> UserInteractionError:
+    return UserInteractionError(f"{path}: {problem}", ErrorCode.BAD_REQUEST, path=path)
+
+
+def _bad_answer(path: str, problem: str) -> UserInteractionError:
+    return UserInteractionError(f"{path}: {problem}", ErrorCode.BAD_ANSWER, path=path)
+
+
+def _describe_char(char: str) -> str:
+    code = ord(char)
+    if 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+        kind = "bidirectional override character"
+    elif 0xD800 <= code <= 0xDFFF:
+        kind = "unpaired surrogate"
+    else:
+        kind = "control character"
+    return f"contains {kind} U+{code:04X}"
+
+
+def _check_text(
+    value: object, path: str, *, block: bool = False, optional: bool = False, nonblank: bool = False
+) -> None:
+    """A string without forbidden characters; ``block`` text may hold newlines and tabs."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise _bad_request(path, f"expected a string, got {_type_name(value)}")
+    if nonblank and not value.strip():
+        raise _bad_request(path, "must not be empty")
+    found = (_FORBIDDEN_BLOCK if block else _FORBIDDEN_LINE).search(value)
+    if found:
+        raise _bad_request(path, _describe_char(found.group()))
+
+
+def label_key(label: str) -> str:
+    """The form in which two labels count as the same (compatibility form, case, edges)."""
+    return unicodedata.normalize("NFKC", label).casefold().strip()
+
+
+def _check_admission(agent: object) -> None:
+    agent_id = getattr(agent, "id", None)
+    if not isinstance(agent_id, str):
+        raise _bad_request("agent.id", f"expected a string, got {_type_name(agent_id)}")
+    registry = current_agents()
+    if registry is None or registry.get(agent_id) is not agent:
+        raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
+    if not any(root is agent for root in registry.roots()):
+        raise UserInteractionError(DELEGATED_MESSAGE, ErrorCode.DELEGATED_CALLER)
+
+
+def _check_option(option: object, path: str) -> str:
+    if not isinstance(option, AskUserQuestionOption):
+        raise _bad_request(path, f"expected an AskUserQuestionOption, got {_type_name(option)}")
+    _check_text(option.label, f"{path}.label", nonblank=True)
+    _check_text(option.description, f"{path}.description", block=True, optional=True)
+    return option.label
+
+
+def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
+    if not isinstance(item, AskUserQuestionItem):
+        raise _bad_request(path, f"expected an AskUserQuestionItem, got {_type_name(item)}")
+    _check_text(item.id, f"{path}.id", nonblank=True)
+    if item.id in seen_ids:
+        raise _bad_request(f"{path}.id", f"duplicate question id {item.id!r}")
+    seen_ids.add(item.id)
+    _check_text(item.question, f"{path}.question", block=True, nonblank=True)
+    _check_text(item.detail, f"{path}.detail", block=True, optional=True)
+    _check_text(item.header, f"{path}.header", optional=True)
+    options = item.options
+    if not isinstance(options, tuple):
+        raise _bad_request(
+            f"{path}.options", f"expected a sequence of options, got {_type_name(options)}"
+        )
+    seen_labels: dict[str, str] = {}
+    for index, option in enumerate(options):
+        option_path = f"{path}.options[{index}]"
+        label = _check_option(option, option_path)
+        key = label_key(label)
+        if key in seen_labels:
+            raise _bad_request(
+                f"{option_path}.label",
+                f"duplicate option label {label!r} (same as {seen_labels[key]!r})",
+            )
+        seen_labels[key] = label
+    if not isinstance(item.multi_select, bool):
+        raise _bad_request(
+            f"{path}.multi_select", f"expected a bool, got {_type_name(item.multi_select)}"
+        )
+    intent = item.intent
+    if isinstance(intent, PlanReviewIntent):
+        _check_text(intent.approve, f"{path}.intent.approve")
+    elif isinstance(intent, UnknownIntent):
+        _check_text(intent.kind, f"{path}.intent.kind", nonblank=True)
+    elif intent is not None:
+        raise _bad_request(
+            f"{path}.intent",
+            f"expected a PlanReviewIntent or UnknownIntent, got {_type_name(intent)}",
+        )
+
+
+def _check_intent(item: AskUserQuestionItem) -> None:
+    intent = item.intent
+    if intent is None:
+        return
+    if item.detail is None or not item.detail.strip():
+        if isinstance(intent, PlanReviewIntent):
+            problem = "without the detail it reviews"
+        else:
+            problem = "without the detail an intent requires"
+        raise UserInteractionError(
+            f"question {item.id} declares intent {intent.kind} {problem}", ErrorCode.BAD_INTENT
+        )
+    if isinstance(intent, PlanReviewIntent) and all(
+        option.label != intent.approve for option in item.options
+    ):
+        raise UserInteractionError(
+            f'question {item.id} declares intent plan-review whose approve label "{intent.approve}"'
+            " names none of its options",
+            ErrorCode.BAD_INTENT,
+        )
+
+
+def check_questions(questions: tuple[object, ...]) -> None:
+    """The structural (``BAD_REQUEST``) checks of a batch of questions, in order."""
+    seen_ids: set[str] = set()
+    for index, item in enumerate(questions):
+        _check_item(item, f"questions[{index}]", seen_ids)
+
+
+def check_request(request: object) -> AskUserQuestionRequest:
+    """Make every check ``ask()`` makes before it reaches a provider, in the same order.
+
+    That is: an already aborted signal, no question, agent admission (only when an agent is
+    supplied), structure, intents. Returns ``request`` unchanged; the provider check is not
+    made, so a relay or provider may call this on a request it received.
+    """
+    if not isinstance(request, AskUserQuestionRequest):
+        raise _bad_request(
+            "request", f"expected an AskUserQuestionRequest, got {_type_name(request)}"
+        )
+    signal = request.signal
+    if signal is not None:
+        if not isinstance(signal, AbortSignal):
+            raise _bad_request("signal", f"expected an AbortSignal, got {_type_name(signal)}")
+        if signal.aborted:
+            raise aborted_error(signal.reason) from signal.reason
+    questions = request.questions
+    if not isinstance(questions, tuple):
+        raise _bad_request(
+            "questions", f"expected a sequence of questions, got {_type_name(questions)}"
+        )
+    if not questions:
+        raise UserInteractionError(EMPTY_MESSAGE, ErrorCode.EMPTY_QUESTIONS)
+    if request.agent is not None:
+        _check_admission(request.agent)
+    check_questions(questions)
+    for item in questions:
+        assert isinstance(item, AskUserQuestionItem)
+        _check_intent(item)
+    return request
+
+
+def _check_answer_item(
+    item: object, path: str, questions: dict[str, AskUserQuestionItem], answered: set[str]
+) -> str:
+    if not isinstance(item, AskUserQuestionAnswerItem):
+        raise _bad_answer(path, f"expected an AskUserQuestionAnswerItem, got {_type_name(item)}")
+    if not isinstance(item.id, str):
+        raise _bad_answer(f"{path}.id", f"expected a string, got {_type_name(item.id)}")
+    question = questions.get(item.id)
+    if question is None:
+        raise _bad_answer(f"{path}.id", f"no question has id {item.id!r}")
+    qid = item.id
+    if qid in answered:
+        raise _bad_answer(f"{path}.id", f"question {qid} is answered more than once")
+    answered.add(qid)
+    selected = item.selected
+    if not isinstance(selected, tuple):
+        raise _bad_answer(
+            f"{path}.selected", f"expected a sequence of labels, got {_type_name(selected)}"
+        )
+    offered = {option.label for option in question.options}
+    chosen: set[str] = set()
+    for index, label in enumerate(selected):
+        label_path = f"{path}.selected[{index}]"
+        if not isinstance(label, str):
+            raise _bad_answer(label_path, f"expected a string, got {_type_name(label)}")
+        if not offered:
+            raise _bad_answer(
+                label_path, f"question {qid} offers no options, so none can be selected"
+            )
+        if label not in offered:
+            raise _bad_answer(label_path, f"question {qid} offers no option {label!r}")
+        if label in chosen:
+            raise _bad_answer(label_path, f"question {qid} selects {label!r} more than once")
+        chosen.add(label)
+    if not question.multi_select and len(selected) > 1:
+        raise _bad_answer(
+            f"{path}.selected",
+            f"question {qid} is single-select but {len(selected)} labels are selected",
+        )
+    custom = item.custom
+    if custom is not None:
+        if not isinstance(custom, str):
+            raise _bad_answer(f"{path}.custom", f"expected a string, got {_type_name(custom)}")
+        if not custom.strip():
+            raise _bad_answer(
+                f"{path}.custom", f"question {qid} has a blank custom answer (leave it out to skip)"
+            )
+        if selected and not question.multi_select:
+            raise _bad_answer(
+                f"{path}.custom",
+                f"question {qid} is single-select, so a custom answer replaces the choice"
+                " and cannot accompany a selected label",
+            )
+    return qid
+
+
+def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
+    """Check a provider's ``answer`` against a checked ``request`` (``BAD_ANSWER`` if unfit).
+
+    Returns the answer with its items in question order.
+    """
+    if not isinstance(answer, AskUserQuestionAnswer):
+        raise _bad_answer("answer", f"expected an AskUserQuestionAnswer, got {_type_name(answer)}")
+    items = answer.answers
+    if not isinstance(items, tuple):
+        raise _bad_answer(
+            "answers", f"expected a sequence of answer items, got {_type_name(items)}"
+        )
+    questions = {item.id: item for item in request.questions}
+    answered: set[str] = set()
+    by_id: dict[str, AskUserQuestionAnswerItem] = {}
+    for index, item in enumerate(items):
+        qid = _check_answer_item(item, f"answers[{index}]", questions, answered)
+        assert isinstance(item, AskUserQuestionAnswerItem)
+        by_id[qid] = item
+    for question in request.questions:
+        if question.id not in by_id:
+            raise _bad_answer("answers", f"question {question.id} has no answer")
+    ordered = tuple(by_id[question.id] for question in request.questions)
+    if ordered == items:
+        return answer
+    return AskUserQuestionAnswer(ordered)

@@ -1,0 +1,106 @@
+"""Test doubles for plugin authors: answer ``ask()`` from a script, or never.
+
+With pytest, the ``interaction_provider`` fixture (installed with the package) gives each
+test a :class:`ScriptedProvider` that is already active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeAlias
+
+from ._types import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
+
+__all__ = ["BlockingProvider", "Script", "ScriptedAnswer", "ScriptedProvider"]
+
+ScriptedAnswer: TypeAlias = str | Sequence[str] | AskUserQuestionAnswerItem | None
+"""One question's scripted answer.
+
+A string selects the option with that label, or is the custom answer when no option has
+it; a list of strings selects those labels; an item is returned as it is; ``None`` skips.
+"""
+
+Script: TypeAlias = (
+    Mapping[str, ScriptedAnswer]
+    | Callable[[AskUserQuestionRequest], AskUserQuestionAnswer | Awaitable[AskUserQuestionAnswer]]
+    | BaseException
+)
+"""Answers by question id, a function of the request (sync or async), or an error to raise."""
+
+
+class ScriptedProvider:
+    """A provider that answers from :attr:`script` and records every request it saw.
+
+    Questions the mapping does not name are skipped.
+    """
+
+    def __init__(self, script: Script | None = None) -> None:
+        self.script: Script = {} if script is None else script
+        self.requests: list[AskUserQuestionRequest] = []
+
+    @property
+    def last_request(self) -> AskUserQuestionRequest:
+        """The latest request; ``AssertionError`` if none came."""
+        assert self.requests, "the scripted provider was never asked"
+        return self.requests[-1]
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.requests.append(request)
+        script = self.script
+        if isinstance(script, BaseException):
+            raise script
+        if callable(script):
+            result = script(request)
+            if inspect.isawaitable(result):
+                return await result
+            return result
+        return AskUserQuestionAnswer(
+            [_scripted_item(question, script.get(question.id)) for question in request.questions]
+        )
+
+
+def _scripted_item(
+    question: AskUserQuestionItem, scripted: ScriptedAnswer
+) -> AskUserQuestionAnswerItem:
+    if isinstance(scripted, AskUserQuestionAnswerItem):
+        return scripted
+    if scripted is None:
+        return AskUserQuestionAnswerItem(question.id)
+    if isinstance(scripted, str):
+        if any(option.label == scripted for option in question.options):
+            return AskUserQuestionAnswerItem(question.id, (scripted,))
+        return AskUserQuestionAnswerItem(question.id, custom=scripted)
+    return AskUserQuestionAnswerItem(question.id, tuple(scripted))
+
+
+class BlockingProvider:
+    """A provider that never answers: for testing aborts, timeouts and cancellation.
+
+    :attr:`started` is set when a request arrives; :attr:`cleaned_up` counts the asks whose
+    cancellation reached the provider and ran its cleanup.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[AskUserQuestionRequest] = []
+        self.started = asyncio.Event()
+        self.cleaned_up = 0
+
+    @property
+    def pending(self) -> int:
+        """How many asks are waiting in this provider now."""
+        return len(self.requests) - self.cleaned_up
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.requests.append(request)
+        self.started.set()
+        try:
+            return await asyncio.Future[AskUserQuestionAnswer]()
+        finally:
+            self.cleaned_up += 1

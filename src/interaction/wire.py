@@ -1,0 +1,330 @@
+"""The JSON wire codec, in exactly the TypeScript interfaces' shape, and its JSON Schemas.
+
+camelCase keys, absent optional fields omitted, ``multiSelect`` omitted when false. The
+process-local ``agent`` and ``signal`` never go on the wire. Decoding untrusted data raises
+only :class:`~interaction.UserInteractionError` (``BAD_REQUEST`` for requests, ``BAD_ANSWER``
+for answers) whose message starts with the path of the first fault, also kept as ``path``.
+Unknown keys are ignored; unknown intent kinds decode to ``UnknownIntent`` and encode back
+unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Final, TypeAlias
+
+from ._errors import ErrorCode, UserInteractionError
+from ._types import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionIntent,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    JSONValue,
+    PlanReviewIntent,
+    UnknownIntent,
+    _thaw,
+)
+from ._validation import check_answer, check_questions
+
+__all__ = [
+    "ANSWER_SCHEMA",
+    "REQUEST_SCHEMA",
+    "JSONObject",
+    "answer_schema",
+    "decode_answer",
+    "decode_request",
+    "dumps",
+    "encode_answer",
+    "encode_request",
+    "request_schema",
+]
+
+JSONObject: TypeAlias = dict[str, JSONValue]
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def encode_intent(intent: AskUserQuestionIntent) -> JSONObject:
+    if isinstance(intent, PlanReviewIntent):
+        return {"kind": intent.kind, "approve": intent.approve}
+    data: JSONObject = {"kind": intent.kind}
+    for key, value in intent.fields.items():
+        if key != "kind":
+            data[key] = _thaw(value)  # type: ignore[assignment]
+    return data
+
+
+def _encode_item(item: AskUserQuestionItem) -> JSONObject:
+    data: JSONObject = {"id": item.id, "question": item.question}
+    if item.detail is not None:
+        data["detail"] = item.detail
+    if item.header is not None:
+        data["header"] = item.header
+    if item.options:
+        options: list[JSONValue] = []
+        for option in item.options:
+            encoded: JSONObject = {"label": option.label}
+            if option.description is not None:
+                encoded["description"] = option.description
+            options.append(encoded)
+        data["options"] = options
+    if item.multi_select:
+        data["multiSelect"] = True
+    if item.intent is not None:
+        data["intent"] = encode_intent(item.intent)
+    return data
+
+
+def encode_request(request: AskUserQuestionRequest) -> JSONObject:
+    """The request's wire form: ``{"questions": [...]}`` (no agent, no signal)."""
+    return {"questions": [_encode_item(item) for item in request.questions]}
+
+
+def _encode_answer_item(item: AskUserQuestionAnswerItem) -> JSONObject:
+    data: JSONObject = {"id": item.id, "selected": list(item.selected)}
+    if item.custom is not None:
+        data["custom"] = item.custom
+    return data
+
+
+def encode_answer(answer: AskUserQuestionAnswer) -> JSONObject:
+    """The answer's wire form: ``{"answers": [{"id", "selected", "custom"?}]}``."""
+    return {"answers": [_encode_answer_item(item) for item in answer.answers]}
+
+
+def dumps(value: AskUserQuestionRequest | AskUserQuestionAnswer) -> str:
+    """Compact JSON text of a request or an answer, non-ASCII kept as it is."""
+    data = (
+        encode_request(value) if isinstance(value, AskUserQuestionRequest) else encode_answer(value)
+    )
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+class _Decoder:
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+
+    def fail(self, path: str, problem: str) -> UserInteractionError:
+        return UserInteractionError(f"{path}: {problem}", self.code, path=path)
+
+    def parse(self, data: object, root: str) -> object:
+        if isinstance(data, str | bytes | bytearray | memoryview):
+            try:
+                return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+            except (ValueError, RecursionError) as exc:
+                raise self.fail(root, f"not valid JSON ({exc})") from None
+        return data
+
+    def obj(self, value: object, path: str) -> Mapping[str, object]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected an object, got {_json_type(value)}")
+        return value
+
+    def array(self, value: object, path: str) -> list[object]:
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected an array, got {_json_type(value)}")
+        return value
+
+    def string(self, data: Mapping[str, object], key: str, path: str) -> str:
+        if key not in data:
+            raise self.fail(f"{path}.{key}", "is required")
+        value = data[key]
+        if not isinstance(value, str):
+            raise self.fail(f"{path}.{key}", f"expected a string, got {_json_type(value)}")
+        return value
+
+    def optional_string(self, data: Mapping[str, object], key: str, path: str) -> str | None:
+        return self.string(data, key, path) if key in data else None
+
+
+def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionIntent:
+    data = d.obj(value, path)
+    kind = d.string(data, "kind", path)
+    if kind == PlanReviewIntent.kind:
+        return PlanReviewIntent(d.string(data, "approve", path))
+    if not kind:
+        raise d.fail(f"{path}.kind", "must not be empty")
+    fields = {k: v for k, v in data.items() if k != "kind"}
+    try:
+        return UnknownIntent(kind, fields)  # type: ignore[arg-type]  # JSON data, as parsed
+    except RecursionError:
+        raise d.fail(path, "is nested too deeply") from None
+
+
+def _decode_option(d: _Decoder, value: object, path: str) -> AskUserQuestionOption:
+    data = d.obj(value, path)
+    return AskUserQuestionOption(
+        d.string(data, "label", path), d.optional_string(data, "description", path)
+    )
+
+
+def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
+    data = d.obj(value, path)
+    options: tuple[AskUserQuestionOption, ...] = ()
+    if "options" in data:
+        raw = d.array(data["options"], f"{path}.options")
+        options = tuple(
+            _decode_option(d, option, f"{path}.options[{i}]") for i, option in enumerate(raw)
+        )
+    multi = data.get("multiSelect", False)
+    if not isinstance(multi, bool):
+        raise d.fail(f"{path}.multiSelect", f"expected a bool, got {_json_type(multi)}")
+    intent = _decode_intent(d, data["intent"], f"{path}.intent") if "intent" in data else None
+    return AskUserQuestionItem(
+        id=d.string(data, "id", path),
+        question=d.string(data, "question", path),
+        detail=d.optional_string(data, "detail", path),
+        header=d.optional_string(data, "header", path),
+        options=options,
+        multi_select=multi,
+        intent=intent,
+    )
+
+
+def decode_request(data: object) -> AskUserQuestionRequest:
+    """A request from JSON text or bytes, or from already parsed JSON data.
+
+    The structural checks of ``ask()`` are made too (``BAD_REQUEST``); an empty batch and
+    intents are left to ``ask()``, which refuses them with their own codes.
+    """
+    d = _Decoder(ErrorCode.BAD_REQUEST)
+    root = d.obj(d.parse(data, "request"), "request")
+    if "questions" not in root:
+        raise d.fail("questions", "is required")
+    raw = d.array(root["questions"], "questions")
+    questions = tuple(_decode_item(d, item, f"questions[{i}]") for i, item in enumerate(raw))
+    check_questions(questions)
+    return AskUserQuestionRequest(questions)
+
+
+def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestionAnswerItem:
+    data = d.obj(value, path)
+    item_id = d.string(data, "id", path)
+    if "selected" not in data:
+        raise d.fail(f"{path}.selected", "is required")
+    raw = d.array(data["selected"], f"{path}.selected")
+    for index, label in enumerate(raw):
+        if not isinstance(label, str):
+            raise d.fail(f"{path}.selected[{index}]", f"expected a string, got {_json_type(label)}")
+    selected = tuple(label for label in raw if isinstance(label, str))
+    return AskUserQuestionAnswerItem(item_id, selected, d.optional_string(data, "custom", path))
+
+
+def decode_answer(
+    data: object, request: AskUserQuestionRequest | None = None
+) -> AskUserQuestionAnswer:
+    """An answer from JSON text or bytes, or from parsed data (``BAD_ANSWER`` on any fault).
+
+    With ``request``, the answer is also checked against it, as ``ask()`` would, and
+    returned in question order.
+    """
+    d = _Decoder(ErrorCode.BAD_ANSWER)
+    root = d.obj(d.parse(data, "answer"), "answer")
+    if "answers" not in root:
+        raise d.fail("answers", "is required")
+    raw = d.array(root["answers"], "answers")
+    answer = AskUserQuestionAnswer(
+        tuple(_decode_answer_item(d, item, f"answers[{i}]") for i, item in enumerate(raw))
+    )
+    return answer if request is None else check_answer(request, answer)
+
+
+# ---------------------------------------------------------------------------- schemas
+
+_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+
+_TEXT: Final[JSONObject] = {"type": "string", "minLength": 1}
+
+REQUEST_SCHEMA: Final[JSONObject] = {
+    "$schema": _DIALECT,
+    "$id": "urn:interaction-seam:ask-user-question-request",
+    "title": "AskUserQuestionRequest",
+    "type": "object",
+    "required": ["questions"],
+    "properties": {
+        "questions": {"type": "array", "items": {"$ref": "#/$defs/question"}},
+    },
+    "$defs": {
+        "option": {
+            "type": "object",
+            "required": ["label"],
+            "properties": {"label": _TEXT, "description": {"type": "string"}},
+        },
+        "intent": {
+            "type": "object",
+            "required": ["kind"],
+            "properties": {"kind": _TEXT},
+            "if": {"properties": {"kind": {"const": "plan-review"}}},
+            "then": {"required": ["approve"], "properties": {"approve": {"type": "string"}}},
+        },
+        "question": {
+            "type": "object",
+            "required": ["id", "question"],
+            "properties": {
+                "id": _TEXT,
+                "question": _TEXT,
+                "detail": {"type": "string"},
+                "header": {"type": "string"},
+                "options": {"type": "array", "items": {"$ref": "#/$defs/option"}},
+                "multiSelect": {"type": "boolean"},
+                "intent": {"$ref": "#/$defs/intent"},
+            },
+        },
+    },
+}
+"""JSON Schema (draft 2020-12) of a request's wire form."""
+
+ANSWER_SCHEMA: Final[JSONObject] = {
+    "$schema": _DIALECT,
+    "$id": "urn:interaction-seam:ask-user-question-answer",
+    "title": "AskUserQuestionAnswer",
+    "type": "object",
+    "required": ["answers"],
+    "properties": {
+        "answers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "selected"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "selected": {"type": "array", "items": {"type": "string"}},
+                    "custom": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+"""JSON Schema (draft 2020-12) of an answer's wire form."""
+
+
+def request_schema() -> JSONObject:
+    """A fresh copy of :data:`REQUEST_SCHEMA`, safe to modify."""
+    return copy.deepcopy(REQUEST_SCHEMA)
+
+
+def answer_schema() -> JSONObject:
+    """A fresh copy of :data:`ANSWER_SCHEMA`, safe to modify."""
+    return copy.deepcopy(ANSWER_SCHEMA)
