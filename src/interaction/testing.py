@@ -91,6 +91,12 @@ class BlockingProvider:
         self.requests: list[AskUserQuestionRequest] = []
         self.started = asyncio.Event()
         self.cleaned_up = 0
+        self._arrived = asyncio.Condition()
+
+    async def wait_until_pending(self, count: int) -> None:
+        """Return once ``count`` asks are waiting in the provider at the same time."""
+        async with self._arrived:
+            await self._arrived.wait_for(lambda: self.pending >= count)
 
     @property
     def pending(self) -> int:
@@ -100,6 +106,8 @@ class BlockingProvider:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         self.requests.append(request)
         self.started.set()
+        async with self._arrived:
+            self._arrived.notify_all()
         try:
             return await asyncio.Future[AskUserQuestionAnswer]()
         finally:

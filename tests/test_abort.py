@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from interaction import AbortController, AbortSignal, ErrorCode, UserInteractionError
+
+
+def test_abort_sets_state_once_and_keeps_the_first_reason() -> None:
+    controller = AbortController()
+    signal = controller.signal
+    assert (signal.aborted, signal.reason) == (False, None)
+    signal.throw_if_aborted()
+    first = RuntimeError("first")
+    controller.abort(first)
+    controller.abort(RuntimeError("second"))
+    assert signal.aborted
+    assert signal.reason is first
+    with pytest.raises(RuntimeError, match="first"):
+        signal.throw_if_aborted()
+
+
+def test_default_reason_is_an_ask_aborted_error() -> None:
+    controller = AbortController()
+    controller.abort()
+    assert isinstance(controller.signal.reason, UserInteractionError)
+    assert controller.signal.reason.code == ErrorCode.ASK_ABORTED
+
+
+def test_reason_must_be_an_exception() -> None:
+    with pytest.raises(TypeError, match="abort reason must be an exception, got str"):
+        AbortController().abort("why")  # type: ignore[arg-type]
+
+
+def test_listeners_run_once_and_can_be_removed() -> None:
+    controller = AbortController()
+    seen: list[BaseException] = []
+    controller.signal.add_listener(seen.append)
+    remove = controller.signal.add_listener(lambda r: seen.append(ValueError("removed")))
+    remove()
+    remove()  # idempotent
+    reason = RuntimeError("x")
+    controller.abort(reason)
+    controller.abort(reason)
+    assert seen == [reason]
+
+
+def test_listener_added_after_abort_runs_at_once() -> None:
+    controller = AbortController()
+    controller.abort(KeyError("k"))
+    seen: list[BaseException] = []
+    remove = controller.signal.add_listener(seen.append)
+    assert seen == [controller.signal.reason]
+    remove()
+
+
+def test_a_failing_listener_is_logged_and_the_others_still_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    controller = AbortController()
+    seen: list[BaseException] = []
+
+    def broken(_: BaseException) -> None:
+        raise ValueError("listener bug")
+
+    controller.signal.add_listener(broken)
+    controller.signal.add_listener(seen.append)
+    controller.abort(RuntimeError("r"))
+    assert len(seen) == 1
+    assert "an abort listener raised" in caplog.text
+
+
+def test_abort_from_many_threads_calls_each_listener_exactly_once() -> None:
+    controller = AbortController()
+    calls: list[BaseException] = []
+    lock = threading.Lock()
+
+    def record(reason: BaseException) -> None:
+        with lock:
+            calls.append(reason)
+
+    for _ in range(20):
+        controller.signal.add_listener(record)
+    barrier = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        controller.abort(RuntimeError(str(n)))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 20
+    assert all(reason is controller.signal.reason for reason in calls)
+
+
+def test_timeout_aborts_with_a_timeout_error() -> None:
+    signal = AbortSignal.timeout(0.01)
+    fired = threading.Event()
+    signal.add_listener(lambda _: fired.set())
+    assert fired.wait(5)
+    assert isinstance(signal.reason, TimeoutError)
+
+
+def test_timeouts_fire_in_due_order_on_one_thread() -> None:
+    late = AbortSignal.timeout(0.2)
+    early = AbortSignal.timeout(0.0)
+    order: list[str] = []
+    done = threading.Event()
+    early.add_listener(lambda _: order.append("early"))
+
+    def last(_: BaseException) -> None:
+        order.append("late")
+        done.set()
+
+    late.add_listener(last)
+    assert done.wait(5)
+    assert order == ["early", "late"]
+
+
+@pytest.mark.parametrize("seconds", [-1, "1", True, None])
+def test_timeout_refuses_a_bad_duration(seconds: object) -> None:
+    with pytest.raises(ValueError, match="timeout seconds must be a non-negative number"):
+        AbortSignal.timeout(seconds)  # type: ignore[arg-type]
+
+
+def test_any_follows_the_first_source_and_lets_go_of_the_others() -> None:
+    a, b = AbortController(), AbortController()
+    combined = AbortSignal.any([a.signal, b.signal])
+    assert not combined.aborted
+    reason = RuntimeError("b")
+    b.abort(reason)
+    assert combined.reason is reason
+    assert a.signal._listeners == {}  # no listener left behind on the other source
+    a.abort(RuntimeError("a"))
+    assert combined.reason is reason
+
+
+def test_any_of_an_already_aborted_signal_is_aborted_with_its_reason() -> None:
+    a, b = AbortController(), AbortController()
+    reason = RuntimeError("early")
+    b.abort(reason)
+    combined = AbortSignal.any([a.signal, b.signal])
+    assert combined.reason is reason
+    assert a.signal._listeners == {}
+
+
+def test_any_of_nothing_never_aborts() -> None:
+    assert not AbortSignal.any([]).aborted
+
+
+def test_repr_says_the_state() -> None:
+    controller = AbortController()
+    assert repr(controller.signal) == "<AbortSignal pending>"
+    controller.abort(RuntimeError("x"))
+    assert repr(controller.signal) == "<AbortSignal aborted, reason=RuntimeError('x')>"
