@@ -1,0 +1,51 @@
+"""Every code example in README.md and docs/ runs.
+
+A page's ```python blocks run in order in one namespace, in a fresh context; a
+```python test block is a pytest test module, run after the page's other blocks.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def blocks(page: Path) -> list[tuple[bool, str]]:
+    return [(bool(m.group(1)), m.group(2)) for m in FENCE.finditer(page.read_text("utf-8"))]
+
+
+def test_every_documentation_page_is_found() -> None:
+    names = {page.name for page in PAGES}
+    assert {"README.md", "vocabulary.md", "ask-and-errors.md", "providers.md", "agents.md"} <= names
+    assert {"abort.md", "testing.md", "wire.md"} <= names
+    assert all(blocks(page) for page in PAGES), "a page without an example"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_examples_run(page: Path, pytester: pytest.Pytester) -> None:
+    code = [source for is_test, source in blocks(page) if not is_test]
+    module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+
+    def run_all() -> None:
+        for source in code:
+            exec(compile(source, str(page), "exec"), module.__dict__)
+
+    try:
+        contextvars.copy_context().run(run_all)
+    finally:
+        del sys.modules[module.__name__]
+    tests = [source for is_test, source in blocks(page) if is_test]
+    if tests:
+        pytester.makepyfile(**{f"test_{page.stem}_example": "\n\n".join([*code, *tests])})
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto")
+        result.assert_outcomes(passed=len(tests))
