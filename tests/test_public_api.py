@@ -37,13 +37,18 @@ DOCUMENTED = [
     "JSONValue",
     "LiveAgents",
     "PlanReviewIntent",
+    "PlanVerdict",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
     "ask",
+    "ask_text",
     "check_answer",
     "check_request",
+    "choose",
+    "choose_many",
+    "confirm",
     "current_agents",
     "current_provider",
     "escape_controls",
@@ -51,6 +56,7 @@ DOCUMENTED = [
     "provide",
     "provide_agents",
     "register_provider",
+    "review_plan",
     "split_recommended",
 ]
 
@@ -83,7 +89,8 @@ def test_classes_and_functions_are_defined_in_private_modules() -> None:
 
 def test_import_pulls_in_no_optional_dependency() -> None:
     code = (
-        "import sys, interaction, interaction.wire, interaction.console, interaction.testing;"
+        "import sys, interaction, interaction.wire, interaction.tool, interaction.console,"
+        " interaction.testing, interaction.cli;"
         "bad = [m for m in ('prompt_toolkit', 'starlette', 'uvicorn', 'mcp', 'pytest',"
         " 'pydantic', 'msgspec') if m in sys.modules];"
         "print(bad)"

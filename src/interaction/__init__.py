@@ -13,6 +13,12 @@ from ._ask import ask as ask
 from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
 from ._errors import UserInteractionError as UserInteractionError
+from ._helpers import PlanVerdict as PlanVerdict
+from ._helpers import ask_text as ask_text
+from ._helpers import choose as choose
+from ._helpers import choose_many as choose_many
+from ._helpers import confirm as confirm
+from ._helpers import review_plan as review_plan
 from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
 from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
@@ -53,13 +59,18 @@ __all__ = [
     "JSONValue",
     "LiveAgents",
     "PlanReviewIntent",
+    "PlanVerdict",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
     "ask",
+    "ask_text",
     "check_answer",
     "check_request",
+    "choose",
+    "choose_many",
+    "confirm",
     "current_agents",
     "current_provider",
     "escape_controls",
@@ -67,5 +78,6 @@ __all__ = [
     "provide",
     "provide_agents",
     "register_provider",
+    "review_plan",
     "split_recommended",
 ]

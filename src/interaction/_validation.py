@@ -174,6 +174,21 @@ def check_questions(questions: tuple[object, ...]) -> None:
         _check_item(item, f"questions[{index}]", seen_ids)
 
 
+def _check_signal(signal: object) -> None:
+    if signal is not None:
+        if not isinstance(signal, AbortSignal):
+            raise _bad_request("signal", f"expected an AbortSignal, got {_type_name(signal)}")
+        if signal.aborted:
+            raise aborted_error(signal.reason) from signal.reason
+
+
+def check_caller(signal: object, agent: object) -> None:
+    """The signal and admission checks of ``ask()``, for callers that parse questions later."""
+    _check_signal(signal)
+    if agent is not None:
+        _check_admission(agent)
+
+
 def check_request(request: object) -> AskUserQuestionRequest:
     """Make every check ``ask()`` makes before it reaches a provider, in the same order.
 
@@ -185,12 +200,7 @@ def check_request(request: object) -> AskUserQuestionRequest:
         raise _bad_request(
             "request", f"expected an AskUserQuestionRequest, got {_type_name(request)}"
         )
-    signal = request.signal
-    if signal is not None:
-        if not isinstance(signal, AbortSignal):
-            raise _bad_request("signal", f"expected an AbortSignal, got {_type_name(signal)}")
-        if signal.aborted:
-            raise aborted_error(signal.reason) from signal.reason
+    _check_signal(request.signal)
     questions = request.questions
     if not isinstance(questions, tuple):
         raise _bad_request(

@@ -1,4 +1,8 @@
-"""The ``interaction`` command: ``interaction demo`` asks the built-in questions."""
+"""The ``interaction`` command: ``demo``, ``ask`` and ``schema``.
+
+Prompts go to stderr so that stdout carries only the answer JSON. Exit status: 0 answered,
+1 not answered (cancelled, timed out, aborted), 2 bad input or refused request.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TextIO
 
+from ._abort import AbortSignal
 from ._agents import AgentRegistry
 from ._ask import ask
 from ._demo import DEMO_BATCH, DEMO_PLAN
@@ -18,7 +23,8 @@ from ._registry import provide, provide_agents
 from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
 from ._version import __version__
 from .console import ConsoleProvider
-from .wire import encode_answer
+from .tool import tool_parameters
+from .wire import answer_schema, decode_request, dumps, request_schema
 
 __all__ = ["main"]
 
@@ -32,10 +38,10 @@ class _DemoAgent:
     id: str
 
 
-def choose_provider(*, plain: bool) -> UserInteractionProvider:
-    """The best provider available here; prompts go to stderr so stdout stays JSON."""
+def choose_provider(*, plain: bool, answers: TextIO | None = None) -> UserInteractionProvider:
+    """The best provider available here, reading answers from ``answers`` (stdin by default)."""
     del plain  # the console provider is the only one yet
-    return ConsoleProvider(sys.stdin, sys.stderr)
+    return ConsoleProvider(answers if answers is not None else sys.stdin, sys.stderr)
 
 
 async def _demo(provider: UserInteractionProvider) -> AskUserQuestionAnswer:
@@ -48,6 +54,13 @@ async def _demo(provider: UserInteractionProvider) -> AskUserQuestionAnswer:
     return AskUserQuestionAnswer([*batch.answers, *plan.answers])
 
 
+async def _ask_file(
+    provider: UserInteractionProvider, request: AskUserQuestionRequest
+) -> AskUserQuestionAnswer:
+    with provide(provider):
+        return await ask(request)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="interaction", description="Ask a human through the interaction seam."
@@ -56,22 +69,68 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
     demo.add_argument("--plain", action="store_true", help="use the line-based console provider")
+    ask_ = commands.add_parser("ask", help="ask a request given as wire JSON; print the answer")
+    ask_.add_argument(
+        "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
+    )
+    ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    ask_.add_argument("--plain", action="store_true", help="use the line-based console provider")
+    schema = commands.add_parser("schema", help="print a JSON Schema")
+    schema.add_argument("which", choices=["request", "answer", "tool"])
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit status (0 answered, 1 not answered, 2 bad input)."""
-    args = _parser().parse_args(argv)
-    provider = choose_provider(plain=args.plain)
+def _fail(error: UserInteractionError) -> int:
+    print(f"interaction: {error.message} ({error.code})", file=sys.stderr)
+    if error.code in (ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED):
+        return EXIT_NOT_ANSWERED
+    return EXIT_BAD_INPUT
+
+
+def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
+    """The request, and where answers come from when stdin held the request."""
+    if file != "-":
+        try:
+            with open(file, "rb") as handle:
+                return decode_request(handle.read()), None
+        except OSError as exc:
+            raise UserInteractionError(
+                f"cannot read {file}: {exc.strerror}", ErrorCode.BAD_REQUEST
+            ) from None
+    request = decode_request(sys.stdin.buffer.read())
     try:
-        answer = asyncio.run(_demo(provider))
+        terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
+    except OSError:
+        raise UserInteractionError(
+            "the request came on stdin and there is no terminal to answer on;"
+            " pass the request as a FILE instead",
+            ErrorCode.BAD_REQUEST,
+        ) from None
+    return request, terminal
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "schema":
+        schemas = {"request": request_schema, "answer": answer_schema, "tool": tool_parameters}
+        print(json.dumps(schemas[args.which](), indent=2))
+        return EXIT_ANSWERED
+    try:
+        if args.command == "demo":
+            answer = asyncio.run(_demo(choose_provider(plain=args.plain)))
+        else:
+            request, answers = _read_request(args.file)
+            if args.timeout is not None:
+                request = AskUserQuestionRequest(
+                    request.questions, signal=AbortSignal.timeout(args.timeout)
+                )
+            provider = choose_provider(plain=args.plain, answers=answers)
+            answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
-        print(f"interaction: {exc.message} ({exc.code})", file=sys.stderr)
-        if exc.code in (ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED):
-            return EXIT_NOT_ANSWERED
-        return EXIT_BAD_INPUT
+        return _fail(exc)
     except KeyboardInterrupt:
         print("interaction: interrupted", file=sys.stderr)
         return EXIT_NOT_ANSWERED
-    print(json.dumps(encode_answer(answer), ensure_ascii=False, separators=(",", ":")))
+    print(dumps(answer))
     return EXIT_ANSWERED

@@ -186,11 +186,14 @@ class _LineReader:
 
     async def readline(self) -> str | None:
         """The next line without its newline; ``None`` at end of input."""
-        if self._fd is None:
+        while self._fd is not None and "\n" not in self._buffer and not self._eof:
+            try:
+                await self._fill(self._fd)
+            except PermissionError:  # a device epoll cannot watch (/dev/null): it never blocks
+                self._fd = None
+        if self._fd is None and not self._buffer:
             line = self.stream.readline()
             return line.rstrip("\r\n") if line else None
-        while "\n" not in self._buffer and not self._eof:
-            await self._fill(self._fd)
         if "\n" in self._buffer:
             line, self._buffer = self._buffer.split("\n", 1)
             return line.rstrip("\r")

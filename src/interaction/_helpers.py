@@ -1,0 +1,158 @@
+"""One-call helpers for the common asks, each a thin layer over ``ask()``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._ask import ask
+from ._types import (
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+)
+
+if TYPE_CHECKING:
+    from ._abort import AbortSignal
+    from ._agents import Agent
+
+__all__ = ["PlanVerdict", "ask_text", "choose", "choose_many", "confirm", "review_plan"]
+
+OptionLike = str | AskUserQuestionOption
+
+
+def _options(options: Sequence[OptionLike]) -> list[AskUserQuestionOption]:
+    return [
+        o if isinstance(o, AskUserQuestionOption) else AskUserQuestionOption(o) for o in options
+    ]
+
+
+async def _ask_one(
+    item: AskUserQuestionItem, agent: Agent | None, signal: AbortSignal | None
+) -> AskUserQuestionAnswerItem:
+    answer = await ask(AskUserQuestionRequest([item], agent=agent, signal=signal))
+    return answer.answers[0]
+
+
+async def choose(
+    question: str,
+    options: Sequence[OptionLike],
+    *,
+    header: str | None = None,
+    detail: str | None = None,
+    id: str = "choice",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> str | None:
+    """Ask for one of ``options``: the chosen label, the user's own text, or ``None`` if skipped."""
+    item = await _ask_one(
+        AskUserQuestionItem(id, question, detail, header, _options(options)), agent, signal
+    )
+    if item.custom is not None:
+        return item.custom
+    return item.selected[0] if item.selected else None
+
+
+async def choose_many(
+    question: str,
+    options: Sequence[OptionLike],
+    *,
+    header: str | None = None,
+    detail: str | None = None,
+    id: str = "choices",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> AskUserQuestionAnswerItem:
+    """Ask for any of ``options``: the labels in the order chosen, and any text of one's own."""
+    return await _ask_one(
+        AskUserQuestionItem(id, question, detail, header, _options(options), multi_select=True),
+        agent,
+        signal,
+    )
+
+
+async def confirm(
+    question: str,
+    *,
+    yes: str = "Yes",
+    no: str = "No",
+    header: str | None = None,
+    detail: str | None = None,
+    id: str = "confirm",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> bool:
+    """A yes/no decision for permission plugins: ``True`` only when the user chose ``yes``.
+
+    A skip or an answer of the user's own is not a yes: it fails closed.
+    """
+    item = await _ask_one(
+        AskUserQuestionItem(
+            id, question, detail, header, [AskUserQuestionOption(yes), AskUserQuestionOption(no)]
+        ),
+        agent,
+        signal,
+    )
+    return tuple(item.selected) == (yes,) and item.custom is None
+
+
+async def ask_text(
+    question: str,
+    *,
+    header: str | None = None,
+    detail: str | None = None,
+    id: str = "text",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> str | None:
+    """Ask for free text: what the user typed, or ``None`` if skipped."""
+    item = await _ask_one(AskUserQuestionItem(id, question, detail, header), agent, signal)
+    return item.custom
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVerdict:
+    """The outcome of a plan review.
+
+    ``choice`` is the option label chosen (``None`` if the user skipped or wrote their own);
+    ``feedback`` is the user's own text, which never approves.
+    """
+
+    approved: bool
+    choice: str | None = None
+    feedback: str | None = None
+
+
+async def review_plan(
+    plan: str,
+    *,
+    question: str = "Approve this plan?",
+    approve: str = "Approve",
+    decline: Sequence[str] = ("Revise",),
+    header: str | None = "Plan",
+    id: str = "plan",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> PlanVerdict:
+    """Ask for a plan review of the markdown ``plan``; approved only by the ``approve`` option.
+
+    With one decline option (the default) UIs present it as a plan review; more options fall
+    back to the generic flow, so every one stays reachable.
+    """
+    item = await _ask_one(
+        AskUserQuestionItem(
+            id,
+            question,
+            detail=plan,
+            header=header,
+            options=_options([approve, *decline]),
+            intent=PlanReviewIntent(approve),
+        ),
+        agent,
+        signal,
+    )
+    choice = item.selected[0] if item.selected else None
+    return PlanVerdict(choice == approve and item.custom is None, choice, item.custom)

@@ -1,0 +1,361 @@
+"""The model-facing ``ask_user_question`` tool: its definition, argument parsing and result.
+
+The model sees snake_case fields (``id``, ``question``, ``header``, ``options``,
+``multi_select``); ``detail`` and ``intent`` are for programmatic callers only. Argument
+faults are ``BAD_REQUEST`` errors whose message tells the model how to fix its call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from ._ask import ask
+from ._errors import ErrorCode, HarnessError, UserInteractionError
+from ._types import AskUserQuestionItem, AskUserQuestionOption, AskUserQuestionRequest
+from ._validation import check_caller, check_questions
+from .wire import JSONObject, dumps
+
+if TYPE_CHECKING:
+    from ._abort import AbortSignal
+    from ._agents import Agent
+    from ._types import AskUserQuestionAnswer
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "TOOL_DESCRIPTION",
+    "TOOL_NAME",
+    "ToolLimits",
+    "ToolResult",
+    "anthropic_tool",
+    "openai_tool",
+    "render_answer",
+    "render_error",
+    "request_from_arguments",
+    "run_tool",
+    "tool_parameters",
+]
+
+TOOL_NAME: Final = "ask_user_question"
+TOOL_DESCRIPTION: Final = (
+    "Ask the user one or more questions and wait for the answers. Use it when you need a"
+    " decision, a preference or a fact only the user has before you can go on; do not use it"
+    " for things you can find out yourself. Give every question a short stable id (it is"
+    " echoed back with its answer). Offer options when the answer is a choice: put the option"
+    " you recommend first and end its label with ' (Recommended)'. The user may always type"
+    " an answer of their own instead, or skip a question. Batch related questions in one call."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """Bounds on what one model call may ask; lengths are in characters."""
+
+    max_questions: int = 4
+    max_options: int = 6
+    max_header: int = 40
+    max_label: int = 80
+    max_description: int = 300
+    max_question: int = 1000
+
+
+DEFAULT_LIMITS: Final = ToolLimits()
+_MAX_ID: Final = 200
+
+
+def tool_parameters(limits: ToolLimits = DEFAULT_LIMITS) -> JSONObject:
+    """The tool's JSON-Schema ``parameters`` object."""
+    option: JSONObject = {
+        "type": "object",
+        "properties": {
+            "label": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": limits.max_label,
+                "description": "What the user sees and what comes back when it is chosen.",
+            },
+            "description": {
+                "type": "string",
+                "maxLength": limits.max_description,
+                "description": "Optional help shown under the label.",
+            },
+        },
+        "required": ["label"],
+        "additionalProperties": False,
+    }
+    question: JSONObject = {
+        "type": "object",
+        "properties": {
+            "id": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Short stable id, unique in this call, echoed with the answer.",
+            },
+            "question": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": limits.max_question,
+                "description": "The question, as one clear sentence.",
+            },
+            "header": {
+                "type": "string",
+                "maxLength": limits.max_header,
+                "description": "Optional short heading, e.g. 'Package manager'.",
+            },
+            "options": {
+                "type": "array",
+                "items": option,
+                "maxItems": limits.max_options,
+                "description": "Choices to offer; the recommended one first, its label ending"
+                " in ' (Recommended)'. Leave out for a free-text question.",
+            },
+            "multi_select": {
+                "type": "boolean",
+                "description": "Whether several options may be chosen. Default false.",
+            },
+        },
+        "required": ["id", "question"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": question,
+                "minItems": 1,
+                "maxItems": limits.max_questions,
+                "description": "The questions to ask, shown to the user in this order.",
+            }
+        },
+        "required": ["questions"],
+        "additionalProperties": False,
+    }
+
+
+def openai_tool(limits: ToolLimits = DEFAULT_LIMITS) -> JSONObject:
+    """The definition in the OpenAI-style ``{"type": "function", "function": {...}}`` shape."""
+    return {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": TOOL_DESCRIPTION,
+            "parameters": tool_parameters(limits),
+        },
+    }
+
+
+def anthropic_tool(limits: ToolLimits = DEFAULT_LIMITS) -> JSONObject:
+    """The definition in the Anthropic-style ``{"name", "description", "input_schema"}`` shape."""
+    return {
+        "name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION,
+        "input_schema": tool_parameters(limits),
+    }
+
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def _fault(path: str, problem: str) -> UserInteractionError:
+    return UserInteractionError(
+        f"{TOOL_NAME}: {path}: {problem}. Fix the arguments and call {TOOL_NAME} again.",
+        ErrorCode.BAD_REQUEST,
+        path=path,
+    )
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _array(value: object, path: str, what: str) -> list[object]:
+    """An array, also when the model sent it JSON-encoded in a string."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _fault(
+                path, f"expected an array of {what}, got a string that is not JSON"
+            ) from None
+    if not isinstance(value, list):
+        raise _fault(path, f"expected an array of {what}, got {_kind(value)}")
+    return value
+
+
+def _text(data: Mapping[str, object], key: str, path: str, limit: int) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _fault(f"{path}.{key}", f"expected a string, got {_kind(value)}")
+    if len(value) > limit:
+        raise _fault(f"{path}.{key}", f"is {len(value)} characters long; the limit is {limit}")
+    return value
+
+
+def _required_text(data: Mapping[str, object], key: str, path: str, limit: int) -> str:
+    value = _text(data, key, path, limit)
+    if value is None:
+        raise _fault(f"{path}.{key}", "is required")
+    if not value.strip():
+        raise _fault(f"{path}.{key}", "must not be empty")
+    return value
+
+
+def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOption:
+    if isinstance(value, str):  # a plain label
+        value = {"label": value}
+    if not isinstance(value, dict):
+        raise _fault(path, f"expected an object with a label, got {_kind(value)}")
+    label = _required_text(value, "label", path, limits.max_label)
+    return AskUserQuestionOption(label, _text(value, "description", path, limits.max_description))
+
+
+def _question(value: object, path: str, limits: ToolLimits) -> AskUserQuestionItem:
+    if not isinstance(value, dict):
+        raise _fault(path, f"expected an object, got {_kind(value)}")
+    question_id = _required_text(value, "id", path, _MAX_ID)
+    text = _required_text(value, "question", path, limits.max_question)
+    options: list[AskUserQuestionOption] = []
+    if value.get("options") is not None:
+        raw = _array(value["options"], f"{path}.options", "options")
+        if len(raw) > limits.max_options:
+            raise _fault(
+                f"{path}.options", f"has {len(raw)} options; the limit is {limits.max_options}"
+            )
+        options = [_option(o, f"{path}.options[{i}]", limits) for i, o in enumerate(raw)]
+    key = "multi_select" if "multi_select" in value else "multiSelect"
+    multi = value.get(key, False)
+    if multi is None:
+        multi = False
+    if not isinstance(multi, bool):
+        raise _fault(f"{path}.{key}", f"expected true or false, got {_kind(multi)}")
+    return AskUserQuestionItem(
+        id=question_id,
+        question=text,
+        header=_text(value, "header", path, limits.max_header),
+        options=options,
+        multi_select=multi,
+    )
+
+
+def request_from_arguments(
+    arguments: object,
+    *,
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
+) -> AskUserQuestionRequest:
+    """The request a model's tool-call ``arguments`` (a dict or JSON text) describe.
+
+    An empty batch is left for ``ask()`` to refuse with ``EMPTY_QUESTIONS``. Tolerates what
+    models commonly emit: an option as a plain string, ``multiSelect`` for
+    ``multi_select``, an array JSON-encoded in a string. Unknown fields are ignored.
+    """
+    if isinstance(arguments, str | bytes | bytearray):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            raise _fault("arguments", "are not valid JSON") from None
+    if not isinstance(arguments, dict):
+        raise _fault("arguments", f"expected an object with questions, got {_kind(arguments)}")
+    if "questions" not in arguments:
+        raise _fault("questions", "is required: pass an array of questions")
+    raw = _array(arguments["questions"], "questions", "questions")
+    if len(raw) > limits.max_questions:
+        raise _fault("questions", f"has {len(raw)} questions; the limit is {limits.max_questions}")
+    questions = tuple(_question(q, f"questions[{i}]", limits) for i, q in enumerate(raw))
+    try:
+        check_questions(questions)
+    except UserInteractionError as error:
+        path = error.path or "questions"
+        raise _fault(path, error.message.removeprefix(f"{path}: ")) from None
+    return AskUserQuestionRequest(questions, agent=agent, signal=signal)
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What the tool host hands back to the model.
+
+    ``content`` is the text for the model; ``error`` is ``{name, code}`` of a failure.
+    """
+
+    content: str
+    error: Mapping[str, str] | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+_GUIDANCE: Final[Mapping[str, str]] = {
+    ErrorCode.ASK_CANCELLED: (
+        "The user dismissed the question without answering. Do not ask the same question"
+        " again right away: go on with what you can do without the answer, or explain what"
+        " you need and stop."
+    ),
+    ErrorCode.ASK_TIMEOUT: (
+        "The user did not answer in time. Go on with what does not need the answer, or say"
+        " what you are waiting for and stop; ask again only if the user returns."
+    ),
+    ErrorCode.NO_PROVIDER: (
+        "No one can answer questions in this session. Do not call ask_user_question again:"
+        " make a reasonable choice yourself and state it, or put the question in your reply."
+    ),
+}
+
+
+def render_answer(answer: AskUserQuestionAnswer) -> str:
+    """The tool result for an answer: compact JSON ``{"answers":[...]}``."""
+    return dumps(answer)
+
+
+def render_error(error: HarnessError) -> ToolResult:
+    """The tool result for a failure: ``Error: <message>``, with guidance where it helps."""
+    content = f"Error: {error.message}"
+    guidance = _GUIDANCE.get(error.code)
+    if guidance is not None:
+        content = f"{content}\n{guidance}"
+    return ToolResult(content, {"name": error.name, "code": error.code})
+
+
+async def run_tool(
+    arguments: object,
+    *,
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
+) -> ToolResult:
+    """Parse the model's arguments, ``ask()``, and render the result or the error.
+
+    Refusals come in ``ask()``'s order: an aborted signal and the caller's admission win
+    over faults in the arguments; an empty batch is ``EMPTY_QUESTIONS``.
+    """
+    try:
+        try:
+            request = request_from_arguments(arguments, agent=agent, signal=signal, limits=limits)
+        except UserInteractionError:
+            check_caller(signal, agent)
+            raise
+        answer = await ask(request)
+    except HarnessError as error:
+        return render_error(error)
+    return ToolResult(render_answer(answer))

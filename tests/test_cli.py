@@ -1,0 +1,120 @@
+"""The `interaction ask` and `interaction schema` commands, through real pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from interaction import wire
+from interaction.tool import tool_parameters
+
+REQUEST = {
+    "questions": [
+        {"id": "pkg", "question": "Which?", "options": [{"label": "pnpm"}, {"label": "npm"}]},
+        {"id": "notes", "question": "Notes?"},
+    ]
+}
+
+
+def run(*args: str, typed: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "interaction", *args],
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+
+
+def test_ask_a_file_prints_the_answer_json(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    result = run("ask", str(path), typed="2\nhello\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        '{"answers":[{"id":"pkg","selected":["npm"]},{"id":"notes","selected":[],"custom":"hello"}]}\n'
+    )
+
+
+def test_ask_cancelled_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    result = run("ask", str(path), typed="")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "(ASK_CANCELLED)" in result.stderr
+
+
+def test_ask_timeout_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "interaction", "ask", str(path), "--timeout", "0.2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.wait(timeout=60) == 1  # stdin stays open: only the timeout ends the ask
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdin.close()
+    out, err = process.stdout.read(), process.stderr.read()
+    process.stdout.close()
+    process.stderr.close()
+    assert out == ""
+    assert err.endswith(
+        "interaction: ask_user_question timed out before the user answered (ASK_TIMEOUT)\n"
+    )
+
+
+def test_bad_input_exits_2_with_the_message_on_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text('{"questions": [{"id": 1}]}')
+    result = run("ask", str(path))
+    assert result.returncode == 2
+    assert (
+        result.stderr == "interaction: questions[0].id: expected a string, got int (BAD_REQUEST)\n"
+    )
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"questions": []}')
+    assert run("ask", str(empty)).returncode == 2
+    missing = run("ask", str(tmp_path / "missing.json"))
+    assert missing.returncode == 2
+    assert "cannot read" in missing.stderr
+
+
+def test_a_request_on_stdin_without_a_terminal_is_refused() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "interaction", "ask", "-"],
+        input=json.dumps(REQUEST),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        start_new_session=True,  # no controlling terminal
+    )
+    assert result.returncode == 2
+    assert "there is no terminal to answer on" in result.stderr
+
+
+def test_schema_prints_each_schema() -> None:
+    for which, expected in (
+        ("request", wire.REQUEST_SCHEMA),
+        ("answer", wire.ANSWER_SCHEMA),
+        ("tool", tool_parameters()),
+    ):
+        result = run("schema", which)
+        assert result.returncode == 0
+        printed = json.loads(result.stdout)
+        assert printed == expected
+        jsonschema.Draft202012Validator.check_schema(printed)

@@ -1,0 +1,274 @@
+"""The wire codec: TypeScript-shaped fixtures, the JSON Schemas, and untrusted input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    PlanReviewIntent,
+    UnknownIntent,
+    UserInteractionError,
+    wire,
+)
+
+from .strategies import answers, requests
+
+FIXTURES = Path(__file__).parent / "fixtures" / "wire"
+VALID = sorted((FIXTURES / "valid").glob("*.json"))
+INVALID = sorted((FIXTURES / "invalid").glob("*.json"))
+REQUEST_VALIDATOR = jsonschema.Draft202012Validator(wire.REQUEST_SCHEMA)
+ANSWER_VALIDATOR = jsonschema.Draft202012Validator(wire.ANSWER_SCHEMA)
+
+
+def sorted_json(data: object) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_the_schemas_are_valid_draft_2020_12() -> None:
+    jsonschema.Draft202012Validator.check_schema(wire.REQUEST_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(wire.ANSWER_SCHEMA)
+    assert wire.request_schema() == wire.REQUEST_SCHEMA
+    assert wire.request_schema() is not wire.REQUEST_SCHEMA
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_typescript_json_decodes_and_re_encodes_byte_for_byte(path: Path) -> None:
+    text = path.read_text("utf-8").strip()
+    if path.name.startswith("request"):
+        assert REQUEST_VALIDATOR.is_valid(json.loads(text))
+        encoded: object = wire.encode_request(wire.decode_request(text))
+    else:
+        assert ANSWER_VALIDATOR.is_valid(json.loads(text))
+        encoded = wire.encode_answer(wire.decode_answer(text.encode()))
+    assert sorted_json(encoded) == sorted_json(json.loads(text))
+
+
+def test_dumps_is_compact_and_keeps_typescript_key_order() -> None:
+    text = (FIXTURES / "valid" / "answer-three.json").read_text("utf-8").strip()
+    assert wire.dumps(wire.decode_answer(text)) == text
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
+def test_invalid_documents_are_refused_by_schema_and_decoder(path: Path) -> None:
+    data = json.loads(path.read_text("utf-8"))
+    is_request = path.name.startswith("request")
+    validator = REQUEST_VALIDATOR if is_request else ANSWER_VALIDATOR
+    assert not validator.is_valid(data)
+    with pytest.raises(UserInteractionError) as info:
+        (wire.decode_request if is_request else wire.decode_answer)(data)
+    assert info.value.code == (ErrorCode.BAD_REQUEST if is_request else ErrorCode.BAD_ANSWER)
+    assert info.value.path is not None
+    assert info.value.message.startswith(f"{info.value.path}: ")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("{", "request: not valid JSON (Expecting property name enclosed in double quotes:"),
+        ("[]", "request: expected an object, got array"),
+        ("{}", "questions: is required"),
+        ('{"questions": null}', "questions: expected an array, got null"),
+        ('{"questions": [1]}', "questions[0]: expected an object, got int"),
+        ('{"questions": [{"question": "q"}]}', "questions[0].id: is required"),
+        (
+            '{"questions": [{"id": "a", "question": "?", "options": [{"label": 3}]}]}',
+            "questions[0].options[0].label: expected a string, got int",
+        ),
+        (
+            '{"questions": [{"id": "a", "question": "?"}, {"id": "a", "question": "?"}]}',
+            "questions[1].id: duplicate question id 'a'",
+        ),
+        (
+            '{"questions": [{"id": "a", "question": "\\u001b[2J?"}]}',
+            "questions[0].question: contains control character U+001B",
+        ),
+        (
+            '{"questions": [{"id": "a", "question": "?", "multiSelect": 1}]}',
+            "questions[0].multiSelect: expected a bool, got int",
+        ),
+        (
+            '{"questions": [{"id": "a", "question": "?", "intent": {"kind": ""}}]}',
+            "questions[0].intent.kind: must not be empty",
+        ),
+        (b"\xff\xfe", "request: not valid JSON"),
+    ],
+)
+def test_decode_request_names_the_first_fault(data: str | bytes, message: str) -> None:
+    with pytest.raises(UserInteractionError) as info:
+        wire.decode_request(data)
+    assert info.value.code == ErrorCode.BAD_REQUEST
+    assert info.value.message.startswith(message)
+
+
+def test_unknown_keys_are_ignored_and_unknown_intents_round_trip() -> None:
+    data = {
+        "questions": [
+            {
+                "id": "a",
+                "question": "?",
+                "detail": "d",
+                "future": True,
+                "intent": {"kind": "poll", "quorum": 3, "nested": {"x": [1, 2]}},
+            }
+        ],
+        "agent": "ignored",
+    }
+    request = wire.decode_request(data)
+    assert request.questions[0].intent == UnknownIntent(
+        "poll", {"quorum": 3, "nested": {"x": [1, 2]}}
+    )
+    assert wire.encode_request(request) == {
+        "questions": [
+            {
+                "id": "a",
+                "question": "?",
+                "detail": "d",
+                "intent": {"kind": "poll", "quorum": 3, "nested": {"x": [1, 2]}},
+            }
+        ]
+    }
+
+
+def test_agent_and_signal_never_go_on_the_wire() -> None:
+    from interaction import AbortController
+
+    from .helpers import FakeAgent
+
+    request = AskUserQuestionRequest(
+        [AskUserQuestionItem("a", "?")], agent=FakeAgent("x"), signal=AbortController().signal
+    )
+    assert wire.encode_request(request) == {"questions": [{"id": "a", "question": "?"}]}
+
+
+def test_decode_answer_with_the_request_checks_it_and_orders_it() -> None:
+    request = AskUserQuestionRequest(
+        [
+            AskUserQuestionItem("a", "?", options=[AskUserQuestionOption("x")]),
+            AskUserQuestionItem("b", "?"),
+        ]
+    )
+    answer = wire.decode_answer(
+        '{"answers":[{"id":"b","selected":[],"custom":"hi"},{"id":"a","selected":["x"]}]}', request
+    )
+    assert [item.id for item in answer.answers] == ["a", "b"]
+    with pytest.raises(UserInteractionError) as info:
+        wire.decode_answer(
+            '{"answers":[{"id":"a","selected":["y"]},{"id":"b","selected":[]}]}', request
+        )
+    assert info.value.code == ErrorCode.BAD_ANSWER
+    assert info.value.message == "answers[0].selected[0]: question a offers no option 'y'"
+
+
+def test_multi_select_is_omitted_when_false_and_optionals_when_absent() -> None:
+    item = AskUserQuestionItem(
+        "a", "?", header="H", options=[AskUserQuestionOption("x")], intent=PlanReviewIntent("x")
+    )
+    assert wire.encode_request(AskUserQuestionRequest([item]))["questions"] == [
+        {
+            "id": "a",
+            "question": "?",
+            "header": "H",
+            "options": [{"label": "x"}],
+            "intent": {"kind": "plan-review", "approve": "x"},
+        }
+    ]
+    answer = AskUserQuestionAnswer([AskUserQuestionAnswerItem("a")])
+    assert wire.dumps(answer) == '{"answers":[{"id":"a","selected":[]}]}'
+
+
+# ---------------------------------------------------------------- properties
+
+
+@given(requests())
+def test_request_encode_then_decode_is_the_identity(request: AskUserQuestionRequest) -> None:
+    encoded = wire.encode_request(request)
+    assert REQUEST_VALIDATOR.is_valid(encoded)
+    assert wire.decode_request(encoded) == request
+    assert wire.decode_request(json.dumps(encoded).encode()) == request
+
+
+@given(answers())
+def test_answer_encode_then_decode_is_the_identity(answer: AskUserQuestionAnswer) -> None:
+    encoded = wire.encode_answer(answer)
+    assert ANSWER_VALIDATOR.is_valid(encoded)
+    assert wire.decode_answer(wire.dumps(answer)) == answer
+
+
+json_values: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "questions",
+                    "answers",
+                    "id",
+                    "question",
+                    "options",
+                    "label",
+                    "selected",
+                    "custom",
+                    "multiSelect",
+                    "intent",
+                    "kind",
+                    "approve",
+                    "detail",
+                    "header",
+                    "description",
+                ]
+            )
+            | st.text(max_size=4),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
+
+
+@given(json_values)
+def test_decoding_arbitrary_json_raises_only_user_interaction_errors(data: object) -> None:
+    for decode, code in (
+        (wire.decode_request, ErrorCode.BAD_REQUEST),
+        (wire.decode_answer, ErrorCode.BAD_ANSWER),
+    ):
+        outcome: object = "decoded"
+        try:
+            decode(data)
+            decode(json.dumps(data))
+        except UserInteractionError as error:
+            outcome = error.code
+        assert outcome in ("decoded", code)
+
+
+@given(st.binary(max_size=40) | st.text(max_size=40))
+def test_decoding_arbitrary_bytes_and_text_raises_only_user_interaction_errors(
+    data: bytes | str,
+) -> None:
+    outcome: object = "decoded"
+    try:
+        wire.decode_request(data)
+    except UserInteractionError as error:
+        outcome = error.code
+    assert outcome in ("decoded", ErrorCode.BAD_REQUEST)
+
+
+def test_deeply_nested_json_is_refused_cleanly() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(UserInteractionError) as info:
+        wire.decode_request(deep)
+    assert info.value.code == ErrorCode.BAD_REQUEST
