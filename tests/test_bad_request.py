@@ -18,8 +18,10 @@ from interaction import (
     UserInteractionError,
     check_request,
 )
+from interaction._validation import _check_item, _clean_questions
 
 from .helpers import pkg_question
+from .strategies import requests
 
 Option = AskUserQuestionOption
 
@@ -208,3 +210,25 @@ def test_untyped_input_gets_a_user_interaction_error_or_passes(request_: object)
         outcome = (error.code, bool(error.message))
     allowed = {ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS, ErrorCode.BAD_INTENT}
     assert outcome is None or outcome in {(code, True) for code in allowed}
+
+
+def _detailed_checks_pass(questions: tuple[object, ...]) -> bool:
+    seen: set[str] = set()
+    try:
+        for index, item in enumerate(questions):
+            _check_item(item, f"questions[{index}]", seen)
+    except UserInteractionError:
+        return False
+    return True
+
+
+@given(untyped_requests)
+def test_the_fast_pass_never_accepts_what_the_detailed_checks_refuse(request_: object) -> None:
+    questions = getattr(request_, "questions", None)
+    if isinstance(questions, tuple):
+        assert not _clean_questions(questions) or _detailed_checks_pass(questions)
+
+
+@given(requests())
+def test_the_fast_pass_accepts_every_valid_batch(request_: AskUserQuestionRequest) -> None:
+    assert _clean_questions(tuple(request_.questions))

@@ -16,6 +16,7 @@ from interaction import (
     ask,
     provide,
 )
+from interaction._validation import _is_clean_answer
 from interaction.testing import ScriptedProvider
 
 from .strategies import line, requests
@@ -83,3 +84,14 @@ def test_ask_accepts_exactly_what_the_oracle_accepts(
     else:
         assert isinstance(result, UserInteractionError)
         assert result.code == ErrorCode.BAD_ANSWER
+
+
+@settings(max_examples=300)
+@given(request_and_answer())
+def test_the_answer_fast_pass_agrees_with_the_detailed_checks(
+    case: tuple[AskUserQuestionRequest, AskUserQuestionAnswer],
+) -> None:
+    request, answer = case
+    if _is_clean_answer(request, answer):
+        assert oracle(request, answer)
+        assert [item.id for item in answer.answers] == [q.id for q in request.questions]

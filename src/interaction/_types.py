@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -84,6 +83,8 @@ class UnknownIntent:
         object.__setattr__(self, "fields", _freeze(self.fields))
 
     def __hash__(self) -> int:
+        import json  # only unknown intents need it: kept off the import path
+
         return hash((self.kind, json.dumps(_thaw(self.fields), sort_keys=True, default=repr)))
 
 

@@ -167,8 +167,77 @@ def _check_intent(item: AskUserQuestionItem) -> None:
         )
 
 
+def _is_clean_text(value: object, bucket: list[str]) -> bool:
+    """Collect an optional string for one regex pass; ``False`` for anything else."""
+    if value is None:
+        return True
+    if type(value) is str:
+        bucket.append(value)
+        return True
+    return False
+
+
+def _clean_questions(questions: tuple[object, ...]) -> bool:
+    """A fast pass that is ``True`` only for batches the detailed checks would accept.
+
+    ``False`` means "look closer": the detailed checks then find and name the fault.
+    """
+    lines: list[str] = []
+    blocks: list[str] = []
+    ids: set[str] = set()
+    for item in questions:
+        if type(item) is not AskUserQuestionItem:
+            return False
+        qid, text = item.id, item.question
+        if (
+            type(qid) is not str
+            or type(text) is not str
+            or not qid.strip()
+            or not text.strip()
+            or qid in ids
+            or type(item.multi_select) is not bool
+            or type(item.options) is not tuple
+            or not _is_clean_text(item.detail, blocks)
+            or not _is_clean_text(item.header, lines)
+        ):
+            return False
+        ids.add(qid)
+        lines.append(qid)
+        blocks.append(text)
+        keys: set[str] = set()
+        for option in item.options:
+            if type(option) is not AskUserQuestionOption:
+                return False
+            label = option.label
+            if type(label) is not str or not label.strip():
+                return False
+            if not _is_clean_text(option.description, blocks):
+                return False
+            lines.append(label)
+            keys.add(label.lower().strip() if label.isascii() else label_key(label))
+        if len(keys) != len(item.options):
+            return False
+        intent = item.intent
+        if intent is not None:
+            if type(intent) is PlanReviewIntent:
+                if type(intent.approve) is not str:
+                    return False
+                lines.append(intent.approve)
+            elif type(intent) is UnknownIntent:
+                if type(intent.kind) is not str or not intent.kind.strip():
+                    return False
+                lines.append(intent.kind)
+            else:
+                return False
+    return not _FORBIDDEN_LINE.search("".join(lines)) and not _FORBIDDEN_BLOCK.search(
+        "".join(blocks)
+    )
+
+
 def check_questions(questions: tuple[object, ...]) -> None:
     """The structural (``BAD_REQUEST``) checks of a batch of questions, in order."""
+    if _clean_questions(questions):
+        return
     seen_ids: set[str] = set()
     for index, item in enumerate(questions):
         _check_item(item, f"questions[{index}]", seen_ids)
@@ -273,11 +342,40 @@ def _check_answer_item(
     return qid
 
 
+def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
+    """A fast pass: ``True`` only for a fitting answer already in question order."""
+    if type(answer) is not AskUserQuestionAnswer:
+        return False
+    items, questions = answer.answers, request.questions
+    if type(items) is not tuple or len(items) != len(questions):
+        return False
+    for item, question in zip(items, questions, strict=True):
+        if type(item) is not AskUserQuestionAnswerItem or item.id != question.id:
+            return False
+        selected, custom = item.selected, item.custom
+        if type(selected) is not tuple:
+            return False
+        count = len(selected)
+        if count > 1 and (not question.multi_select or len(set(selected)) != count):
+            return False
+        for label in selected:
+            if type(label) is not str or all(o.label != label for o in question.options):
+                return False
+        if custom is not None and (
+            type(custom) is not str or not custom.strip() or (count and not question.multi_select)
+        ):
+            return False
+    return True
+
+
 def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
     """Check a provider's ``answer`` against a checked ``request`` (``BAD_ANSWER`` if unfit).
 
     Returns the answer with its items in question order.
     """
+    if _is_clean_answer(request, answer):
+        assert isinstance(answer, AskUserQuestionAnswer)
+        return answer
     if not isinstance(answer, AskUserQuestionAnswer):
         raise _bad_answer("answer", f"expected an AskUserQuestionAnswer, got {_type_name(answer)}")
     items = answer.answers

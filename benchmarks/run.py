@@ -1,0 +1,300 @@
+"""Measure the seam against references taken in the same run; print and record the figures.
+
+    python benchmarks/run.py           # full run, appends to benchmarks/RESULTS.md
+    python benchmarks/run.py --quick   # a few iterations, records nothing (CI keeps it alive)
+
+Needs the ``bench`` extra (pydantic, msgspec). Nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import pydantic
+
+import interaction
+from interaction import (
+    AgentRegistry,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    wire,
+)
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+# ---------------------------------------------------------------- reference types
+
+
+class PydanticOption(pydantic.BaseModel):
+    label: str = pydantic.Field(min_length=1)
+    description: str | None = None
+
+
+class PydanticIntent(pydantic.BaseModel):
+    kind: str = pydantic.Field(min_length=1)
+    approve: str | None = None
+
+
+class PydanticItem(pydantic.BaseModel):
+    id: str = pydantic.Field(min_length=1)
+    question: str = pydantic.Field(min_length=1)
+    detail: str | None = None
+    header: str | None = None
+    options: list[PydanticOption] = []
+    multi_select: bool = pydantic.Field(False, alias="multiSelect")
+    intent: PydanticIntent | None = None
+
+
+class PydanticRequest(pydantic.BaseModel):
+    questions: list[PydanticItem]
+
+
+class MsgspecOption(msgspec.Struct, frozen=True):
+    label: str
+    description: str | None = None
+
+
+class MsgspecIntent(msgspec.Struct, frozen=True):
+    kind: str
+    approve: str | None = None
+
+
+class MsgspecItem(msgspec.Struct, frozen=True, rename={"multi_select": "multiSelect"}):
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: list[MsgspecOption] = []
+    multi_select: bool = False
+    intent: MsgspecIntent | None = None
+
+
+class MsgspecRequest(msgspec.Struct, frozen=True):
+    questions: list[MsgspecItem]
+
+
+# ---------------------------------------------------------------- payloads
+
+
+def payload(questions: int, options: int) -> dict[str, object]:
+    return {
+        "questions": [
+            {
+                "id": f"q{q}",
+                "question": f"Question number {q}: which one should the agent use?",
+                "header": f"Topic {q}",
+                "options": [
+                    {
+                        "label": f"Option {o}" + (" (Recommended)" if o == 0 else ""),
+                        "description": f"Because {o}",
+                    }
+                    for o in range(options)
+                ],
+                **({"multiSelect": True} if q % 2 else {}),
+            }
+            for q in range(questions)
+        ]
+    }
+
+
+@dataclass(frozen=True)
+class Agent:
+    id: str
+
+
+class Instant:
+    def __init__(self, answer: AskUserQuestionAnswer) -> None:
+        self.answer = answer
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        return self.answer
+
+
+# ---------------------------------------------------------------- timing
+
+
+def per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
+    """Median seconds per call over ``repeat`` rounds of ``number`` calls."""
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - start) / number)
+    return statistics.median(rounds)
+
+
+def per_await(make: Callable[[], Awaitable[object]], number: int, repeat: int) -> float:
+    async def rounds() -> list[float]:
+        out = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                await make()
+            out.append((time.perf_counter() - start) / number)
+        return out
+
+    return statistics.median(asyncio.run(rounds()))
+
+
+def import_ms(module: str, repeat: int) -> float:
+    """Median cumulative ``-X importtime`` of ``module`` after asyncio is imported, in ms."""
+    samples = []
+    for _ in range(repeat):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import asyncio; import {module}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        line = [ln for ln in result.stderr.splitlines() if re.search(rf"\|\s*{module}$", ln)][-1]
+        samples.append(int(line.split("|")[1]) / 1000)
+    return statistics.median(samples)
+
+
+@dataclass
+class Row:
+    case: str
+    subject: str
+    value: float
+    reference: str
+    reference_value: float
+    unit: Literal["µs", "ms"]
+    target: str
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.reference_value
+
+
+def measure(quick: bool) -> list[Row]:
+    number, repeat = (200, 3) if quick else (20_000, 7)
+    rows: list[Row] = []
+
+    # (a) ask() end to end, 1 question x 3 options, with agent admission and an instant provider.
+    data = payload(1, 3)
+    agent = Agent("lead")
+    registry = AgentRegistry()
+    registry.enter(agent)
+    request = wire.decode_request(data)
+    request = AskUserQuestionRequest(request.questions, agent=agent)
+    provider = Instant(AskUserQuestionAnswer([AskUserQuestionAnswerItem("q0", ["Option 1"])]))
+    adapter = pydantic.TypeAdapter(PydanticRequest)
+    with interaction.provide_agents(registry), interaction.provide(provider):
+        ask_s = per_await(lambda: interaction.ask(request), number, repeat)
+    bare_s = per_await(lambda: provider.ask(request), number, repeat)
+    pyd_s = per_call(lambda: adapter.validate_python(data), number, repeat)
+    rows.append(
+        Row(
+            "(a) ask() 1q x 3 opts",
+            "ask()",
+            ask_s * 1e6,
+            "pydantic validate_python",
+            pyd_s * 1e6,
+            "µs",
+            "<= 2.0x",
+        )
+    )
+    rows.append(
+        Row(
+            "(a) ask() 1q x 3 opts",
+            "ask()",
+            ask_s * 1e6,
+            "bare provider.ask()",
+            bare_s * 1e6,
+            "µs",
+            "-",
+        )
+    )
+
+    # (b) decode_request from JSON bytes.
+    for questions, options in ((1, 3), (8, 6)):
+        raw = json.dumps(data if questions == 1 else payload(questions, options)).encode()
+        decoder = msgspec.json.Decoder(MsgspecRequest)
+        count = number // questions
+        ours = per_call(partial(wire.decode_request, raw), count, repeat)
+        pyd = per_call(partial(adapter.validate_json, raw), count, repeat)
+        ms = per_call(partial(decoder.decode, raw), count, repeat)
+        case = f"(b) decode {questions}q x {options} opts"
+        rows.append(
+            Row(
+                case,
+                "decode_request",
+                ours * 1e6,
+                "pydantic validate_json",
+                pyd * 1e6,
+                "µs",
+                "<= 2.0x",
+            )
+        )
+        rows.append(Row(case, "decode_request", ours * 1e6, "msgspec decode", ms * 1e6, "µs", "-"))
+
+    # (c) import cost after asyncio.
+    imports = 3 if quick else 15
+    ours_ms = import_ms("interaction", imports)
+    pyd_ms = import_ms("pydantic", imports)
+    rows.append(
+        Row(
+            "(c) import after asyncio",
+            "import interaction",
+            ours_ms,
+            "import pydantic",
+            pyd_ms,
+            "ms",
+            "<= 5 ms and <= 10%",
+        )
+    )
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| case | subject | median | reference | median | ratio | target |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.case} | {r.subject} | {r.value:.2f} {r.unit} | {r.reference} |"
+            f" {r.reference_value:.2f} {r.unit} | {r.ratio:.2f}x | {r.target} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few iterations; record nothing")
+    args = parser.parse_args()
+    rows = measure(args.quick)
+    text = table(rows)
+    print(text)
+    if not args.quick:
+        machine = (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},"
+            f" interaction {interaction.__version__}, pydantic {pydantic.VERSION},"
+            f" msgspec {msgspec.__version__}"
+        )
+        with RESULTS.open("a", encoding="utf-8") as out:
+            out.write(f"\n## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n{machine}\n\n{text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
