@@ -26,7 +26,7 @@ def blocks(page: Path) -> list[tuple[bool, str]]:
 def test_every_documentation_page_is_found() -> None:
     names = {page.name for page in PAGES}
     assert {"README.md", "vocabulary.md", "ask-and-errors.md", "providers.md", "agents.md"} <= names
-    assert {"abort.md", "testing.md", "wire.md", "tool.md", "helpers.md", "cli.md"} <= names
+    assert {"abort.md", "testing.md", "wire.md", "tool.md", "helpers.md", "cli.md", "mcp.md"} <= names
     assert all(blocks(page) for page in PAGES), "a page without an example"
 
 
