@@ -16,6 +16,20 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+EXPECTED_PAGES = {
+    "README.md",
+    "vocabulary.md",
+    "ask-and-errors.md",
+    "providers.md",
+    "agents.md",
+    "abort.md",
+    "testing.md",
+    "wire.md",
+    "tool.md",
+    "helpers.md",
+    "cli.md",
+    "mcp.md",
+}
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
@@ -24,9 +38,7 @@ def blocks(page: Path) -> list[tuple[bool, str]]:
 
 
 def test_every_documentation_page_is_found() -> None:
-    names = {page.name for page in PAGES}
-    assert {"README.md", "vocabulary.md", "ask-and-errors.md", "providers.md", "agents.md"} <= names
-    assert {"abort.md", "testing.md", "wire.md", "tool.md", "helpers.md", "cli.md", "mcp.md"} <= names
+    assert {page.name for page in PAGES} == EXPECTED_PAGES
     assert all(blocks(page) for page in PAGES), "a page without an example"
 
 
