@@ -1,0 +1,18 @@
+"""A web answering page and JSON API over a :class:`~interaction.relay.Relay` (extra ``[web]``).
+
+``create_app(relay, token=...)`` is a Starlette ASGI app; :class:`WebServer` runs it with
+uvicorn on 127.0.0.1. Every request needs the token; see docs/web.md for the API.
+"""
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        'interaction.web needs Starlette and uvicorn: pip install "interaction-seam[web]"'
+    ) from exc
+
+from ._app import create_app as create_app
+from ._server import WebServer as WebServer
+
+__all__ = ["WebServer", "create_app"]
