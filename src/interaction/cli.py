@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -61,6 +62,38 @@ async def _ask_file(
         return await ask(request)
 
 
+async def _serve_demo(host: str, port: int) -> None:
+    from .relay import Relay
+    from .web import WebServer
+
+    relay = Relay()
+    async with WebServer(relay, host=host, port=port) as server:
+        print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+        with provide(relay):
+            try:
+                while True:  # the demo, asked again each time it is answered
+                    for questions in (DEMO_BATCH, (DEMO_PLAN,)):
+                        try:
+                            answer = await ask(AskUserQuestionRequest(questions))
+                        except UserInteractionError as error:
+                            print(f"interaction: {error.message} ({error.code})", file=sys.stderr)
+                            continue
+                        print(dumps(answer), flush=True)
+            finally:
+                relay.close()
+
+
+def _serve(host: str, port: int) -> int:
+    try:
+        import interaction.web  # noqa: F401
+    except ImportError as exc:
+        print(f"interaction: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
+        asyncio.run(_serve_demo(host, port))
+    return EXIT_ANSWERED
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="interaction", description="Ask a human through the interaction seam."
@@ -75,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
     ask_.add_argument("--plain", action="store_true", help="use the line-based console provider")
+    serve = commands.add_parser(
+        "serve", help="serve the answering page, with the demo asked again and again"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", choices=["request", "answer", "tool"])
     return parser
@@ -112,6 +150,8 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.host, args.port)
     if args.command == "schema":
         schemas = {"request": request_schema, "answer": answer_schema, "tool": tool_parameters}
         print(json.dumps(schemas[args.which](), indent=2))

@@ -134,7 +134,7 @@
       markdown(q.detail || ""),
       el("p", { class: "error", role: "alert" }));
     const actions = el("div", { class: "actions" });
-    const approveButton = el("button", { class: "primary", "data-testid": "approve" }, labelNode(approve));
+    const approveButton = el("button", { class: "primary", "data-testid": "approve", "data-autofocus": "" }, labelNode(approve));
     approveButton.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/answer`,
       { answers: [{ id: q.id, selected: [approve] }] }));
     actions.append(approveButton);
@@ -149,7 +149,6 @@
     dismiss.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/cancel`, {}));
     actions.append(dismiss);
     card.append(actions);
-    approveButton.focus();
     return card;
   };
 
@@ -227,6 +226,8 @@
     main.append(entry.planReview ? renderPlan(entry) : renderGeneric(entry));
     main.append(el("p", { class: "queue", "data-testid": "queue" }));
     updateQueue();
+    const focus = main.querySelector("[data-autofocus]");
+    if (focus) focus.focus();
   };
   const updateQueue = () => {
     const line = main.querySelector(".queue");
