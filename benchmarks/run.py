@@ -3,13 +3,14 @@
     python benchmarks/run.py           # full run, appends to benchmarks/RESULTS.md
     python benchmarks/run.py --quick   # a few iterations, records nothing (CI keeps it alive)
 
-Needs the ``bench`` extra (pydantic, msgspec). Nothing here asserts a timing.
+Needs the ``bench`` and ``web`` extras and httpx.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -18,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+import httpx
 import msgspec
 import pydantic
 
@@ -36,6 +39,8 @@ from interaction import (
     AskUserQuestionRequest,
     wire,
 )
+from interaction.relay import Relay
+from interaction.web import WebServer
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -177,7 +182,7 @@ class Row:
     value: float
     reference: str
     reference_value: float
-    unit: Literal["µs", "ms"]
+    unit: Literal["µs", "ms", "KiB"]
     target: str
 
     @property
@@ -265,6 +270,85 @@ def measure(quick: bool) -> list[Row]:
     return rows
 
 
+async def relay_memory(count: int) -> tuple[float, float]:
+    """Bytes per pending question at ``count`` pending: in the relay alone, and with the
+    asker's waiting ``ask()`` task. The requests exist before the first snapshot."""
+    requests = [
+        AskUserQuestionRequest(wire.decode_request(payload(1, 3)).questions) for _ in range(count)
+    ]
+    relay = Relay(max_pending=count)
+    with interaction.provide(relay):
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        tasks = [asyncio.create_task(interaction.ask(r)) for r in requests]
+        await asyncio.sleep(0)  # let every ask reach the relay
+        assert len(relay.pending()) == count
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    total = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    in_relay = sum(
+        s.size_diff
+        for s in after.compare_to(before, "filename")
+        if "interaction" in str(s.traceback) and "_ask.py" not in str(s.traceback)
+    )
+    relay.close()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return in_relay / count, total / count
+
+
+async def http_round_trips(number: int) -> tuple[float, float]:
+    """Seconds per ask over HTTP (ask, event seen by a client, POST answer, ask returns),
+    and per no-op POST on the same server."""
+    relay = Relay()
+    request = wire.decode_request(payload(1, 3))
+    body = {"answers": [{"id": "q0", "selected": ["Option 1"]}]}
+    async with WebServer(relay) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with httpx.AsyncClient(base_url=server.base, headers=headers) as http:
+            await http.post("/api/ping")  # connect once: both loops reuse the connection
+            start = time.perf_counter()
+            for _ in range(number):
+                await http.post("/api/ping")
+            noop = (time.perf_counter() - start) / number
+            with interaction.provide(relay):
+                async with http.stream("GET", "/api/events") as events:
+                    lines = aiter(events.aiter_lines())
+                    start = time.perf_counter()
+                    for _ in range(number):
+                        task = asyncio.create_task(interaction.ask(request))
+                        while (await anext(lines)) != "event: requested":
+                            pass
+                        qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+                        await http.post(f"/api/questions/{qid}/answer", json=body)
+                        await task
+                    round_trip = (time.perf_counter() - start) / number
+    relay.close()
+    return round_trip, noop
+
+
+def measure_web(quick: bool) -> list[Row]:
+    count = 1_000 if quick else 10_000
+    in_relay, total = asyncio.run(relay_memory(count))
+    trips = 20 if quick else 500
+    round_trip, noop = asyncio.run(http_round_trips(trips))
+    case = f"(d) relay memory at {count:,} pending"
+    return [
+        Row(case, "relay's own objects", in_relay / 1024, "4 KiB target", 4.0, "KiB", "<= 4 KiB"),
+        Row(case, "with the waiting ask() task", total / 1024, "4 KiB target", 4.0, "KiB", "-"),
+        Row(
+            "(e) one question over HTTP",
+            "ask -> event -> POST -> return",
+            round_trip * 1e3,
+            "no-op POST",
+            noop * 1e3,
+            "ms",
+            "<= 1.5x",
+        ),
+    ]
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| case | subject | median | reference | median | ratio | target |",
@@ -282,7 +366,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few iterations; record nothing")
     args = parser.parse_args()
-    rows = measure(args.quick)
+    rows = measure(args.quick) + measure_web(args.quick)
     text = table(rows)
     print(text)
     if not args.quick:

@@ -29,6 +29,7 @@ EXPECTED_PAGES = {
     "helpers.md",
     "cli.md",
     "mcp.md",
+    "web.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
