@@ -39,9 +39,11 @@ class _DemoAgent:
     id: str
 
 
-def choose_provider(*, plain: bool, answers: TextIO | None = None) -> UserInteractionProvider:
-    """The best provider available here, reading answers from ``answers`` (stdin by default)."""
-    del plain  # the console provider is the only one yet
+def choose_provider(answers: TextIO | None = None) -> UserInteractionProvider:
+    """The provider for this terminal session, reading answers from ``answers`` (stdin by default).
+
+    The console provider is the one available yet; prompts go to stderr.
+    """
     return ConsoleProvider(answers if answers is not None else sys.stdin, sys.stderr)
 
 
@@ -100,14 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
-    demo.add_argument("--plain", action="store_true", help="use the line-based console provider")
+    commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
     ask_ = commands.add_parser("ask", help="ask a request given as wire JSON; print the answer")
     ask_.add_argument(
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
-    ask_.add_argument("--plain", action="store_true", help="use the line-based console provider")
     serve = commands.add_parser(
         "serve", help="serve the answering page, with the demo asked again and again"
     )
@@ -158,14 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ANSWERED
     try:
         if args.command == "demo":
-            answer = asyncio.run(_demo(choose_provider(plain=args.plain)))
+            answer = asyncio.run(_demo(choose_provider()))
         else:
             request, answers = _read_request(args.file)
             if args.timeout is not None:
                 request = AskUserQuestionRequest(
                     request.questions, signal=AbortSignal.timeout(args.timeout)
                 )
-            provider = choose_provider(plain=args.plain, answers=answers)
+            provider = choose_provider(answers)
             answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
         return _fail(exc)

@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from ._errors import DISPOSED_MESSAGE, ErrorCode, UserInteractionError, cancelled_error
 from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
-from ._validation import check_answer
+from ._validation import check_answer, check_request
 
 __all__ = [
     "NOT_PENDING",
@@ -119,6 +119,7 @@ class Relay:
     # ------------------------------------------------------------------ the asker's side
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        check_request(request)  # also when called directly, not through ask()
         if self._closed:
             raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
         if len(self._pending) >= self.max_pending:
