@@ -6,15 +6,11 @@ import re
 from typing import Final
 
 from ._types import AskUserQuestionRequest, PlanReviewIntent
+from ._validation import UNSAFE, UNSAFE_EXCEPT_LINES
 
 __all__ = ["RECOMMENDED_SUFFIX", "escape_controls", "is_plan_review", "split_recommended"]
 
 RECOMMENDED_SUFFIX: Final = "(Recommended)"
-
-_UNSAFE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_BUT_LINES: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
 
 
 def is_plan_review(request: AskUserQuestionRequest) -> bool:
@@ -56,7 +52,7 @@ def escape_controls(text: str, *, keep_newlines: bool = True) -> str:
     isolates, and lone surrogates are written as ``\\x1b``-style escapes; newline and tab
     are kept when ``keep_newlines``.
     """
-    pattern = _UNSAFE_BUT_LINES if keep_newlines else _UNSAFE
+    pattern = UNSAFE_EXCEPT_LINES if keep_newlines else UNSAFE
     return pattern.sub(_visible, text)
 
 

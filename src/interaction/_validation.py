@@ -34,9 +34,10 @@ DELEGATED_MESSAGE: Final = (
     " include the unresolved question or decision in the child agent's final result"
 )
 
-# C0 and C1 controls and DEL, bidirectional embeddings/overrides/isolates, lone surrogates.
-_FORBIDDEN_LINE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_FORBIDDEN_BLOCK: Final = re.compile(
+# C0 and C1 controls and DEL, bidirectional embeddings/overrides/isolates, lone surrogates:
+# refused in requests, and made visible by escape_controls. Prose may hold newline and tab.
+UNSAFE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+UNSAFE_EXCEPT_LINES: Final = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 
@@ -74,7 +75,7 @@ def _check_text(
         raise _bad_request(path, f"expected a string, got {_type_name(value)}")
     if nonblank and not value.strip():
         raise _bad_request(path, "must not be empty")
-    found = (_FORBIDDEN_BLOCK if block else _FORBIDDEN_LINE).search(value)
+    found = (UNSAFE_EXCEPT_LINES if block else UNSAFE).search(value)
     if found:
         raise _bad_request(path, _describe_char(found.group()))
 
@@ -229,9 +230,7 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
                 lines.append(intent.kind)
             else:
                 return False
-    return not _FORBIDDEN_LINE.search("".join(lines)) and not _FORBIDDEN_BLOCK.search(
-        "".join(blocks)
-    )
+    return not UNSAFE.search("".join(lines)) and not UNSAFE_EXCEPT_LINES.search("".join(blocks))
 
 
 def check_questions(questions: tuple[object, ...]) -> None:
