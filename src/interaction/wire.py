@@ -49,7 +49,7 @@ JSONObject: TypeAlias = dict[str, JSONValue]
 # ---------------------------------------------------------------------------- encoding
 
 
-def encode_intent(intent: AskUserQuestionIntent) -> JSONObject:
+def _encode_intent(intent: AskUserQuestionIntent) -> JSONObject:
     if isinstance(intent, PlanReviewIntent):
         return {"kind": intent.kind, "approve": intent.approve}
     data: JSONObject = {"kind": intent.kind}
@@ -76,7 +76,7 @@ def _encode_item(item: AskUserQuestionItem) -> JSONObject:
     if item.multi_select:
         data["multiSelect"] = True
     if item.intent is not None:
-        data["intent"] = encode_intent(item.intent)
+        data["intent"] = _encode_intent(item.intent)
     return data
 
 
