@@ -15,7 +15,7 @@ import asyncio
 import contextvars
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias
 
 try:
@@ -312,6 +312,12 @@ def _field(key: str, spec: object, required: bool) -> _Field:
     return _Field(key, kind, required, item, values, spec)
 
 
+def _with_note(field: _Field, note: str) -> _Field:
+    """The field with ``note`` put before its question's detail."""
+    detail = f"{note}\n\n{field.item.detail}" if field.item.detail else note
+    return replace(field, item=replace(field.item, detail=detail))
+
+
 def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
     schema = params.requested_schema
     properties = schema.get("properties") if isinstance(schema, dict) else None
@@ -322,22 +328,7 @@ def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
     first = fields[0]
     message = params.message.strip()
     if message and message != first.item.question:
-        detail = message + (f"\n\n{first.item.detail}" if first.item.detail else "")
-        fields[0] = _Field(
-            first.key,
-            first.kind,
-            first.required,
-            AskUserQuestionItem(
-                first.key,
-                first.item.question,
-                detail,
-                None,
-                first.item.options,
-                first.item.multi_select,
-            ),
-            first.values,
-            first.spec,
-        )
+        fields[0] = _with_note(first, message)
     return fields
 
 
@@ -392,19 +383,7 @@ async def _answer(
         for field, item in zip(pending, answer.answers, strict=True):
             value, problem = _value(field, item)
             if problem is not None:
-                note = f"Please answer again: {problem}."
-                detail = f"{note}\n\n{field.item.detail}" if field.item.detail else note
-                again = AskUserQuestionItem(
-                    field.key,
-                    field.item.question,
-                    detail,
-                    None,
-                    field.item.options,
-                    field.item.multi_select,
-                )
-                retry.append(
-                    _Field(field.key, field.kind, field.required, again, field.values, field.spec)
-                )
+                retry.append(_with_note(field, f"Please answer again: {problem}."))
             elif value is not None:
                 content[field.key] = value
         pending = retry
