@@ -39,12 +39,24 @@ class _DemoAgent:
     id: str
 
 
-def choose_provider(answers: TextIO | None = None) -> UserInteractionProvider:
-    """The provider for this terminal session, reading answers from ``answers`` (stdin by default).
+def choose_provider(
+    answers: TextIO | None = None, *, plain: bool = False
+) -> UserInteractionProvider:
+    """The provider for this session, reading answers from ``answers`` (stdin by default).
 
-    The console provider is the one available yet; prompts go to stderr.
+    The terminal UI when the ``[terminal]`` extra is installed and both ``answers`` and
+    stderr are terminals, unless ``plain``; the console provider otherwise. Prompts go to
+    stderr, so stdout carries only the answer.
     """
-    return ConsoleProvider(answers if answers is not None else sys.stdin, sys.stderr)
+    source = answers if answers is not None else sys.stdin
+    if not plain and source.isatty() and sys.stderr.isatty():
+        try:
+            from .terminal import TerminalProvider
+        except ImportError:
+            pass
+        else:
+            return TerminalProvider(source, sys.stderr)
+    return ConsoleProvider(source, sys.stderr)
 
 
 async def _demo(provider: UserInteractionProvider) -> AskUserQuestionAnswer:
@@ -102,8 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
+    demo = commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
     ask_ = commands.add_parser("ask", help="ask a request given as wire JSON; print the answer")
+    for command in (demo, ask_):
+        command.add_argument(
+            "--plain",
+            action="store_true",
+            help="ask line by line even where the terminal UI could run",
+        )
     ask_.add_argument(
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
@@ -158,14 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ANSWERED
     try:
         if args.command == "demo":
-            answer = asyncio.run(_demo(choose_provider()))
+            answer = asyncio.run(_demo(choose_provider(plain=args.plain)))
         else:
             request, answers = _read_request(args.file)
             if args.timeout is not None:
                 request = AskUserQuestionRequest(
                     request.questions, signal=AbortSignal.timeout(args.timeout)
                 )
-            provider = choose_provider(answers)
+            provider = choose_provider(answers, plain=args.plain)
             answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
         return _fail(exc)

@@ -1,0 +1,170 @@
+"""The prompt_toolkit application that asks one batch: layout, keys and style."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Final
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import (
+    BufferControl,
+    ConditionalContainer,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    VSplit,
+    Window,
+)
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+from .._errors import cancelled_error
+from .._types import AskUserQuestionAnswer
+from ._flow import BatchFlow
+from ._view import Screen, Viewport, joined, paint
+
+__all__ = ["STYLE", "build_app"]
+
+STYLE: Final = Style.from_dict(
+    {
+        "title": "bold",
+        "question": "bold",
+        "md.h1": "bold underline",
+        "md.h": "bold",
+        "md.code": "ansicyan",
+        "md.strong": "bold",
+        "md.em": "italic",
+        "md.link": "underline",
+        "md.url": "ansibrightblack",
+        "md.quote": "italic",
+        "md.rule": "ansibrightblack",
+        "cursor": "ansicyan bold",
+        "current": "bold",
+        "badge": "ansigreen bold",
+        "description": "ansibrightblack",
+        "chosen": "ansigreen",
+        "more": "ansibrightblack italic",
+        "notice": "ansiyellow",
+        "hint": "ansibrightblack",
+        "button": "",
+        "button.focused": "reverse bold",
+        "summary.ok": "ansigreen bold",
+        "summary.stop": "ansired bold",
+    }
+)
+
+
+def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskUserQuestionAnswer]:
+    """An inline application that ends with ``flow``'s answer, or ``ASK_CANCELLED``."""
+    viewport = Viewport()
+    painted: dict[int, Screen] = {}
+
+    def screen() -> Screen:
+        counter = app.render_counter
+        if counter not in painted:  # one paint per render, shared by the three controls
+            size = output.get_size()
+            painted.clear()
+            painted[counter] = paint(flow, viewport, size.columns, size.rows)
+        return painted[counter]
+
+    def typed(buffer: Buffer) -> None:
+        if flow.mode == "text":
+            flow.set_text(buffer.text)
+
+    buffer = Buffer(multiline=False, on_text_changed=typed)
+    above = Window(
+        FormattedTextControl(lambda: joined(screen().above), focusable=True, show_cursor=False),
+        dont_extend_height=True,
+        wrap_lines=True,
+        always_hide_cursor=True,
+    )
+    field = Window(BufferControl(buffer), dont_extend_height=True, wrap_lines=True)
+    prompt = Window(
+        FormattedTextControl(lambda: joined([screen().field_prompt])),
+        dont_extend_width=True,
+        dont_extend_height=True,
+    )
+    below = Window(
+        FormattedTextControl(lambda: joined(screen().below)),
+        dont_extend_height=True,
+        wrap_lines=True,
+    )
+    typing = Condition(lambda: flow.mode == "text")
+    layout = Layout(
+        HSplit([above, ConditionalContainer(VSplit([prompt, field]), filter=typing), below]),
+        focused_element=above,
+    )
+
+    def sync() -> None:
+        """Bring the application in line with the flow after a key."""
+        if flow.done:
+            app.exit(result=flow.answer())
+        elif flow.mode == "text":
+            if buffer.text != flow.draft.text:
+                text = flow.draft.text
+                buffer.set_document(Document(text, len(text)), bypass_readonly=True)
+            layout.focus(field)
+        else:
+            layout.focus(above)
+
+    app: Application[AskUserQuestionAnswer] = Application(
+        layout=layout,
+        key_bindings=_keys(flow, viewport, sync),
+        style=STYLE,
+        full_screen=False,
+        erase_when_done=True,
+        mouse_support=False,
+        include_default_pygments_style=False,
+        input=input,
+        output=output,
+    )
+    sync()
+    return app
+
+
+def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyBindings:
+    keys = KeyBindings()
+    listing = Condition(lambda: flow.mode == "list")
+    typing = ~listing
+    plan = Condition(lambda: flow.plan_review)
+    multi = Condition(lambda: flow.multi)
+
+    def bind(*names: str, action: Callable[[], None], **options: object) -> None:
+        def handler(event: KeyPressEvent) -> None:
+            action()
+            sync()
+
+        for name in names:
+            keys.add(name, **options)(handler)  # type: ignore[arg-type]
+
+    bind("up", "k", action=lambda: flow.move(-1), filter=listing)
+    bind("down", "j", action=lambda: flow.move(1), filter=listing)
+    bind("left", "h", action=lambda: flow.move(-1), filter=listing & plan)
+    bind("right", "l", action=lambda: flow.move(1), filter=listing & plan)
+    bind("left", "b", action=flow.back, filter=listing & ~plan)
+    bind("s-tab", action=flow.back)
+    for digit in range(10):
+        bind(str(digit), action=partial(flow.digit, digit), filter=listing)
+    bind("enter", action=flow.enter, filter=listing)
+    bind("space", action=flow.toggle, filter=listing & multi)
+    bind("tab", action=flow.open_text, filter=listing)
+    bind("tab", action=flow.close_text, filter=typing)
+    bind("enter", action=flow.submit_text, filter=typing)
+    bind("s", action=flow.skip, filter=listing)
+    bind("c-s", action=flow.skip)
+    bind("pageup", action=lambda: viewport.scroll(-1))
+    bind("pagedown", action=lambda: viewport.scroll(1))
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-c")
+    @keys.add("<sigint>")
+    def dismiss(event: KeyPressEvent) -> None:
+        event.app.exit(exception=cancelled_error())
+
+    return keys

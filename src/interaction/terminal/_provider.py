@@ -1,0 +1,116 @@
+"""``TerminalProvider``: asks in the terminal with an inline prompt_toolkit UI."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Final, TextIO
+
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.renderer import print_formatted_text
+
+from .._errors import UserInteractionError, cancelled_error
+from .._types import AskUserQuestionAnswer, AskUserQuestionRequest
+from ..console import ConsoleProvider
+from ._app import STYLE, build_app
+from ._flow import BatchFlow
+from ._view import summary
+
+__all__ = ["TerminalProvider"]
+
+WITHDRAWN: Final = "the question was withdrawn before you answered"
+TIMED_OUT: Final = "the question timed out before you answered"
+DISMISSED: Final = "dismissed"
+
+
+class TerminalProvider:
+    """Asks on a terminal, one question at a time, and answers only when the batch is done.
+
+    ``input`` and ``output`` are text streams (``sys.stdin`` and ``sys.stdout`` by default)
+    or prompt_toolkit's own ``Input`` and ``Output`` (a pipe input and a dummy output in
+    tests). When a stream is not a terminal, the provider says so once on stderr and asks
+    through :class:`~interaction.console.ConsoleProvider` instead. Asks are served one at a
+    time in arrival order; an ask aborted while it waits is never shown.
+    """
+
+    def __init__(
+        self, input: TextIO | Input | None = None, output: TextIO | Output | None = None
+    ) -> None:
+        self._input = input
+        self._output = output
+        self._terminal: tuple[Input, Output] | None = None
+        self._fallback: ConsoleProvider | None = None
+        self._turn: asyncio.Lock | None = None
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        async with self._turn:
+            if self._terminal is None and self._fallback is None:
+                self._open()
+            if self._fallback is not None:
+                return await self._fallback.ask(request)
+            assert self._terminal is not None
+            return await self._run(request, *self._terminal)
+
+    def _open(self) -> None:
+        """Take the terminal, or settle for the console when there is none."""
+        input = self._input if self._input is not None else sys.stdin
+        output = self._output if self._output is not None else sys.stdout
+        streams = [("input", input), ("output", output)]
+        for name, stream in streams:
+            if not isinstance(stream, Input | Output) and not _is_terminal(stream):
+                print(
+                    f"interaction: the {name} is not a terminal; asking line by line instead",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                assert not isinstance(input, Input)
+                assert not isinstance(output, Output)
+                self._fallback = ConsoleProvider(input, output)
+                return
+        self._terminal = (
+            input if isinstance(input, Input) else create_input(input),
+            output if isinstance(output, Output) else create_output(output),
+        )
+
+    async def _run(
+        self, request: AskUserQuestionRequest, input: Input, output: Output
+    ) -> AskUserQuestionAnswer:
+        flow = BatchFlow(request)
+        app = build_app(flow, input, output)
+        try:
+            answer = await app.run_async(set_exception_handler=False)
+        except asyncio.CancelledError:
+            signal = request.signal
+            timed_out = signal is not None and isinstance(signal.reason, TimeoutError)
+            _say(
+                output, [("class:summary.stop", "✗ "), ("", TIMED_OUT if timed_out else WITHDRAWN)]
+            )
+            raise
+        except EOFError:  # the terminal went away
+            raise cancelled_error() from None
+        except UserInteractionError:  # dismissed
+            _stopped(output, DISMISSED)
+            raise
+        for line in summary(flow):
+            _say(output, line)
+        return answer
+
+
+def _stopped(output: Output, why: str) -> None:
+    _say(output, [("class:summary.stop", "✗ "), ("", why)])
+
+
+def _say(output: Output, fragments: list[tuple[str, str]]) -> None:
+    """One line under where the prompt was."""
+    print_formatted_text(output, FormattedText([*fragments, ("", "\n")]), STYLE)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False

@@ -1,0 +1,109 @@
+"""Styled lines and how they wrap: the text layer under the terminal view.
+
+A :class:`Line` is a list of ``(style, text)`` fragments, as prompt_toolkit takes them,
+with the indent of its first row and of the rows it wraps into. :func:`wrap` cuts a line
+into rows no wider than the terminal, at spaces where it can, counting wide characters
+as two cells, so a narrow terminal wraps rather than clips.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+from prompt_toolkit.utils import get_cwidth
+
+__all__ = ["Fragments", "Line", "plain", "width_of", "wrap"]
+
+Fragments: TypeAlias = list[tuple[str, str]]
+"""``(style, text)`` pairs, text without newlines."""
+
+_WORDS: Final = re.compile(r"\S+|\s+")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One logical line: wrapped rows start with ``indent``, then with ``hang``.
+
+    ``reflow=False`` (code) cuts at the width instead of between words.
+    """
+
+    fragments: Fragments
+    indent: str = ""
+    hang: str = ""
+    reflow: bool = True
+
+
+def width_of(text: str) -> int:
+    """Terminal cells ``text`` takes."""
+    return sum(get_cwidth(char) for char in text)
+
+
+def plain(fragments: Fragments) -> str:
+    return "".join(text for _, text in fragments)
+
+
+def wrap(line: Line, width: int) -> list[Fragments]:
+    """The rows ``line`` takes on a terminal ``width`` cells wide (at least one row)."""
+    width = max(width, 1)
+    rows: list[Fragments] = []
+    row: Fragments = [("", line.indent)] if line.indent else []
+    start = used = width_of(line.indent)
+
+    def new_row() -> None:
+        nonlocal row, start, used
+        rows.append(row)
+        row = [("", line.hang)] if line.hang else []
+        start = used = width_of(line.hang)
+
+    for style, whole in _pieces(line):
+        piece, size = whole, width_of(whole)
+        if line.reflow and piece.isspace():
+            if used + size > width:
+                new_row()  # the break swallows the space it falls on
+            elif used > start or not rows:
+                row.append((style, piece))
+                used += size
+            continue
+        if line.reflow and used > start and used + size > width and start + size <= width:
+            new_row()  # the word fits on a row of its own
+        while piece and used + size > width:  # still too wide: cut it
+            cut, cut_size = _fit(piece, width - used)
+            if not cut and used > start:
+                new_row()
+                continue
+            if not cut:  # a character wider than the whole row
+                cut, cut_size = piece[0], width_of(piece[0])
+            row.append((style, cut))
+            used += cut_size
+            piece, size = piece[len(cut) :], size - cut_size
+            if piece:
+                new_row()
+        if piece:
+            row.append((style, piece))
+            used += size
+    rows.append(row)
+    return rows
+
+
+def _pieces(line: Line) -> Iterator[tuple[str, str]]:
+    """Words and runs of space, each with its style; code keeps whole fragments."""
+    for style, text in line.fragments:
+        if line.reflow:
+            for match in _WORDS.finditer(text):
+                yield style, match.group()
+        elif text:
+            yield style, text
+
+
+def _fit(text: str, cells: int) -> tuple[str, int]:
+    """The longest start of ``text`` that fits in ``cells``, and its width."""
+    used = 0
+    for index, char in enumerate(text):
+        size = get_cwidth(char)
+        if used + size > cells:
+            return text[:index], used
+        used += size
+    return text, used

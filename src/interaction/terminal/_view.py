@@ -1,0 +1,308 @@
+"""What the terminal shows for a :class:`BatchFlow`, for a given terminal size.
+
+Pure: state in, styled rows out. Every model-supplied string passes through
+``escape_controls`` before it is styled, so it is only ever text. The screen is split in
+three for the layout: the part above the text field, the field's prompt, and the part
+below it. Long details page (PgUp/PgDn), long option lists are windowed with "more"
+markers around the cursor, and everything wraps at the terminal's width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from prompt_toolkit.formatted_text import FormattedText
+
+from .._presentation import escape_controls, split_recommended
+from ._flow import OTHER, BatchFlow, Row
+from ._markdown import markdown
+from ._text import Fragments, Line, plain, width_of, wrap
+
+__all__ = ["Screen", "Viewport", "paint", "summary"]
+
+MARGIN: Final = "  "
+CURSOR: Final = "❯ "
+OTHER_LABEL: Final = "Other…"
+SEPARATOR: Final = " · "
+MIN_DETAIL_ROWS: Final = 3
+MIN_OPTION_ROWS: Final = 4
+_SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
+
+
+@dataclass
+class Viewport:
+    """Scroll positions kept between paints of one question."""
+
+    question: int = -1
+    detail_top: int = 0
+    options_top: int = 0
+    page: int = 1
+
+    def scroll(self, pages: int) -> None:
+        """Move the detail by whole pages (PgUp/PgDn); the next paint clamps it."""
+        self.detail_top = max(0, self.detail_top + pages * self.page)
+
+
+@dataclass(frozen=True)
+class Screen:
+    above: list[Fragments]
+    field_prompt: Fragments
+    below: list[Fragments]
+
+
+def joined(rows: Sequence[Fragments]) -> FormattedText:
+    """Rows as one fragment list with newlines, as a ``FormattedTextControl`` takes them."""
+    out = FormattedText()
+    for number, row in enumerate(rows):
+        if number:
+            out.append(("", "\n"))
+        out.extend(row)
+    return out
+
+
+def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Screen:
+    """The screen for ``flow`` on a ``width`` x ``height`` terminal; updates ``viewport``."""
+    if viewport.question != flow.index:
+        viewport.question, viewport.detail_top, viewport.options_top = flow.index, 0, 0
+    head = _rows([_title(flow), *_question(flow)], width)
+    detail = _rows(_detail(flow), width - len(MARGIN))
+    blocks = [_rows(lines, width) for lines in _choices(flow)]
+    prompt = _field_prompt(flow)
+    field_rows = 0
+    if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
+        room_beside = max(1, width - width_of(plain(prompt)))
+        field_rows = -(-(width_of(flow.draft.text) + 1) // room_beside)
+    below = [*_rows(_status(flow), width), []]
+    hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
+    room = height - len(head) - field_rows - len(below) - hint_rows - 1 - _SPARE_ROWS
+    option_rows = sum(map(len, blocks))
+    if len(detail) + option_rows <= room:
+        detail_budget, option_budget = len(detail), option_rows
+    else:
+        option_budget = min(option_rows, max(MIN_OPTION_ROWS, room // 2))
+        if flow.plan_review:
+            option_budget = option_rows  # the actions always show; the plan pages
+        detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
+        option_budget = max(option_budget, room - min(detail_budget, len(detail)))
+    detail_shown, paged = _page(detail, detail_budget, viewport)
+    above = head + [[("", MARGIN), *row] for row in detail_shown]
+    above.append([])
+    above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
+    below.extend(_pack(_hints(flow, paged=paged), width))
+    return Screen(above, prompt, below)
+
+
+def summary(flow: BatchFlow) -> list[Fragments]:
+    """One line per answered question, for the scrollback once the prompt is gone."""
+    lines: list[Fragments] = []
+    for question, item in zip(flow.questions, flow.answer().answers, strict=True):
+        name = question.header or question.question.split("\n", 1)[0]
+        parts = [*item.selected, *([item.custom] if item.custom is not None else [])]
+        answer = ", ".join(_safe(part) for part in parts) if parts else "(skipped)"
+        lines.append([("class:summary.ok", "✓ "), ("class:summary", f"{_safe(name)}: {answer}")])
+    return lines
+
+
+# ---------------------------------------------------------------------- sections
+
+
+def _safe(text: str) -> str:
+    return escape_controls(text, keep_newlines=False)
+
+
+def _rows(lines: Sequence[Line], width: int) -> list[Fragments]:
+    return [row for line in lines for row in wrap(line, width)]
+
+
+def _title(flow: BatchFlow) -> Line:
+    title = (
+        "Plan review" if flow.plan_review else f"Question {flow.index + 1}/{len(flow.questions)}"
+    )
+    if flow.question.header:
+        title += f" · {_safe(flow.question.header)}"
+    return Line([("class:title", f"── {title} ──")])
+
+
+def _question(flow: BatchFlow) -> list[Line]:
+    text = escape_controls(flow.question.question).expandtabs(4)
+    return [Line([("class:question", line)]) for line in text.split("\n")]
+
+
+def _detail(flow: BatchFlow) -> list[Line]:
+    detail = flow.question.detail
+    return markdown(escape_controls(detail), "class:detail") if detail else []
+
+
+def _choices(flow: BatchFlow) -> list[list[Line]]:
+    """One block of lines per row the cursor can be on (the plan review's is one block)."""
+    rows = flow.rows
+    if flow.plan_review:
+        return [_buttons(flow, rows)]
+    blocks = []
+    for number, row in enumerate(rows, start=1):
+        if row is OTHER and flow.mode == "text":
+            break  # the text field stands in its place
+        blocks.append(_option(flow, number, row))
+    return blocks
+
+
+def _marker(flow: BatchFlow, number: int) -> tuple[str, str]:
+    here = flow.mode == "list" and flow.draft.cursor == number - 1
+    return ("class:cursor", CURSOR) if here else ("", " " * len(CURSOR))
+
+
+def _box(flow: BatchFlow, row: Row) -> str:
+    if not flow.multi:
+        return ""
+    ticked = flow.draft.text.strip() if row is OTHER else row.label in flow.draft.chosen
+    return "[x] " if ticked else "[ ] "
+
+
+def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
+    marker = _marker(flow, number)
+    current = "class:current" if marker[1] == CURSOR else "class:option"
+    box = _box(flow, row)
+    lead: Fragments = [marker, ("class:chosen" if box == "[x] " else "", box), ("", f"{number}. ")]
+    hang = " " * width_of(plain(lead))
+    if row is OTHER:
+        text = flow.draft.text
+        label: Fragments = [(current, f"Other: {_safe(text)}" if text else OTHER_LABEL)]
+        return [Line([*lead, *label], hang=hang)]
+    text, recommended = split_recommended(_safe(row.label))
+    label = [(current, text)]
+    if recommended:
+        label += [("", " "), ("class:badge", "[recommended]")]
+    lines = [Line([*lead, *label], hang=hang)]
+    if row.description:
+        for part in escape_controls(row.description).expandtabs(4).split("\n"):
+            lines.append(Line([("class:description", part)], hang, hang))
+    return lines
+
+
+def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
+    """The plan review's actions side by side, the approve option first."""
+    fragments: Fragments = []
+    for index, row in enumerate(rows):
+        focused = flow.mode == "list" and flow.draft.cursor == index
+        text = OTHER_LABEL if row is OTHER else split_recommended(_safe(row.label))[0]
+        fragments.append(("class:cursor", CURSOR.strip()) if focused else ("", " "))
+        fragments.append(("class:button.focused" if focused else "class:button", f"[ {text} ]"))
+        fragments.append(("", " "))
+    lines = [Line(fragments, hang=" ")]
+    focus = rows[flow.draft.cursor]
+    if flow.mode == "list" and focus is not OTHER and focus.description:
+        for part in escape_controls(focus.description).expandtabs(4).split("\n"):
+            lines.append(Line([("class:description", part)], MARGIN, MARGIN))
+    return lines
+
+
+def _field_prompt(flow: BatchFlow) -> Fragments:
+    if flow.plan_review:
+        return [("class:cursor", CURSOR), ("class:current", "Your own words: ")]
+    if not flow.rows:
+        return [("class:cursor", CURSOR)]
+    number = len(flow.rows)
+    return [
+        ("class:cursor", CURSOR),
+        ("", _box(flow, OTHER)),
+        ("class:current", f"{number}. Other: "),
+    ]
+
+
+def _status(flow: BatchFlow) -> list[Line]:
+    lines = []
+    if flow.multi and flow.draft.chosen:
+        chosen = ", ".join(split_recommended(_safe(label))[0] for label in flow.draft.chosen)
+        lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
+    if flow.notice:
+        lines.append(Line([("class:notice", flow.notice)]))
+    return lines
+
+
+def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
+    if flow.mode == "text":
+        keys = ["Enter confirm (empty skips)"] if not flow.rows else ["Enter confirm"]
+        if flow.rows:
+            keys += ["Tab options", "Ctrl-S skip"]
+        back = "Shift-Tab back"
+    elif flow.plan_review:
+        keys = ["←→ choose", "Enter confirm", "Tab own words", "s skip"]
+        back = ""
+    else:
+        keys = ["↑↓ move", f"1-{len(flow.rows)} jump"]
+        keys += ["Space toggle", "Enter confirm"] if flow.multi else ["Enter choose"]
+        keys += ["Tab own answer", "s skip"]
+        back = "← back"
+    if back and flow.index:
+        keys.append(back)
+    if paged:
+        keys.append("PgUp/PgDn scroll")
+    keys.append("Esc dismiss")
+    return keys
+
+
+def _pack(hints: list[str], width: int) -> list[Fragments]:
+    """Key hints joined by `` · `` into rows, never breaking inside one hint if it fits."""
+    lines: list[str] = []
+    for hint in hints:
+        if lines and width_of(lines[-1]) + width_of(SEPARATOR + hint) <= width:
+            lines[-1] += SEPARATOR + hint
+        else:
+            lines.append(hint)
+    return _rows([Line([("class:hint", line)]) for line in lines], width)
+
+
+# ---------------------------------------------------------------------- fitting
+
+
+def _page(rows: list[Fragments], budget: int, viewport: Viewport) -> tuple[list[Fragments], bool]:
+    """The detail rows that fit, with a status row when it does not fit whole."""
+    if len(rows) <= budget:
+        viewport.page = max(1, len(rows))
+        return rows, False
+    shown = max(1, budget - 1)
+    viewport.page = shown
+    top = viewport.detail_top = min(viewport.detail_top, len(rows) - shown)
+    end = top + shown
+    where = f"lines {top + 1}-{end} of {len(rows)}"
+    status = [("class:more", f"⋯ {where} · PgUp/PgDn")]
+    return [*rows[top:end], status], True
+
+
+def _cursor_block(flow: BatchFlow) -> int:
+    if flow.plan_review:
+        return 0
+    return min(flow.draft.cursor, max(0, len(flow.rows) - 1))
+
+
+def _window(
+    blocks: list[list[Fragments]], cursor: int, budget: int, viewport: Viewport
+) -> list[Fragments]:
+    """The option blocks around the cursor that fit in ``budget`` rows, with "more" markers."""
+    count = len(blocks)
+    if sum(map(len, blocks)) <= budget:
+        return [row for block in blocks for row in block]
+    cursor = min(cursor, count - 1)
+
+    def fits(top: int, end: int) -> bool:
+        markers = (top > 0) + (end < count)
+        return sum(len(block) for block in blocks[top:end]) + markers <= budget
+
+    top = min(viewport.options_top, cursor)
+    while top < cursor and not fits(top, cursor + 1):
+        top += 1
+    end = cursor + 1
+    while end < count and fits(top, end + 1):
+        end += 1
+    while top > 0 and fits(top - 1, end):
+        top -= 1
+    viewport.options_top = top
+    rows: list[Fragments] = []
+    if top > 0:
+        rows.append([("class:more", f"{MARGIN}↑ {top} more")])
+    rows.extend(row for block in blocks[top:end] for row in block)
+    if end < count:
+        rows.append([("class:more", f"{MARGIN}↓ {count - end} more")])
+    return rows

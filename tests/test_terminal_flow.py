@@ -1,0 +1,238 @@
+"""The terminal UI's batch flow, without a terminal: every rule of moving, choosing and typing."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+    check_answer,
+)
+from interaction.terminal._flow import NOTHING_CHOSEN, OTHER, TYPE_OR_SKIP, BatchFlow
+
+from .helpers import pkg_question
+from .strategies import requests
+
+Item = AskUserQuestionAnswerItem
+Option = AskUserQuestionOption
+CHECKS = AskUserQuestionItem(
+    "checks",
+    "Which checks?",
+    multi_select=True,
+    options=[Option("tests"), Option("lint"), Option("types")],
+)
+NOTES = AskUserQuestionItem("notes", "Anything else?")
+PLAN = AskUserQuestionItem(
+    "plan",
+    "Approve this plan?",
+    detail="1. Do it.",
+    options=[Option("Revise"), Option("Approve")],
+    intent=PlanReviewIntent("Approve"),
+)
+
+
+def flow(*questions: AskUserQuestionItem) -> BatchFlow:
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
+
+
+def test_single_select_moves_wrapping_and_enter_chooses() -> None:
+    batch = flow()
+    assert batch.rows == (*pkg_question().options, OTHER)
+    batch.move(-1)
+    assert batch.draft.cursor == 3  # wrapped to the Other row
+    batch.move(1)
+    assert batch.draft.cursor == 0
+    batch.move(2)
+    batch.enter()
+    assert batch.done
+    assert batch.answer() == AskUserQuestionAnswer([Item("pkg", ["yarn"])])
+
+
+def test_digits_jump_and_join_into_numbers_that_exist() -> None:
+    many = pkg_question(options=[Option(f"o{n}") for n in range(1, 13)])
+    batch = flow(many)
+    batch.digit(1)
+    assert batch.draft.cursor == 0
+    batch.digit(2)
+    assert batch.draft.cursor == 11  # "12"
+    batch.digit(3)
+    assert batch.draft.cursor == 2  # "123" does not exist: 3 starts again
+    batch.digit(0)
+    assert batch.draft.cursor == 2
+    assert batch.notice == "There is no option 0: the options are numbered 1-13."
+    batch.move(1)
+    assert batch.notice == ""
+    batch.digit(1)
+    batch.digit(3)
+    assert batch.rows[batch.draft.cursor] is OTHER  # 13 is the Other row
+
+
+def test_multi_select_toggles_keep_the_order_chosen() -> None:
+    batch = flow(CHECKS)
+    batch.move(2)
+    batch.toggle()  # types
+    batch.move(-2)
+    batch.toggle()  # tests
+    batch.move(1)
+    batch.toggle()  # lint
+    batch.toggle()  # and off again
+    assert batch.draft.chosen == ["types", "tests"]
+    batch.enter()
+    assert batch.answer().answers == (Item("checks", ["types", "tests"]),)
+
+
+def test_multi_select_refuses_to_confirm_nothing() -> None:
+    batch = flow(CHECKS)
+    batch.enter()
+    assert not batch.done
+    assert batch.notice == NOTHING_CHOSEN
+    batch.open_text()
+    batch.submit_text()
+    assert batch.notice == NOTHING_CHOSEN
+
+
+def test_multi_select_custom_accompanies_the_labels() -> None:
+    batch = flow(CHECKS)
+    batch.toggle()
+    batch.open_text()
+    opened = batch.mode
+    batch.set_text("  docs  ")
+    batch.close_text()
+    assert (opened, batch.mode) == ("text", "list")
+    assert batch.draft.text == "  docs  "  # kept when going back to the options
+    batch.enter()
+    assert batch.answer().answers == (Item("checks", ["tests"], "  docs  "),)
+
+
+def test_space_on_the_other_row_opens_the_field() -> None:
+    batch = flow(CHECKS)
+    batch.move(-1)
+    batch.toggle()
+    assert batch.mode == "text"
+
+
+def test_single_select_other_row_and_custom_answer() -> None:
+    batch = flow()
+    batch.move(-1)
+    batch.enter()
+    assert batch.mode == "text"
+    batch.submit_text()
+    assert batch.notice == TYPE_OR_SKIP
+    assert not batch.done
+    batch.set_text("bun")
+    batch.submit_text()
+    assert batch.answer().answers == (Item("pkg", custom="bun"),)
+
+
+def test_a_question_without_options_is_a_text_field_and_blank_skips() -> None:
+    batch = flow(NOTES, AskUserQuestionItem("more", "More?"))
+    assert batch.mode == "text"
+    assert batch.rows == ()
+    batch.open_text()
+    batch.close_text()  # neither leaves the field: there are no options
+    assert batch.mode == "text"
+    batch.set_text("   ")
+    batch.submit_text()
+    batch.set_text("yes")
+    batch.submit_text()
+    assert batch.answer().answers == (Item("notes"), Item("more", custom="yes"))
+
+
+def test_skip_and_back_keep_every_draft_and_send_nothing_early() -> None:
+    batch = flow(pkg_question(), CHECKS, NOTES)
+    batch.back()
+    assert batch.notice == "This is the first question."
+    batch.move(1)
+    batch.enter()  # npm
+    batch.toggle()
+    batch.skip()  # the toggle stays in the draft, the answer is a skip
+    batch.set_text("draft")
+    batch.back()
+    assert (batch.index, batch.draft.chosen) == (1, ["tests"])
+    batch.back()
+    assert (batch.index, batch.draft.cursor) == (0, 1)
+    batch.enter()
+    batch.skip()
+    assert (batch.index, batch.draft.text) == (2, "draft")
+    assert not batch.done
+    batch.submit_text()
+    assert batch.answer().answers == (
+        Item("pkg", ["npm"]),
+        Item("checks"),
+        Item("notes", custom="draft"),
+    )
+
+
+def test_plan_review_puts_the_approve_option_first() -> None:
+    batch = flow(PLAN)
+    assert batch.plan_review
+    assert batch.rows == (Option("Approve"), Option("Revise"), OTHER)
+    batch.enter()
+    assert batch.answer().answers == (Item("plan", ["Approve"]),)
+
+
+def test_a_batch_with_a_plan_review_intent_is_the_generic_flow() -> None:
+    batch = flow(PLAN, NOTES)
+    assert not batch.plan_review
+    assert batch.rows == (Option("Revise"), Option("Approve"), OTHER)
+
+
+ACTIONS = st.sampled_from(
+    [
+        "up",
+        "down",
+        "digit",
+        "toggle",
+        "enter",
+        "open",
+        "close",
+        "type",
+        "blank",
+        "submit",
+        "skip",
+        "back",
+    ]
+)
+
+
+@given(requests(), st.lists(ACTIONS, max_size=60), st.data())
+def test_any_keys_give_an_answer_that_fits_the_request(
+    request: AskUserQuestionRequest, actions: list[str], data: st.DataObject
+) -> None:
+    batch = BatchFlow(request)
+    for action in [*actions, *["skip"] * len(request.questions)]:
+        if batch.done:
+            break
+        match action:
+            case "up" | "down":
+                batch.move(-1 if action == "up" else 1)
+            case "digit":
+                batch.digit(data.draw(st.integers(0, 9)))
+            case "toggle":
+                if batch.mode == "list" and batch.multi:
+                    batch.toggle()
+            case "enter":
+                if batch.mode == "list" and batch.rows:
+                    batch.enter()
+            case "open":
+                batch.open_text()
+            case "close":
+                batch.close_text()
+            case "type" | "blank":
+                batch.set_text(data.draw(st.text(min_size=1)) if action == "type" else " ")
+            case "submit":
+                if batch.mode == "text":
+                    batch.submit_text()
+            case "skip":
+                batch.skip()
+            case "back":
+                batch.back()
+    assert batch.done
+    answer = batch.answer()
+    assert check_answer(request, answer) == answer

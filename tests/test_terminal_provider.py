@@ -1,0 +1,248 @@
+"""The terminal provider through ask(), driven by prompt_toolkit's pipe input."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+import interaction.terminal
+from interaction import (
+    AbortController,
+    AbortSignal,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    PlanReviewIntent,
+    UserInteractionError,
+    ask,
+    provide,
+)
+from interaction.terminal import TerminalProvider
+
+from .helpers import pkg_question
+from .terminal_helpers import (
+    CTRL_C,
+    CTRL_S,
+    DOWN,
+    ENTER,
+    ESC,
+    LEFT,
+    PAGE_DOWN,
+    RIGHT,
+    SHIFT_TAB,
+    TAB,
+    UP,
+    Recorder,
+)
+
+Item = AskUserQuestionAnswerItem
+Option = AskUserQuestionOption
+CHECKS = AskUserQuestionItem(
+    "checks",
+    "Which checks?",
+    multi_select=True,
+    options=[Option("tests"), Option("lint"), Option("types")],
+)
+NOTES = AskUserQuestionItem("notes", "Anything else?")
+PLAN = AskUserQuestionItem(
+    "plan",
+    "Approve this plan?",
+    detail="# Plan\n" + "\n".join(f"{n}. step" for n in range(1, 60)),
+    options=[Option("Revise"), Option("Approve")],
+    intent=PlanReviewIntent("Approve"),
+)
+
+
+@pytest.fixture
+def keyboard() -> Iterator[PipeInput]:
+    with create_pipe_input() as pipe:
+        yield pipe
+
+
+async def answer(
+    keyboard: PipeInput, keys: str, *questions: AskUserQuestionItem
+) -> AskUserQuestionAnswer:
+    keyboard.send_text(keys)
+    with provide(TerminalProvider(keyboard, DummyOutput())):
+        async with asyncio.timeout(10):  # keys that do not finish the batch fail, not hang
+            return await ask(AskUserQuestionRequest(questions or [pkg_question()]))
+
+
+@pytest.mark.parametrize(
+    ("keys", "questions", "expected"),
+    [
+        (ENTER, [pkg_question()], [Item("pkg", ["pnpm (Recommended)"])]),
+        (DOWN + DOWN + ENTER, [pkg_question()], [Item("pkg", ["yarn"])]),
+        ("jjjjjj" + ENTER, [pkg_question()], [Item("pkg", ["yarn"])]),  # j wraps to the top
+        (UP + UP + ENTER, [pkg_question()], [Item("pkg", ["yarn"])]),  # up wraps to Other
+        ("2" + ENTER, [pkg_question()], [Item("pkg", ["npm"])]),
+        (TAB + "bun" + ENTER, [pkg_question()], [Item("pkg", custom="bun")]),
+        (UP + ENTER + "bun" + ENTER, [pkg_question()], [Item("pkg", custom="bun")]),
+        (TAB + "x" + TAB + "3" + ENTER, [pkg_question()], [Item("pkg", ["yarn"])]),
+        ("s", [pkg_question()], [Item("pkg")]),
+        (CTRL_S, [pkg_question()], [Item("pkg")]),
+        ("free text 1 j" + ENTER, [NOTES], [Item("notes", custom="free text 1 j")]),
+        (ENTER, [NOTES], [Item("notes")]),
+        (
+            "jj kk j  " + ENTER,  # types, tests, lint, and lint off again
+            [CHECKS],
+            [Item("checks", ["types", "tests"])],
+        ),
+        (" " + TAB + "docs" + ENTER, [CHECKS], [Item("checks", ["tests"], "docs")]),
+        (ENTER + " " + ENTER, [CHECKS], [Item("checks", ["tests"])]),  # Enter on nothing waits
+        (
+            "2" + ENTER + " " + CTRL_S + "draft" + SHIFT_TAB + LEFT + ENTER + "s" + ENTER,
+            [pkg_question(), CHECKS, NOTES],
+            [Item("pkg", ["npm"]), Item("checks"), Item("notes", custom="draft")],
+        ),
+        (
+            "3" + ENTER + "b" + ENTER + "s" + ENTER,
+            [pkg_question(), CHECKS, NOTES],
+            [Item("pkg", ["yarn"]), Item("checks"), Item("notes")],
+        ),
+        (PAGE_DOWN + ENTER, [PLAN], [Item("plan", ["Approve"])]),
+        (RIGHT + ENTER, [PLAN], [Item("plan", ["Revise"])]),
+        ("ll" + "h" + ENTER, [PLAN], [Item("plan", ["Revise"])]),
+        (TAB + "shorter" + ENTER, [PLAN], [Item("plan", custom="shorter")]),
+        # Left from Approve wraps round to Other, whose Enter opens the field.
+        (LEFT + ENTER + "x" + ENTER, [PLAN], [Item("plan", custom="x")]),
+    ],
+    ids=lambda value: repr(value) if isinstance(value, str) else "",
+)
+async def test_keys_drive_each_flow(
+    keyboard: PipeInput,
+    keys: str,
+    questions: list[AskUserQuestionItem],
+    expected: list[AskUserQuestionAnswerItem],
+) -> None:
+    assert (await answer(keyboard, keys, *questions)).answers == tuple(expected)
+
+
+@pytest.mark.parametrize("key", [ESC, CTRL_C])
+async def test_escape_and_ctrl_c_dismiss_the_batch(keyboard: PipeInput, key: str) -> None:
+    screen = Recorder()
+    keyboard.send_text("2" + ENTER + key)
+    with provide(TerminalProvider(keyboard, screen)), pytest.raises(UserInteractionError) as info:
+        await ask(AskUserQuestionRequest([pkg_question(), NOTES]))
+    assert info.value.code == ErrorCode.ASK_CANCELLED
+    assert info.value.message == "the user dismissed ask_user_question without answering"
+    assert screen.text.endswith("✗ dismissed\n")
+
+
+async def test_the_answer_is_summed_up_when_the_prompt_goes(keyboard: PipeInput) -> None:
+    screen = Recorder()
+    keyboard.send_text("2" + ENTER + " j " + ENTER + "ok" + ENTER)
+    with provide(TerminalProvider(keyboard, screen)):
+        await ask(AskUserQuestionRequest([pkg_question(header="Tools"), CHECKS, NOTES]))
+    assert screen.text.endswith(
+        "✓ Tools: npm\n✓ Which checks?: tests, lint\n✓ Anything else?: ok\n"
+    )
+    assert screen.raw.rfind("\x1b[?25h") > screen.raw.rfind("\x1b[?25l"), "cursor left hidden"
+
+
+async def test_an_abort_tears_the_prompt_down_and_leaves_nothing_behind(
+    keyboard: PipeInput,
+) -> None:
+    screen = Recorder()
+    provider = TerminalProvider(keyboard, screen)
+    controller = AbortController()
+    with provide(provider):
+        asking = asyncio.create_task(
+            ask(AskUserQuestionRequest([pkg_question()], signal=controller.signal))
+        )
+        await screen.shows("Which package manager?")
+        controller.abort()
+        with pytest.raises(UserInteractionError) as info:
+            await asking
+        assert info.value.code == ErrorCode.ASK_ABORTED
+        assert screen.text.endswith("✗ the question was withdrawn before you answered\n")
+        shown, hidden = screen.raw.rfind("\x1b[?25h"), screen.raw.rfind("\x1b[?25l")
+        assert shown > hidden, "the cursor was left hidden"
+        assert asyncio.all_tasks() == {asyncio.current_task()}, "a task was left running"
+        keyboard.send_text("3" + ENTER)  # nothing left reading swallows these
+        again = await ask(AskUserQuestionRequest([pkg_question()]))
+    assert again.answers == (Item("pkg", ["yarn"]),)
+
+
+async def test_a_timeout_is_ask_timeout(keyboard: PipeInput) -> None:
+    screen = Recorder()
+    with provide(TerminalProvider(keyboard, screen)), pytest.raises(UserInteractionError) as info:
+        await ask(AskUserQuestionRequest([pkg_question()], signal=AbortSignal.timeout(0.05)))
+    assert info.value.code == ErrorCode.ASK_TIMEOUT
+    assert screen.text.endswith("✗ the question timed out before you answered\n")
+
+
+async def test_asks_queue_in_order_and_an_aborted_queued_ask_never_renders(
+    keyboard: PipeInput,
+) -> None:
+    screen = Recorder()
+    controller = AbortController()
+    with provide(TerminalProvider(keyboard, screen)):
+        first = asyncio.create_task(ask(AskUserQuestionRequest([pkg_question(id="first")])))
+        second = asyncio.create_task(
+            ask(
+                AskUserQuestionRequest(
+                    [AskUserQuestionItem("second", "Never shown?")], signal=controller.signal
+                )
+            )
+        )
+        third = asyncio.create_task(ask(AskUserQuestionRequest([NOTES])))
+        await screen.shows("Which package manager?")
+        controller.abort()
+        with pytest.raises(UserInteractionError) as info:
+            await second
+        assert info.value.code == ErrorCode.ASK_ABORTED
+        keyboard.send_text(DOWN + ENTER)
+        assert (await first).answers == (Item("first", ["npm"]),)
+        await screen.shows("Anything else?")
+        keyboard.send_text("done" + ENTER)
+        assert (await third).answers == (Item("notes", custom="done"),)
+    assert "Never shown?" not in screen.text
+
+
+async def test_the_end_of_input_dismisses(keyboard: PipeInput) -> None:
+    keyboard.close()  # the terminal went away
+    with (
+        provide(TerminalProvider(keyboard, DummyOutput())),
+        pytest.raises(UserInteractionError) as info,
+    ):
+        await ask(AskUserQuestionRequest([pkg_question()]))
+    assert info.value.code == ErrorCode.ASK_CANCELLED
+
+
+async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    output = io.StringIO()
+    provider = TerminalProvider(io.StringIO("2\nhello\n"), output)
+    with provide(provider):
+        first = await ask(AskUserQuestionRequest([pkg_question()]))
+        second = await ask(AskUserQuestionRequest([NOTES]))
+    assert first.answers == (Item("pkg", ["npm"]),)
+    assert second.answers == (Item("notes", custom="hello"),)
+    assert capsys.readouterr().err == (
+        "interaction: the input is not a terminal; asking line by line instead\n"
+    )
+    assert "Choose 1-3, or type an answer of your own" in output.getvalue()
+
+
+def test_the_module_exports_the_provider_and_names_its_extra_when_missing() -> None:
+    assert interaction.terminal.__all__ == ["TerminalProvider"]
+    code = (
+        "import sys; sys.modules['prompt_toolkit'] = None\n"
+        "try:\n import interaction.terminal\nexcept ImportError as e:\n print(e)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        'interaction.terminal needs prompt_toolkit: pip install "interaction-seam[terminal]"'
+    )

@@ -1,0 +1,272 @@
+"""What the terminal UI draws: wrapping, Markdown, escaping, windowing and paging."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interaction import (
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+)
+from interaction.terminal._flow import BatchFlow
+from interaction.terminal._markdown import markdown
+from interaction.terminal._text import Fragments, Line, plain, width_of, wrap
+from interaction.terminal._view import Screen, Viewport, paint
+
+from .helpers import pkg_question
+
+Option = AskUserQuestionOption
+EVIL = "\x1b[31mred\x1b]0;title\x07\u202eevil\x9b"
+EVIL_SHOWN = "\\x1b[31mred\\x1b]0;title\\x07\\u202eevil\\x9b"
+
+
+def rows(fragments: list[Fragments]) -> list[str]:
+    return [plain(row).rstrip() for row in fragments]
+
+
+def screen(flow: BatchFlow, width: int = 80, height: int = 24, view: Viewport | None = None) -> str:
+    shown: Screen = paint(flow, view or Viewport(), width, height)
+    field = [plain(shown.field_prompt) + flow.draft.text] if flow.mode == "text" else []
+    return "\n".join([*rows(shown.above), *field, *rows(shown.below)])
+
+
+def flow(*questions: AskUserQuestionItem) -> BatchFlow:
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
+
+
+# ---------------------------------------------------------------------- wrapping
+
+
+def test_wrap_breaks_between_words_under_the_hang() -> None:
+    line = Line([("", "alpha beta gamma")], "• ", "  ")
+    assert rows(wrap(line, 10)) == ["• alpha", "  beta", "  gamma"]
+
+
+def test_wrap_cuts_a_word_wider_than_the_row_and_counts_wide_characters() -> None:
+    assert rows(wrap(Line([("", "abcdefghij")]), 4)) == ["abcd", "efgh", "ij"]
+    assert rows(wrap(Line([("", "漢字漢字漢")]), 5)) == ["漢字", "漢字", "漢"]
+    assert rows(wrap(Line([("", "漢")]), 1)) == ["漢"]  # wider than the row: shown, not lost
+
+
+def test_code_is_cut_at_the_width_not_reflowed() -> None:
+    assert rows(wrap(Line([("", "a b c d e f")], reflow=False), 5)) == ["a b c", " d e", "f"]
+
+
+def test_styles_survive_wrapping() -> None:
+    wrapped = wrap(Line([("bold", "one two"), ("", " three")]), 8)
+    assert wrapped == [
+        [("bold", "one"), ("bold", " "), ("bold", "two"), ("", " ")],
+        [("", "three")],
+    ]
+
+
+@given(st.text(st.characters(blacklist_categories=["Cc", "Cs"]), max_size=80), st.integers(2, 30))
+def test_wrapped_rows_fit_and_lose_no_text(text: str, width: int) -> None:
+    wrapped = wrap(Line([("", text)], "> ", "  "), width)
+    for row in wrapped:  # a row is wider only when one character is all it holds
+        assert width_of(plain(row)) <= width or len(plain(row)[2:]) == 1
+    kept = "".join(plain(row)[2:] for row in wrapped)
+    assert "".join(kept.split()) == "".join(text.split())
+
+
+# ---------------------------------------------------------------------- markdown
+
+
+def test_markdown_styles_headings_emphasis_code_lists_quotes_and_links() -> None:
+    lines = markdown(
+        "# Plan\n## Steps\n- **bold** and *em* and `code`\n3. _under_ [docs](https://x.y)\n"
+        "> said\n---\n```\n  if x:\n```\nplain",
+        "base",
+    )
+    assert [(line.indent, plain(line.fragments)) for line in lines] == [
+        ("", "Plan"),
+        ("", "Steps"),
+        ("• ", "bold and em and code"),
+        ("3. ", "under docs <https://x.y>"),
+        ("│ ", "said"),
+        ("", "─" * 24),
+        ("  ", "  if x:"),
+        ("", "plain"),
+    ]
+    assert lines[0].fragments == [("base class:md.h1", "Plan")]
+    assert lines[1].fragments == [("base class:md.h", "Steps")]
+    assert lines[2].fragments == [
+        ("base class:md.strong", "bold"),
+        ("base", " and "),
+        ("base class:md.em", "em"),
+        ("base", " and "),
+        ("base class:md.code", "code"),
+    ]
+    assert lines[2].hang == "  "
+    assert lines[3].fragments[0] == ("base class:md.em", "under")
+    assert lines[6].reflow is False
+
+
+def test_markdown_leaves_what_it_does_not_know_as_written() -> None:
+    lines = markdown("a * b * c and snake_case_name and 5 * 3 and **", "")
+    assert lines[0].fragments == [("", "a * b * c and snake_case_name and 5 * 3 and **")]
+
+
+# ---------------------------------------------------------------------- screens
+
+
+def test_the_generic_screen() -> None:
+    question = pkg_question(
+        header="Tools",
+        detail="Pick **one**.",
+        options=[Option("pnpm (Recommended)", "fast\nstrict"), Option("npm")],
+    )
+    assert screen(flow(question)) == (
+        "── Question 1/1 · Tools ──\n"
+        "Which package manager?\n"
+        "  Pick one.\n"
+        "\n"
+        "❯ 1. pnpm [recommended]\n"
+        "     fast\n"
+        "     strict\n"
+        "  2. npm\n"
+        "  3. Other…\n"
+        "\n"
+        "↑↓ move · 1-3 jump · Enter choose · Tab own answer · s skip · Esc dismiss"
+    )
+
+
+def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() -> None:
+    checks = AskUserQuestionItem(
+        "checks", "Which?", multi_select=True, options=[Option("a"), Option("b (Recommended)")]
+    )
+    batch = flow(pkg_question(), checks)
+    batch.enter()
+    batch.move(1)
+    batch.toggle()
+    batch.move(-1)
+    batch.toggle()
+    batch.open_text()
+    batch.set_text("c")
+    assert screen(batch) == (
+        "── Question 2/2 ──\n"
+        "Which?\n"
+        "\n"
+        "  [x] 1. a\n"
+        "  [x] 2. b [recommended]\n"
+        "❯ [x] 3. Other: c\n"
+        "Chosen: b, a\n"
+        "\n"
+        "Enter confirm · Tab options · Ctrl-S skip · Shift-Tab back · Esc dismiss"
+    )
+
+
+def test_the_plan_review_screen_puts_approve_first_and_shows_the_focused_description() -> None:
+    plan = AskUserQuestionItem(
+        "plan",
+        "Approve?",
+        header="Plan",
+        detail="# Steps\n1. Build.",
+        options=[Option("Revise", "Send it back"), Option("Approve")],
+        intent=PlanReviewIntent("Approve"),
+    )
+    batch = flow(plan)
+    assert screen(batch) == (
+        "── Plan review · Plan ──\n"
+        "Approve?\n"
+        "  Steps\n"
+        "  1. Build.\n"
+        "\n"
+        "❯[ Approve ]  [ Revise ]  [ Other… ]\n"
+        "\n"
+        "←→ choose · Enter confirm · Tab own words · s skip · Esc dismiss"
+    )
+    batch.move(1)
+    assert " [ Approve ] ❯[ Revise ]  [ Other… ]\n  Send it back\n" in screen(batch)
+
+
+def test_model_text_is_shown_escaped_everywhere() -> None:
+    question = AskUserQuestionItem(
+        "x",
+        f"Q {EVIL}",
+        header=f"H {EVIL}",
+        detail=f"# D {EVIL}",
+        options=[Option(f"L {EVIL}", f"Desc {EVIL}")],
+    )
+    shown = screen(flow(question), width=200)
+    assert shown.count(EVIL_SHOWN) == 5
+    assert not any(char in shown for char in "\x1b\x07\x9b\u202e")
+
+
+def test_a_free_text_question_is_a_field() -> None:
+    batch = flow(AskUserQuestionItem("notes", "Anything else?"), pkg_question())
+    batch.set_text("so far")
+    assert screen(batch) == (
+        "── Question 1/2 ──\n"
+        "Anything else?\n"
+        "\n"
+        "❯ so far\n"
+        "\n"
+        "Enter confirm (empty skips) · Esc dismiss"
+    )
+
+
+def test_hints_offer_back_after_the_first_question_and_wrap_between_hints() -> None:
+    batch = flow(pkg_question(), pkg_question(id="two"))
+    batch.skip()
+    assert screen(batch, width=40).endswith(
+        "\n↑↓ move · 1-4 jump · Enter choose\nTab own answer · s skip · ← back\nEsc dismiss"
+    )
+
+
+def test_long_option_lists_are_windowed_around_the_cursor() -> None:
+    many = pkg_question(options=[Option(f"option {n}") for n in range(1, 21)])
+    batch, view = flow(many), Viewport()
+    first = screen(batch, height=12, view=view)
+    assert first.split("\n")[3:8] == [
+        "❯ 1. option 1",
+        "  2. option 2",
+        "  3. option 3",
+        "  4. option 4",
+        "  ↓ 17 more",
+    ]
+    batch.move(-1)  # wraps to the Other row, at the end
+    last = screen(batch, height=12, view=view)
+    assert last.split("\n")[3:8] == [
+        "  ↑ 17 more",
+        "  18. option 18",
+        "  19. option 19",
+        "  20. option 20",
+        "❯ 21. Other…",
+    ]
+    assert len(last.split("\n")) <= 12
+
+
+def test_a_long_detail_pages() -> None:
+    detail = "\n".join(f"line {n}" for n in range(1, 41))
+    batch, view = flow(pkg_question(detail=detail)), Viewport()
+    first = screen(batch, height=20, view=view)
+    assert "  line 1\n" in first
+    assert "line 40" not in first
+    assert "⋯ lines 1-" in first
+    assert "PgUp/PgDn scroll" in first
+    page = view.page
+    view.scroll(1)
+    second = screen(batch, height=20, view=view)
+    assert f"  line {page + 1}\n" in second
+    assert f"⋯ lines {page + 1}-{2 * page} of 40" in second
+    view.scroll(100)
+    assert "  line 40\n" in screen(batch, height=20, view=view)
+    view.scroll(-100)
+    assert "⋯ lines 1-" in screen(batch, height=20, view=view)
+    assert len(first.split("\n")) <= 20
+
+
+def test_a_narrow_terminal_wraps_rather_than_clips() -> None:
+    question = pkg_question(
+        question="Which package manager should this rather large project use from now on?",
+        options=[Option("pnpm (Recommended)", "Fast, strict and saves a lot of disk space")],
+    )
+    shown = screen(flow(question), width=24)
+    assert all(width_of(row) <= 24 for row in shown.split("\n"))
+    words = " ".join(shown.split())
+    assert "Which package manager should this rather large project use from now on?" in words
+    assert "Fast, strict and saves a lot of disk space" in words
