@@ -145,7 +145,7 @@ async def test_the_answer_is_summed_up_when_the_prompt_goes(keyboard: PipeInput)
     with provide(TerminalProvider(keyboard, screen)):
         await ask(AskUserQuestionRequest([pkg_question(header="Tools"), CHECKS, NOTES]))
     assert screen.text.endswith(
-        "✓ Tools: npm\n✓ Which checks?: tests, lint\n✓ Anything else?: ok\n"
+        '✓ Tools: npm\n✓ Which checks?: tests, lint\n✓ Anything else?: "ok"\n'
     )
     assert screen.raw.rfind("\x1b[?25h") > screen.raw.rfind("\x1b[?25l"), "cursor left hidden"
 

@@ -270,3 +270,13 @@ def test_a_narrow_terminal_wraps_rather_than_clips() -> None:
     words = " ".join(shown.split())
     assert "Which package manager should this rather large project use from now on?" in words
     assert "Fast, strict and saves a lot of disk space" in words
+
+
+def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> None:
+    batch = flow(pkg_question(detail="a\nb\nc\nd"))
+    batch.move(2)
+    for height in range(3, 12):
+        shown = screen(batch, width=30, height=height).split("\n")
+        assert len(shown) <= height - 1, height
+        assert "❯ 3. yarn" in shown, height
+        assert shown[-1].startswith("↑↓ move"), height

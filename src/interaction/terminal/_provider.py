@@ -95,7 +95,7 @@ class TerminalProvider:
         except UserInteractionError:  # dismissed
             _stopped(output, DISMISSED)
             raise
-        for line in summary(flow):
+        for line in summary(flow, output.get_size().columns):
             _say(output, line)
         return answer
 

@@ -26,6 +26,7 @@ MARGIN: Final = "  "
 CURSOR: Final = "❯ "
 OTHER_LABEL: Final = "Other…"
 SEPARATOR: Final = " · "
+SUMMARY_NAME: Final = 40
 MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
@@ -63,9 +64,15 @@ def joined(rows: Sequence[Fragments]) -> FormattedText:
 
 
 def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Screen:
-    """The screen for ``flow`` on a ``width`` x ``height`` terminal; updates ``viewport``."""
+    """The screen for ``flow`` on a ``width`` x ``height`` terminal; updates ``viewport``.
+
+    It never takes more than ``height - 1`` rows. When room is short the detail pages and
+    the options window; on a very small terminal the hints shrink to one row and the top
+    rows go, so that the cursor's row always shows.
+    """
     if viewport.question != flow.index:
         viewport.question, viewport.detail_top, viewport.options_top = flow.index, 0, 0
+    limit = height - _SPARE_ROWS
     head = _rows([_title(flow), *_question(flow)], width)
     detail = _rows(_detail(flow), width - len(MARGIN))
     blocks = [_rows(lines, width) for lines in _choices(flow)]
@@ -74,9 +81,9 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
         room_beside = max(1, width - width_of(plain(prompt)))
         field_rows = -(-(width_of(flow.draft.text) + 1) // room_beside)
-    below = [*_rows(_status(flow), width), []]
+    status = _rows(_status(flow), width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
-    room = height - len(head) - field_rows - len(below) - hint_rows - 1 - _SPARE_ROWS
+    room = limit - len(head) - field_rows - len(status) - hint_rows - 2  # 2 blank rows
     option_rows = sum(map(len, blocks))
     if len(detail) + option_rows <= room:
         detail_budget, option_budget = len(detail), option_rows
@@ -86,23 +93,42 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
             option_budget = option_rows  # the actions always show; the plan pages
         detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
         option_budget = max(option_budget, room - min(detail_budget, len(detail)))
+    option_budget = min(option_budget, max(1, limit - field_rows - len(status) - 1))
     detail_shown, paged = _page(detail, detail_budget, viewport)
     above = head + [[("", MARGIN), *row] for row in detail_shown]
     above.append([])
     above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
-    below.extend(_pack(_hints(flow, paged=paged), width))
+    hints = _pack(_hints(flow, paged=paged), width)
+    below = [*status, [], *hints]
+    if len(above) + field_rows + len(below) > limit:  # a very small terminal
+        below = [*status, *hints[:1]]
+        excess = len(above) + field_rows + len(below) - limit
+        above = above[max(0, excess) :]
     return Screen(above, prompt, below)
 
 
-def summary(flow: BatchFlow) -> list[Fragments]:
-    """One line per answered question, for the scrollback once the prompt is gone."""
-    lines: list[Fragments] = []
+def summary(flow: BatchFlow, width: int) -> list[Fragments]:
+    """One line per answered question (wrapped), for the scrollback once the prompt is gone.
+
+    Labels are shown as sent; an answer of one's own is quoted.
+    """
+    lines = []
     for question, item in zip(flow.questions, flow.answer().answers, strict=True):
-        name = question.header or question.question.split("\n", 1)[0]
-        parts = [*item.selected, *([item.custom] if item.custom is not None else [])]
-        answer = ", ".join(_safe(part) for part in parts) if parts else "(skipped)"
-        lines.append([("class:summary.ok", "✓ "), ("class:summary", f"{_safe(name)}: {answer}")])
-    return lines
+        name = _shorten(_safe(question.header or question.question.split("\n", 1)[0]))
+        parts = [_safe(label) for label in item.selected]
+        if item.custom is not None:
+            parts.append(f'"{_safe(item.custom)}"')
+        answer = ", ".join(parts) if parts else "(skipped)"
+        lines.append(Line([("class:summary.ok", "✓ "), ("", f"{name}: {answer}")], hang="  "))
+    return _rows(lines, width)
+
+
+def _shorten(text: str) -> str:
+    if width_of(text) <= SUMMARY_NAME:
+        return text
+    while width_of(text) > SUMMARY_NAME - 1:
+        text = text[:-1]
+    return text.rstrip() + "…"
 
 
 # ---------------------------------------------------------------------- sections
@@ -293,6 +319,9 @@ def _window(
     top = min(viewport.options_top, cursor)
     while top < cursor and not fits(top, cursor + 1):
         top += 1
+    if not fits(top, cursor + 1):  # no room for markers: the cursor's option alone
+        viewport.options_top = cursor
+        return blocks[cursor]
     end = cursor + 1
     while end < count and fits(top, end + 1):
         end += 1
