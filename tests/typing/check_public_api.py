@@ -6,8 +6,13 @@ Each ``# type: ignore[code]`` is an expected error: with ``warn_unused_ignores``
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Literal, assert_type
+
+from prompt_toolkit.input import PipeInput
+from prompt_toolkit.output import DummyOutput
 
 import interaction
 from interaction import (
@@ -28,6 +33,7 @@ from interaction import (
     UserInteractionProvider,
 )
 from interaction.console import ConsoleProvider
+from interaction.terminal import TerminalProvider
 from interaction.testing import BlockingProvider, ScriptedProvider
 
 
@@ -59,6 +65,15 @@ def providers() -> None:
     assert_type(dispose, Callable[[], None])
     assert_type(interaction.current_provider(), UserInteractionProvider | None)
     del blocking, console, not_a_provider
+
+
+def terminal_providers(keys: PipeInput) -> None:
+    on_the_terminal: UserInteractionProvider = TerminalProvider()
+    on_stderr = TerminalProvider(sys.stdin, sys.stderr)
+    in_a_test = TerminalProvider(keys, DummyOutput())
+    TerminalProvider("/dev/tty")  # type: ignore[arg-type]
+    TerminalProvider(io.BytesIO())  # type: ignore[arg-type]
+    del on_the_terminal, on_stderr, in_a_test
 
 
 def agents(registry: AgentRegistry) -> None:

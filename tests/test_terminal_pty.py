@@ -1,0 +1,364 @@
+"""The terminal UI in a real terminal (tmux): keystrokes in, the screen and the answer JSON out.
+
+Every run also checks that the terminal came back as it was (see ``Pane.finish``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from .terminal_injection import SHOWN
+from .tmux import Pane
+
+PKG = {
+    "id": "pkg",
+    "header": "Package manager",
+    "question": "Which package manager?",
+    "options": [
+        {"label": "pnpm (Recommended)", "description": "Fast and strict"},
+        {"label": "npm"},
+        {"label": "yarn"},
+    ],
+}
+CHECKS = {
+    "id": "checks",
+    "question": "Which checks?",
+    "multiSelect": True,
+    "options": [{"label": "tests"}, {"label": "lint"}, {"label": "types"}],
+}
+NOTES = {"id": "notes", "question": "Anything else?"}
+PLAN = {
+    "id": "plan",
+    "header": "Plan",
+    "question": "Approve this plan?",
+    "detail": "# Set up\n1. Add `pyproject.toml`.\n2. Write **CI**.",
+    "options": [{"label": "Revise", "description": "Send it back"}, {"label": "Approve"}],
+    "intent": {"kind": "plan-review", "approve": "Approve"},
+}
+INTERACTION = (sys.executable, "-m", "interaction")
+
+Terminal = Callable[..., Pane]
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    """Opens panes in ``tmp_path``; ``terminal(width, height)``."""
+    panes: list[Pane] = []
+
+    def open_pane(width: int = 80, height: int = 24) -> Pane:
+        directory = tmp_path / f"pane{len(panes)}"
+        directory.mkdir()
+        panes.append(Pane(directory, width, height))
+        return panes[-1]
+
+    yield open_pane
+    for pane in panes:
+        pane.close()
+
+
+def ask(
+    pane: Pane,
+    *questions: object,
+    options: tuple[str, ...] = (),
+    command: Sequence[str] = INTERACTION,
+) -> None:
+    request = pane.directory / "request.json"
+    request.write_text(json.dumps({"questions": list(questions)}))
+    pane.start(*command, "ask", str(request), *options)
+
+
+def answers(stdout: str) -> list[dict[str, object]]:
+    return json.loads(stdout)["answers"]  # type: ignore[no-any-return]
+
+
+def test_single_select_moves_with_arrows_j_k_and_digits(terminal: Terminal) -> None:
+    pane = terminal()
+    ask(pane, PKG)
+    first = pane.wait_for("❯ 1. pnpm [recommended]")
+    assert first == (
+        "── Question 1/1 · Package manager ──\n"
+        "Which package manager?\n"
+        "\n"
+        "❯ 1. pnpm [recommended]\n"
+        "     Fast and strict\n"
+        "  2. npm\n"
+        "  3. yarn\n"
+        "  4. Other…\n"
+        "\n"
+        "↑↓ move · 1-4 jump · Enter choose · Tab own answer · s skip · Esc dismiss"
+    )
+    pane.keys("Up")
+    pane.wait_for("❯ 4. Other…")  # wrapped round
+    pane.keys("j")
+    pane.wait_for("❯ 1. pnpm")
+    pane.keys("Down", "Down")
+    pane.wait_for("❯ 3. yarn")
+    pane.keys("k")
+    pane.wait_for("❯ 2. npm")
+    pane.keys("3")
+    pane.wait_for("❯ 3. yarn")
+    pane.keys("Enter")
+    assert pane.finish() == (0, '{"answers":[{"id":"pkg","selected":["yarn"]}]}\n')
+    assert pane.screen() == "✓ Package manager: yarn"
+
+
+def test_multi_select_space_toggles_and_keeps_the_order_chosen(terminal: Terminal) -> None:
+    pane = terminal()
+    ask(pane, CHECKS)
+    pane.wait_for("❯ [ ] 1. tests")
+    pane.keys("j", "j", "Space")
+    pane.wait_for("❯ [x] 3. types")
+    pane.keys("k", "k", "Space", "j", "Space", "Space")
+    screen = pane.wait_for("❯ [ ] 2. lint")  # lint on and off again
+    assert "Chosen: types, tests\n" in screen
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "checks", "selected": ["types", "tests"]}]
+
+
+def test_other_by_tab_or_its_row_and_a_free_text_question(terminal: Terminal) -> None:
+    pane = terminal()
+    ask(pane, PKG, CHECKS, NOTES)
+    pane.wait_for("Question 1/3")
+    pane.keys("Tab")
+    pane.wait_for("❯ 4. Other:")
+    pane.type("bun ✓")
+    pane.keys("Enter")
+    pane.wait_for("Question 2/3")
+    pane.keys("Up", "Space")  # the Other row opens the field
+    pane.wait_for("❯ [ ] 4. Other:")
+    pane.type("docs")
+    pane.keys("Tab")
+    pane.wait_for("❯ [x] 4. Other: docs")  # back on the options, the text kept
+    pane.keys("Enter")
+    pane.wait_for("Question 3/3")
+    pane.type("free text")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": [], "custom": "bun ✓"},
+        {"id": "checks", "selected": [], "custom": "docs"},
+        {"id": "notes", "selected": [], "custom": "free text"},
+    ]
+
+
+def test_skip_and_back_keep_drafts_and_nothing_is_sent_early(terminal: Terminal) -> None:
+    pane = terminal()
+    ask(pane, PKG, CHECKS, NOTES)
+    pane.wait_for("Question 1/3")
+    pane.keys("2", "Enter")
+    pane.wait_for("Question 2/3")
+    pane.keys("Space", "s")
+    pane.wait_for("Question 3/3")
+    pane.type("draft")
+    pane.keys("BTab")
+    assert "❯ [x] 1. tests" in pane.wait_for("Question 2/3")
+    pane.keys("Left")
+    assert "❯ 2. npm" in pane.wait_for("Question 1/3")
+    assert pane.stdout.read_text() == ""  # nothing answered yet
+    pane.keys("Enter", "C-s")
+    assert "❯ draft" in pane.wait_for("Question 3/3")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": ["npm"]},
+        {"id": "checks", "selected": []},
+        {"id": "notes", "selected": [], "custom": "draft"},
+    ]
+
+
+def test_plan_review_approve_is_the_default_and_decline_is_beside_it(
+    terminal: Terminal,
+) -> None:
+    approving = terminal()
+    ask(approving, PLAN)
+    assert approving.wait_for("[ Approve ]") == (
+        "── Plan review · Plan ──\n"
+        "Approve this plan?\n"
+        "  Set up\n"
+        "  1. Add pyproject.toml.\n"
+        "  2. Write CI.\n"
+        "\n"
+        "❯[ Approve ]  [ Revise ]  [ Other… ]\n"
+        "\n"
+        "←→ choose · Enter confirm · Tab own words · s skip · Esc dismiss"
+    )
+    approving.keys("Enter")
+    assert answers(approving.finish()[1]) == [{"id": "plan", "selected": ["Approve"]}]
+
+    declining = terminal()
+    ask(declining, PLAN)
+    declining.wait_for("❯[ Approve ]")
+    declining.keys("Right")
+    assert " [ Approve ] ❯[ Revise ]  [ Other… ]\n  Send it back" in declining.wait_for(
+        "❯[ Revise ]"
+    )
+    declining.keys("Enter")
+    assert answers(declining.finish()[1]) == [{"id": "plan", "selected": ["Revise"]}]
+
+
+def test_a_batch_with_an_intent_is_asked_as_the_generic_flow(terminal: Terminal) -> None:
+    pane = terminal()
+    ask(pane, PLAN, NOTES)
+    screen = pane.wait_for("Question 1/2 · Plan")
+    assert "❯ 1. Revise" in screen
+    assert "  2. Approve" in screen
+
+
+@pytest.mark.parametrize("key", ["Escape", "C-c"])
+def test_escape_and_ctrl_c_dismiss(terminal: Terminal, key: str) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, NOTES)
+    pane.wait_for("Question 1/2")
+    pane.keys("Enter")
+    pane.wait_for("Question 2/2")
+    pane.keys(key)
+    assert pane.finish() == (1, "")
+    assert pane.screen() == (
+        "✗ dismissed\n"
+        "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)"
+    )
+
+
+def test_a_timeout_while_the_prompt_shows_restores_the_terminal(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, options=("--timeout", "2"))
+    pane.wait_for("Question 1/1")  # shown before the timeout, or this fails
+    assert pane.flag("cursor_flag") == "0"  # the prompt hides the cursor while it shows
+    assert pane.finish() == (1, "")  # finish() checks the stty settings and the cursor
+    assert pane.screen() == (
+        "✗ the question timed out before you answered\n"
+        "interaction: ask_user_question timed out before the user answered (ASK_TIMEOUT)"
+    )
+
+
+def test_an_escape_sequence_injection_is_shown_not_obeyed(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    script = Path(__file__).with_name("terminal_injection.py")
+    pane.start(sys.executable, "-P", str(script))  # -P: tests/typing must not shadow typing
+    screen = pane.wait_for("safe")
+    title = pane.flag("pane_title")
+    assert title != "pwned"
+    assert f"Question {SHOWN}" in screen
+    assert f"  Detail {SHOWN}" in screen
+    assert f"❯ 1. Label {SHOWN}" in screen
+    colours = pane.screen(escapes=True)
+    assert not re.search(r"\x1b\[[0-9;]*\b31m", colours), "the injected red was obeyed"
+    assert pane.flag("alternate_on") == "0"
+    pane.keys("Enter")
+    status, stdout = pane.finish()
+    assert status == 0
+    assert json.loads(stdout)["answers"][0]["selected"][0].startswith("Label \x1b[31mred")
+    assert pane.flag("pane_title") == title
+
+
+def test_a_long_list_is_windowed_and_a_narrow_terminal_wraps(terminal: Terminal) -> None:
+    pane = terminal(36, 14)
+    many = {
+        "id": "many",
+        "question": "Which of these many numbered options should the agent use here?",
+        "options": [{"label": f"option {n}"} for n in range(1, 16)],
+    }
+    ask(pane, many)
+    first = pane.wait_for("↓")
+    assert all(len(row) <= 36 for row in first.split("\n"))
+    assert first.split("\n")[:2] == [
+        "── Question 1/1 ──",
+        "Which of these many numbered options",
+    ]
+    assert "  ↓ " in first
+    assert "↑ " not in first.replace("↑↓", "")
+    pane.keys("Up")
+    last = pane.wait_for("❯ 16. Other…")
+    assert "  ↑ " in last
+    assert "option 1\n" not in last
+    pane.keys("Up", "Enter")
+    assert answers(pane.finish()[1]) == [{"id": "many", "selected": ["option 15"]}]
+
+
+def test_page_down_and_up_scroll_a_long_detail(terminal: Terminal) -> None:
+    pane = terminal(60, 20)
+    ask(pane, {**PKG, "detail": "\n".join(f"step {n}" for n in range(1, 41))})
+    first = pane.wait_for("⋯ lines 1-")
+    found = re.search(r"⋯ lines 1-(\d+) of 40", first)
+    assert found is not None
+    page = int(found[1])
+    assert f"  step {page}\n" in first
+    assert f"  step {page + 1}\n" not in first
+    pane.keys("NPage")
+    second = pane.wait_for(f"⋯ lines {page + 1}-{2 * page} of 40")
+    assert f"  step {page + 1}\n" in second
+    assert "  step 1\n" not in second
+    pane.keys(*["NPage"] * 10)
+    assert "  step 40\n" in pane.wait_for("-40 of 40")
+    pane.keys(*["PPage"] * 10)
+    pane.wait_for(f"⋯ lines 1-{page} of 40")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
+
+
+WITHOUT_THE_EXTRA = (
+    sys.executable,
+    "-c",
+    "import sys; sys.modules['prompt_toolkit'] = None\n"
+    "from interaction.cli import main; sys.exit(main(sys.argv[1:]))",
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [(INTERACTION, ("--plain",)), (WITHOUT_THE_EXTRA, ())],
+    ids=["--plain", "without the extra"],
+)
+def test_a_terminal_gets_the_console_provider_with_plain_or_without_the_extra(
+    terminal: Terminal, command: Sequence[str], options: tuple[str, ...]
+) -> None:
+    pane = terminal()
+    ask(pane, PKG, options=options, command=command)
+    pane.wait_for("Choose 1-3, or type an answer of your own")
+    pane.type("2")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]
+
+
+SCREENS = Path(__file__).parent.parent / "docs" / "terminal.md"
+SCREEN_BLOCK = re.compile(
+    r"(<!-- screen: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?)(^```$)", re.S | re.M
+)
+
+
+def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal) -> None:
+    """docs/terminal.md shows these captures; INTERACTION_WRITE_SCREENS=1 rewrites them."""
+    pane = terminal(72, 22)
+    pane.start(*INTERACTION, "demo")
+    captured = {"single-select": pane.wait_for("Question 1/3")}
+    pane.keys("Enter", "Space", "j", "j", "Space")
+    captured["multi-select"] = pane.wait_for("❯ [x] 3. types")
+    pane.keys("Tab")
+    pane.type("docs")
+    captured["other"] = pane.wait_for("❯ [x] 4. Other: docs")
+    pane.keys("Enter")
+    pane.type("Ship it on Friday")
+    captured["free-text"] = pane.wait_for("❯ Ship it on Friday")
+    pane.keys("Enter")
+    captured["plan-review"] = pane.wait_for("❯[ Approve ]")
+    pane.keys("Enter")
+    status, stdout = pane.finish()
+    captured["done"] = pane.screen()
+    assert status == 0
+    assert answers(stdout) == [
+        {"id": "pkg", "selected": ["pnpm (Recommended)"]},
+        {"id": "checks", "selected": ["tests", "types"], "custom": "docs"},
+        {"id": "notes", "selected": [], "custom": "Ship it on Friday"},
+        {"id": "plan", "selected": ["Approve"]},
+    ]
+    page = SCREENS.read_text("utf-8")
+    if os.environ.get("INTERACTION_WRITE_SCREENS"):
+        page = SCREEN_BLOCK.sub(lambda m: f"{m[1]}{captured[m['name']]}\n{m[4]}", page)
+        SCREENS.write_text(page, "utf-8")
+    documented = {m["name"]: m["body"].removesuffix("\n") for m in SCREEN_BLOCK.finditer(page)}
+    assert documented == captured, "run with INTERACTION_WRITE_SCREENS=1 to update the docs"
