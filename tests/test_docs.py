@@ -30,6 +30,7 @@ EXPECTED_PAGES = {
     "cli.md",
     "mcp.md",
     "web.md",
+    "terminal.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
