@@ -236,6 +236,13 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
     assert "Choose 1-3, or type an answer of your own" in output.getvalue()
 
 
+def test_input_and_output_are_both_streams_or_both_prompt_toolkit_objects(
+    keyboard: PipeInput,
+) -> None:
+    with pytest.raises(TypeError, match="pass input and output both as text streams"):
+        TerminalProvider(keyboard, io.StringIO())  # type: ignore[call-overload]
+
+
 def test_the_module_exports_the_provider_and_names_its_extra_when_missing() -> None:
     assert interaction.terminal.__all__ == ["TerminalProvider"]
     code = (

@@ -71,8 +71,9 @@ def terminal_providers(keys: PipeInput) -> None:
     on_the_terminal: UserInteractionProvider = TerminalProvider()
     on_stderr = TerminalProvider(sys.stdin, sys.stderr)
     in_a_test = TerminalProvider(keys, DummyOutput())
-    TerminalProvider("/dev/tty")  # type: ignore[arg-type]
-    TerminalProvider(io.BytesIO())  # type: ignore[arg-type]
+    TerminalProvider("/dev/tty")  # type: ignore[call-overload]
+    TerminalProvider(io.BytesIO())  # type: ignore[call-overload]
+    TerminalProvider(keys, sys.stderr)  # type: ignore[arg-type]
     del on_the_terminal, on_stderr, in_a_test
 
 

@@ -9,7 +9,7 @@ from typing import Final
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, FilterOrBool
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import (
@@ -135,13 +135,13 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     plan = Condition(lambda: flow.plan_review)
     multi = Condition(lambda: flow.multi)
 
-    def bind(*names: str, action: Callable[[], None], **options: object) -> None:
+    def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = True) -> None:
         def handler(event: KeyPressEvent) -> None:
             action()
             sync()
 
         for name in names:
-            keys.add(name, **options)(handler)  # type: ignore[arg-type]
+            keys.add(name, filter=filter)(handler)
 
     bind("up", "k", action=lambda: flow.move(-1), filter=listing)
     bind("down", "j", action=lambda: flow.move(1), filter=listing)

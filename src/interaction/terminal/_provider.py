@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Final, TextIO
+from typing import Final, TextIO, overload
 
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.input import Input, create_input
@@ -29,15 +29,24 @@ class TerminalProvider:
     """Asks on a terminal, one question at a time, and answers only when the batch is done.
 
     ``input`` and ``output`` are text streams (``sys.stdin`` and ``sys.stdout`` by default)
-    or prompt_toolkit's own ``Input`` and ``Output`` (a pipe input and a dummy output in
-    tests). When a stream is not a terminal, the provider says so once on stderr and asks
-    through :class:`~interaction.console.ConsoleProvider` instead. Asks are served one at a
-    time in arrival order; an ask aborted while it waits is never shown.
+    or, both of them, prompt_toolkit's own ``Input`` and ``Output`` (a pipe input and a
+    dummy output in tests). When a stream is not a terminal, the provider says so once on
+    stderr and asks through :class:`~interaction.console.ConsoleProvider` instead. Asks
+    are served one at a time in arrival order; an ask aborted while it waits is never shown.
     """
 
+    @overload
+    def __init__(self, input: TextIO | None = None, output: TextIO | None = None) -> None: ...
+    @overload
+    def __init__(self, input: Input, output: Output) -> None: ...
     def __init__(
         self, input: TextIO | Input | None = None, output: TextIO | Output | None = None
     ) -> None:
+        if isinstance(input, Input) != isinstance(output, Output):
+            raise TypeError(
+                "pass input and output both as text streams,"
+                " or both as prompt_toolkit's Input and Output"
+            )
         self._input = input
         self._output = output
         self._terminal: tuple[Input, Output] | None = None
@@ -57,24 +66,23 @@ class TerminalProvider:
 
     def _open(self) -> None:
         """Take the terminal, or settle for the console when there is none."""
+        if isinstance(self._input, Input) and isinstance(self._output, Output):
+            self._terminal = (self._input, self._output)
+            return
+        assert not isinstance(self._input, Input)
+        assert not isinstance(self._output, Output)
         input = self._input if self._input is not None else sys.stdin
         output = self._output if self._output is not None else sys.stdout
-        streams = [("input", input), ("output", output)]
-        for name, stream in streams:
-            if not isinstance(stream, Input | Output) and not _is_terminal(stream):
+        for name, stream in (("input", input), ("output", output)):
+            if not _is_terminal(stream):
                 print(
                     f"interaction: the {name} is not a terminal; asking line by line instead",
                     file=sys.stderr,
                     flush=True,
                 )
-                assert not isinstance(input, Input)
-                assert not isinstance(output, Output)
                 self._fallback = ConsoleProvider(input, output)
                 return
-        self._terminal = (
-            input if isinstance(input, Input) else create_input(input),
-            output if isinstance(output, Output) else create_output(output),
-        )
+        self._terminal = (create_input(input), create_output(output))
 
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
@@ -86,9 +94,7 @@ class TerminalProvider:
         except asyncio.CancelledError:
             signal = request.signal
             timed_out = signal is not None and isinstance(signal.reason, TimeoutError)
-            _say(
-                output, [("class:summary.stop", "✗ "), ("", TIMED_OUT if timed_out else WITHDRAWN)]
-            )
+            _stopped(output, TIMED_OUT if timed_out else WITHDRAWN)
             raise
         except EOFError:  # the terminal went away
             raise cancelled_error() from None
