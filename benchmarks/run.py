@@ -3,7 +3,7 @@
     python benchmarks/run.py           # full run, appends to benchmarks/RESULTS.md
     python benchmarks/run.py --quick   # a few iterations, records nothing (CI keeps it alive)
 
-Needs the ``bench`` and ``web`` extras and httpx.
+Needs the ``bench``, ``web`` and ``terminal`` extras and httpx.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ import gc
 import json
 import os
 import platform
+import pty
 import re
+import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -43,6 +46,10 @@ from interaction.relay import Relay
 from interaction.web import WebServer
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
+# Child interpreters run as an installed package does: reading and writing bytecode. With
+# PYTHONDONTWRITEBYTECODE an editable install recompiles every module at every start,
+# which measures the compiler, not the import.
+CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
 # ---------------------------------------------------------------- reference types
@@ -163,16 +170,17 @@ def per_await(make: Callable[[], Awaitable[object]], number: int, repeat: int) -
 def import_ms(module: str, repeat: int) -> float:
     """Median cumulative ``-X importtime`` of ``module`` after asyncio is imported, in ms."""
     samples = []
-    for _ in range(repeat):
+    for _ in range(repeat + 1):  # the first run writes the bytecode and is not counted
         result = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", f"import asyncio; import {module}"],
             capture_output=True,
             text=True,
             check=True,
+            env=CHILD_ENV,
         )
         line = [ln for ln in result.stderr.splitlines() if re.search(rf"\|\s*{module}$", ln)][-1]
         samples.append(int(line.split("|")[1]) / 1000)
-    return statistics.median(samples)
+    return statistics.median(samples[1:])
 
 
 @dataclass
@@ -349,6 +357,80 @@ def measure_web(quick: bool) -> list[Row]:
     ]
 
 
+def first_paint_seconds(argv: list[str], marker: bytes) -> float:
+    """Seconds from starting ``argv`` on a fresh pseudo-terminal until ``marker`` is written.
+
+    Cursor position requests are answered as a terminal would; the process is then killed.
+    """
+    controller, terminal = pty.openpty()
+    environment = {**CHILD_ENV, "TERM": "xterm-256color"}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=terminal, stdout=terminal, stderr=terminal, env=environment, close_fds=True
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        while marker not in seen:
+            if not select.select([controller], [], [], 30)[0]:
+                raise RuntimeError(f"{marker!r} was not painted within 30 s: {seen[-500:]!r}")
+            chunk = os.read(controller, 65536)
+            if b"\x1b[6n" in chunk:
+                os.write(controller, b"\x1b[1;1R")
+            seen += chunk
+        return time.perf_counter() - start
+    finally:
+        process.kill()
+        process.wait()
+        os.close(controller)
+
+
+def run_seconds(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, env=CHILD_ENV)
+    return time.perf_counter() - start
+
+
+def measure_terminal(quick: bool) -> list[Row]:
+    """(f) Process start to the first question painted by ``interaction ask`` in a terminal."""
+    repeat = 3 if quick else 21
+    ask = [sys.executable, "-m", "interaction", "ask"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as request:
+        json.dump(payload(1, 3), request)
+    marker = b"Question number 0"
+    try:
+        first_paint_seconds([*ask, request.name], marker)  # writes the bytecode
+        terminal, console, reference = [], [], []
+        for _ in range(repeat):  # interleaved, so drift in the machine's load hits all three
+            terminal.append(first_paint_seconds([*ask, request.name], marker))
+            console.append(first_paint_seconds([*ask, "--plain", request.name], marker))
+            reference.append(run_seconds([sys.executable, "-c", "import prompt_toolkit"]))
+    finally:
+        os.unlink(request.name)
+    case = "(f) start to first question painted"
+    reference_ms = statistics.median(reference) * 1e3
+    return [
+        Row(
+            case,
+            "interaction ask, terminal UI",
+            statistics.median(terminal) * 1e3,
+            "python -c 'import prompt_toolkit'",
+            reference_ms,
+            "ms",
+            "<= 1.5x",
+        ),
+        Row(
+            case,
+            "interaction ask --plain (console)",
+            statistics.median(console) * 1e3,
+            "python -c 'import prompt_toolkit'",
+            reference_ms,
+            "ms",
+            "-",
+        ),
+    ]
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| case | subject | median | reference | median | ratio | target |",
@@ -366,7 +448,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few iterations; record nothing")
     args = parser.parse_args()
-    rows = measure(args.quick) + measure_web(args.quick)
+    rows = measure(args.quick) + measure_web(args.quick) + measure_terminal(args.quick)
     text = table(rows)
     print(text)
     if not args.quick:

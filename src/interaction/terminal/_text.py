@@ -15,7 +15,7 @@ from typing import Final, TypeAlias
 
 from prompt_toolkit.utils import get_cwidth
 
-__all__ = ["Fragments", "Line", "plain", "width_of", "wrap"]
+__all__ = ["Fragments", "Line", "fit", "plain", "width_of", "wrap"]
 
 Fragments: TypeAlias = list[tuple[str, str]]
 """``(style, text)`` pairs, text without newlines."""
@@ -70,7 +70,7 @@ def wrap(line: Line, width: int) -> list[Fragments]:
         if line.reflow and used > start and used + size > width and start + size <= width:
             new_row()  # the word fits on a row of its own
         while piece and used + size > width:  # still too wide: cut it
-            cut, cut_size = _fit(piece, width - used)
+            cut, cut_size = fit(piece, width - used)
             if not cut and used > start:
                 new_row()
                 continue
@@ -98,7 +98,7 @@ def _pieces(line: Line) -> Iterator[tuple[str, str]]:
             yield style, text
 
 
-def _fit(text: str, cells: int) -> tuple[str, int]:
+def fit(text: str, cells: int) -> tuple[str, int]:
     """The longest start of ``text`` that fits in ``cells``, and its width."""
     used = 0
     for index, char in enumerate(text):

@@ -18,7 +18,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from .._presentation import escape_controls, split_recommended
 from ._flow import OTHER, BatchFlow, Row
 from ._markdown import markdown
-from ._text import Fragments, Line, plain, width_of, wrap
+from ._text import Fragments, Line, fit, plain, width_of, wrap
 
 __all__ = ["Screen", "Viewport", "paint", "summary"]
 
@@ -126,9 +126,7 @@ def summary(flow: BatchFlow, width: int) -> list[Fragments]:
 def _shorten(text: str) -> str:
     if width_of(text) <= SUMMARY_NAME:
         return text
-    while width_of(text) > SUMMARY_NAME - 1:
-        text = text[:-1]
-    return text.rstrip() + "…"
+    return fit(text, SUMMARY_NAME - 1)[0].rstrip() + "…"
 
 
 # ---------------------------------------------------------------------- sections
