@@ -27,6 +27,7 @@ from interaction import (
 from interaction.relay import Relay
 from interaction.web import WebServer
 
+from .helpers import CHECKS, NOTES
 from .web_helpers import served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -77,13 +78,6 @@ PKG = AskUserQuestionItem(
     header="Tools",
     options=[Option("pnpm (Recommended)", "fast"), Option("npm"), Option("yarn")],
 )
-CHECKS = AskUserQuestionItem(
-    "checks",
-    "Which checks?",
-    multi_select=True,
-    options=[Option("tests"), Option("lint"), Option("types")],
-)
-NOTES = AskUserQuestionItem("notes", "Anything else?")
 PLAN = AskUserQuestionItem(
     "plan",
     "Approve this plan?",

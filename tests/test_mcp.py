@@ -29,6 +29,8 @@ from interaction import (
 from interaction.mcp import ElicitationProvider, elicitation_callback, request_to_form
 from interaction.testing import BlockingProvider, ScriptedProvider
 
+from .helpers import import_error_without
+
 BATCH = {
     "questions": [
         {
@@ -356,13 +358,8 @@ async def test_no_provider_on_the_client_side_is_an_error_not_a_guess() -> None:
 
 
 def test_without_the_sdk_the_import_error_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['mcp'] = None\n"
-        "try:\n import interaction.mcp\nexcept ImportError as e:\n print(e)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert (
-        out.stdout.strip()
+        import_error_without("mcp", "interaction.mcp")
         == 'interaction.mcp needs the MCP SDK: pip install "interaction-seam[mcp]"'
     )
 

@@ -16,18 +16,11 @@ from interaction import (
 )
 from interaction.terminal._flow import NOTHING_CHOSEN, OTHER, TYPE_OR_SKIP, BatchFlow
 
-from .helpers import pkg_question
+from .helpers import CHECKS, NOTES, pkg_question
 from .strategies import requests
 
 Item = AskUserQuestionAnswerItem
 Option = AskUserQuestionOption
-CHECKS = AskUserQuestionItem(
-    "checks",
-    "Which checks?",
-    multi_select=True,
-    options=[Option("tests"), Option("lint"), Option("types")],
-)
-NOTES = AskUserQuestionItem("notes", "Anything else?")
 PLAN = AskUserQuestionItem(
     "plan",
     "Approve this plan?",

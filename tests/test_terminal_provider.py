@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -29,7 +27,7 @@ from interaction import (
 )
 from interaction.terminal import TerminalProvider
 
-from .helpers import pkg_question
+from .helpers import CHECKS, NOTES, import_error_without, pkg_question
 from .terminal_helpers import (
     CTRL_C,
     CTRL_S,
@@ -47,13 +45,6 @@ from .terminal_helpers import (
 
 Item = AskUserQuestionAnswerItem
 Option = AskUserQuestionOption
-CHECKS = AskUserQuestionItem(
-    "checks",
-    "Which checks?",
-    multi_select=True,
-    options=[Option("tests"), Option("lint"), Option("types")],
-)
-NOTES = AskUserQuestionItem("notes", "Anything else?")
 PLAN = AskUserQuestionItem(
     "plan",
     "Approve this plan?",
@@ -245,11 +236,6 @@ def test_input_and_output_are_both_streams_or_both_prompt_toolkit_objects(
 
 def test_the_module_exports_the_provider_and_names_its_extra_when_missing() -> None:
     assert interaction.terminal.__all__ == ["TerminalProvider"]
-    code = (
-        "import sys; sys.modules['prompt_toolkit'] = None\n"
-        "try:\n import interaction.terminal\nexcept ImportError as e:\n print(e)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == (
+    assert import_error_without("prompt_toolkit", "interaction.terminal") == (
         'interaction.terminal needs prompt_toolkit: pip install "interaction-seam[terminal]"'
     )

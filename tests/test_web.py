@@ -21,6 +21,7 @@ from interaction import (
 )
 from interaction.relay import Relay
 
+from .helpers import import_error_without
 from .web_helpers import client, served
 
 SINGLE = AskUserQuestionItem(
@@ -177,12 +178,7 @@ async def test_the_event_stream_replays_pending_questions_and_reports_outcomes()
 
 
 def test_the_web_module_names_its_extra_when_it_is_missing() -> None:
-    code = (
-        "import sys; sys.modules['starlette'] = None\n"
-        "try:\n import interaction.web\nexcept ImportError as e:\n print(e)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == (
+    assert import_error_without("starlette", "interaction.web") == (
         'interaction.web needs Starlette and uvicorn: pip install "interaction-seam[web]"'
     )
 
