@@ -99,8 +99,10 @@ class BatchFlow:
 
     def answer(self) -> AskUserQuestionAnswer:
         """The confirmed answers; only once ``done``."""
+        items = [item for item in self._answers if item is not None]
         assert self.done, "the batch is not finished"
-        return AskUserQuestionAnswer([item for item in self._answers if item is not None])
+        assert len(items) == len(self.questions), "a question was never answered"
+        return AskUserQuestionAnswer(items)
 
     # ------------------------------------------------------------------ the list
 
@@ -170,7 +172,8 @@ class BatchFlow:
     def submit_text(self) -> None:
         """Enter in the text field: the text is the answer of one's own.
 
-        Blank text skips a question without options, and is refused where options remain.
+        Blank text skips a question without options and is refused on a single-select; a
+        multi-select confirms its ticked labels with the text.
         """
         self._reset()
         text = self.draft.text
