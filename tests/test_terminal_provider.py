@@ -7,6 +7,8 @@ import io
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
@@ -28,6 +30,7 @@ from interaction import (
 from interaction.terminal import TerminalProvider
 
 from .helpers import CHECKS, NOTES, import_error_without, pkg_question
+from .strategies import requests
 from .terminal_helpers import (
     CTRL_C,
     CTRL_S,
@@ -225,6 +228,33 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
         "interaction: the input is not a terminal; asking line by line instead\n"
     )
     assert "Choose 1-3, or type an answer of your own" in output.getvalue()
+
+
+ANY_KEY = st.sampled_from(
+    [UP, DOWN, LEFT, RIGHT, ENTER, TAB, SHIFT_TAB, PAGE_DOWN, CTRL_C, *" jkhlsb17xé"]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests(), st.lists(ANY_KEY, max_size=30))
+def test_any_keystrokes_end_in_an_answer_that_fits_or_a_dismissal(
+    request: AskUserQuestionRequest, keys: list[str]
+) -> None:
+    async def asked() -> AskUserQuestionAnswer | UserInteractionError:
+        with create_pipe_input() as pipe:
+            pipe.send_text("".join(keys) + CTRL_S * len(request.questions))  # then skip the rest
+            with provide(TerminalProvider(pipe, DummyOutput())):
+                try:
+                    async with asyncio.timeout(10):
+                        return await ask(request)  # ask() refuses an answer that does not fit
+                except UserInteractionError as error:
+                    return error
+
+    outcome = asyncio.run(asked())
+    if isinstance(outcome, UserInteractionError):
+        assert (outcome.code, CTRL_C in keys) == (ErrorCode.ASK_CANCELLED, True)
+    else:
+        assert [item.id for item in outcome.answers] == [q.id for q in request.questions]
 
 
 def test_input_and_output_are_both_streams_or_both_prompt_toolkit_objects(

@@ -17,6 +17,7 @@ from interaction.terminal._text import Fragments, Line, plain, width_of, wrap
 from interaction.terminal._view import Screen, Viewport, paint
 
 from .helpers import pkg_question
+from .strategies import requests
 
 Option = AskUserQuestionOption
 EVIL = "\x1b[31mred\x1b]0;title\x07\u202eevil\x9b"
@@ -280,3 +281,40 @@ def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> No
         assert len(shown) <= height - 1, height
         assert "❯ 3. yarn" in shown, height
         assert shown[-1].startswith("↑↓ move"), height
+
+
+@given(
+    requests(),
+    st.lists(st.sampled_from(["down", "toggle", "open", "type", "skip"]), max_size=12),
+    st.integers(12, 60),
+    st.integers(12, 120),
+)
+def test_any_screen_fits_its_terminal_and_shows_the_cursor(
+    request: AskUserQuestionRequest, actions: list[str], height: int, width: int
+) -> None:
+    batch = BatchFlow(request)
+    for action in actions:
+        if action == "skip" and batch.index < len(batch.questions) - 1:
+            batch.skip()
+        elif action == "down":
+            batch.move(1)
+        elif action == "toggle" and batch.mode == "list" and batch.multi:
+            batch.toggle()
+        elif action == "open":
+            batch.open_text()
+        elif action == "type":
+            batch.set_text("typed words " * 3)
+    shown = paint(batch, Viewport(), width, height)
+    drawn = rows(shown.above) + rows(shown.below)
+    field_rows = 0
+    if batch.mode == "text":  # prompt_toolkit wraps the field beside its prompt
+        beside = width - width_of(plain(shown.field_prompt))
+        field_rows = -(-(width_of(batch.draft.text) + 1) // beside)
+        assert plain(shown.field_prompt).startswith("❯ ")
+    elif batch.plan_review:
+        assert any("❯[" in row for row in drawn)
+    else:
+        assert any(row.startswith("❯ ") for row in drawn)
+    assert len(shown.above) + field_rows + len(shown.below) <= height - 1
+    for row in drawn:
+        assert width_of(row) <= width or len(row.strip()) == 1

@@ -51,12 +51,13 @@ def wrap(line: Line, width: int) -> list[Fragments]:
     rows: list[Fragments] = []
     row: Fragments = [("", line.indent)] if line.indent else []
     start = used = width_of(line.indent)
+    hang = width_of(line.hang)
 
     def new_row() -> None:
         nonlocal row, start, used
         rows.append(row)
         row = [("", line.hang)] if line.hang else []
-        start = used = width_of(line.hang)
+        start = used = hang
 
     for style, whole in _pieces(line):
         piece, size = whole, width_of(whole)
@@ -67,7 +68,7 @@ def wrap(line: Line, width: int) -> list[Fragments]:
                 row.append((style, piece))
                 used += size
             continue
-        if line.reflow and used > start and used + size > width and start + size <= width:
+        if line.reflow and used > start and used + size > width and hang + size <= width:
             new_row()  # the word fits on a row of its own
         while piece and used + size > width:  # still too wide: cut it
             cut, cut_size = fit(piece, width - used)

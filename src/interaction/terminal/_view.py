@@ -29,6 +29,7 @@ SEPARATOR: Final = " · "
 SUMMARY_NAME: Final = 40
 MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
+MIN_FIELD: Final = 12
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
 
 
@@ -76,7 +77,7 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     head = _rows([_title(flow), *_question(flow)], width)
     detail = _rows(_detail(flow), width - len(MARGIN))
     blocks = [_rows(lines, width) for lines in _choices(flow)]
-    prompt = _field_prompt(flow)
+    prompt = _field_prompt(flow, width)
     field_rows = 0
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
         room_beside = max(1, width - width_of(plain(prompt)))
@@ -94,7 +95,7 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
         detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
         option_budget = max(option_budget, room - min(detail_budget, len(detail)))
     option_budget = min(option_budget, max(1, limit - field_rows - len(status) - 1))
-    detail_shown, paged = _page(detail, detail_budget, viewport)
+    detail_shown, paged = _page(detail, detail_budget, viewport, width - len(MARGIN))
     above = head + [[("", MARGIN), *row] for row in detail_shown]
     above.append([])
     above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
@@ -222,17 +223,22 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
     return lines
 
 
-def _field_prompt(flow: BatchFlow) -> Fragments:
+def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
+    """What stands before the text field: the Other row's start, or the bare cursor when
+    that would leave the field fewer than ``MIN_FIELD`` cells."""
     if flow.plan_review:
-        return [("class:cursor", CURSOR), ("class:current", "Your own words: ")]
-    if not flow.rows:
+        prompt = [("class:cursor", CURSOR), ("class:current", "Your own words: ")]
+    elif flow.rows:
+        prompt = [
+            ("class:cursor", CURSOR),
+            ("", _box(flow, OTHER)),
+            ("class:current", f"{len(flow.rows)}. Other: "),
+        ]
+    else:
+        prompt = []
+    if not prompt or width - width_of(plain(prompt)) < MIN_FIELD:
         return [("class:cursor", CURSOR)]
-    number = len(flow.rows)
-    return [
-        ("class:cursor", CURSOR),
-        ("", _box(flow, OTHER)),
-        ("class:current", f"{number}. Other: "),
-    ]
+    return prompt
 
 
 def _status(flow: BatchFlow) -> list[Line]:
@@ -281,7 +287,9 @@ def _pack(hints: list[str], width: int) -> list[Fragments]:
 # ---------------------------------------------------------------------- fitting
 
 
-def _page(rows: list[Fragments], budget: int, viewport: Viewport) -> tuple[list[Fragments], bool]:
+def _page(
+    rows: list[Fragments], budget: int, viewport: Viewport, width: int
+) -> tuple[list[Fragments], bool]:
     """The detail rows that fit, with a status row when it does not fit whole."""
     if len(rows) <= budget:
         viewport.page = max(1, len(rows))
@@ -290,9 +298,14 @@ def _page(rows: list[Fragments], budget: int, viewport: Viewport) -> tuple[list[
     viewport.page = shown
     top = viewport.detail_top = min(viewport.detail_top, len(rows) - shown)
     end = top + shown
-    where = f"lines {top + 1}-{end} of {len(rows)}"
-    status = [("class:more", f"⋯ {where} · PgUp/PgDn")]
-    return [*rows[top:end], status], True
+    for status in (  # the longest that fits
+        f"⋯ lines {top + 1}-{end} of {len(rows)} · PgUp/PgDn",
+        f"⋯ lines {top + 1}-{end} of {len(rows)}",
+        f"⋯ {top + 1}-{end}/{len(rows)}",
+    ):
+        if width_of(status) <= width:
+            break
+    return [*rows[top:end], [("class:more", status)]], True
 
 
 def _cursor_block(flow: BatchFlow) -> int:
@@ -317,9 +330,9 @@ def _window(
     top = min(viewport.options_top, cursor)
     while top < cursor and not fits(top, cursor + 1):
         top += 1
-    if not fits(top, cursor + 1):  # no room for markers: the cursor's option alone
+    if not fits(top, cursor + 1):  # no room for markers: the start of the cursor's option
         viewport.options_top = cursor
-        return blocks[cursor]
+        return blocks[cursor][: max(1, budget)]
     end = cursor + 1
     while end < count and fits(top, end + 1):
         end += 1
