@@ -9,6 +9,7 @@ markers around the cursor, and everything wraps at the terminal's width.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -75,7 +76,8 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
         viewport.question, viewport.detail_top, viewport.options_top = flow.index, 0, 0
     limit = height - _SPARE_ROWS
     head = _rows([_title(flow), *_question(flow)], width)
-    detail = _rows(_detail(flow), width - len(MARGIN))
+    detail = flow.question.detail
+    detail_rows = _detail(detail, width - len(MARGIN)) if detail else []
     blocks = [_rows(lines, width) for lines in _choices(flow)]
     prompt = _field_prompt(flow, width)
     field_rows = 0
@@ -86,16 +88,16 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
     room = limit - len(head) - field_rows - len(status) - hint_rows - 2  # 2 blank rows
     option_rows = sum(map(len, blocks))
-    if len(detail) + option_rows <= room:
-        detail_budget, option_budget = len(detail), option_rows
+    if len(detail_rows) + option_rows <= room:
+        detail_budget, option_budget = len(detail_rows), option_rows
     else:
         option_budget = min(option_rows, max(MIN_OPTION_ROWS, room // 2))
         if flow.plan_review:
             option_budget = option_rows  # the actions always show; the plan pages
         detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
-        option_budget = max(option_budget, room - min(detail_budget, len(detail)))
+        option_budget = max(option_budget, room - min(detail_budget, len(detail_rows)))
     option_budget = min(option_budget, max(1, limit - field_rows - len(status) - 1))
-    detail_shown, paged = _page(detail, detail_budget, viewport, width - len(MARGIN))
+    detail_shown, paged = _page(detail_rows, detail_budget, viewport, width - len(MARGIN))
     above = head + [[("", MARGIN), *row] for row in detail_shown]
     above.append([])
     above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
@@ -155,9 +157,13 @@ def _question(flow: BatchFlow) -> list[Line]:
     return [Line([("class:question", line)]) for line in text.split("\n")]
 
 
-def _detail(flow: BatchFlow) -> list[Line]:
-    detail = flow.question.detail
-    return markdown(escape_controls(detail), "class:detail") if detail else []
+@functools.lru_cache(maxsize=8)
+def _detail(detail: str, width: int) -> list[Fragments]:
+    """The detail's rows; kept, since every key repaints and a plan can be long.
+
+    Callers copy rather than change the rows.
+    """
+    return _rows(markdown(escape_controls(detail), "class:detail"), width)
 
 
 def _choices(flow: BatchFlow) -> list[list[Line]]:
