@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -255,6 +257,29 @@ def test_any_keystrokes_end_in_an_answer_that_fits_or_a_dismissal(
         assert (outcome.code, CTRL_C in keys) == (ErrorCode.ASK_CANCELLED, True)
     else:
         assert [item.id for item in outcome.answers] == [q.id for q in request.questions]
+
+
+def test_on_real_pipes_the_default_streams_fall_back_to_the_console() -> None:
+    code = (
+        "import asyncio\n"
+        "from interaction import AskUserQuestionItem, AskUserQuestionOption as O,"
+        " AskUserQuestionRequest\n"
+        "from interaction.terminal import TerminalProvider\n"
+        "q = AskUserQuestionItem('pkg', 'Which?', options=[O('pnpm'), O('npm')])\n"
+        "answer = asyncio.run(TerminalProvider().ask(AskUserQuestionRequest([q])))\n"
+        "print(answer.answers[0].selected)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input="2\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "interaction: the input is not a terminal; asking line by line instead\n"
+    assert done.stdout.endswith("> ('npm',)\n")
 
 
 def test_input_and_output_are_both_streams_or_both_prompt_toolkit_objects(
