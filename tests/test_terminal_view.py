@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from prompt_toolkit.utils import get_cwidth
 
 from interaction import (
     AskUserQuestionItem,
@@ -13,7 +14,7 @@ from interaction import (
 )
 from interaction.terminal._flow import BatchFlow
 from interaction.terminal._markdown import markdown
-from interaction.terminal._text import Fragments, Line, plain, width_of, wrap
+from interaction.terminal._text import Fragments, Line, plain, wrap
 from interaction.terminal._view import Screen, Viewport, paint
 
 from .helpers import pkg_question
@@ -68,7 +69,7 @@ def test_styles_survive_wrapping() -> None:
 def test_wrapped_rows_fit_and_lose_no_text(text: str, width: int) -> None:
     wrapped = wrap(Line([("", text)], "> ", "  "), width)
     for row in wrapped:  # a row is wider only when one character is all it holds
-        assert width_of(plain(row)) <= width or len(plain(row)[2:]) == 1
+        assert get_cwidth(plain(row)) <= width or len(plain(row)[2:]) == 1
     kept = "".join(plain(row)[2:] for row in wrapped)
     assert "".join(kept.split()) == "".join(text.split())
 
@@ -267,7 +268,7 @@ def test_a_narrow_terminal_wraps_rather_than_clips() -> None:
         options=[Option("pnpm (Recommended)", "Fast, strict and saves a lot of disk space")],
     )
     shown = screen(flow(question), width=24)
-    assert all(width_of(row) <= 24 for row in shown.split("\n"))
+    assert all(get_cwidth(row) <= 24 for row in shown.split("\n"))
     words = " ".join(shown.split())
     assert "Which package manager should this rather large project use from now on?" in words
     assert "Fast, strict and saves a lot of disk space" in words
@@ -308,8 +309,8 @@ def test_any_screen_fits_its_terminal_and_shows_the_cursor(
     drawn = rows(shown.above) + rows(shown.below)
     field_rows = 0
     if batch.mode == "text":  # prompt_toolkit wraps the field beside its prompt
-        beside = width - width_of(plain(shown.field_prompt))
-        field_rows = -(-(width_of(batch.draft.text) + 1) // beside)
+        beside = width - get_cwidth(plain(shown.field_prompt))
+        field_rows = -(-(get_cwidth(batch.draft.text) + 1) // beside)
         assert plain(shown.field_prompt).startswith("❯ ")
     elif batch.plan_review:
         assert any("❯[" in row for row in drawn)
@@ -317,4 +318,4 @@ def test_any_screen_fits_its_terminal_and_shows_the_cursor(
         assert any(row.startswith("❯ ") for row in drawn)
     assert len(shown.above) + field_rows + len(shown.below) <= height - 1
     for row in drawn:
-        assert width_of(row) <= width or len(row.strip()) == 1
+        assert get_cwidth(row) <= width or len(row.strip()) == 1

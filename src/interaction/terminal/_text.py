@@ -15,7 +15,7 @@ from typing import Final, TypeAlias
 
 from prompt_toolkit.utils import get_cwidth
 
-__all__ = ["Fragments", "Line", "fit", "plain", "width_of", "wrap"]
+__all__ = ["Fragments", "Line", "fit", "plain", "wrap"]
 
 Fragments: TypeAlias = list[tuple[str, str]]
 """``(style, text)`` pairs, text without newlines."""
@@ -36,11 +36,6 @@ class Line:
     reflow: bool = True
 
 
-def width_of(text: str) -> int:
-    """Terminal cells ``text`` takes."""
-    return sum(get_cwidth(char) for char in text)
-
-
 def plain(fragments: Fragments) -> str:
     return "".join(text for _, text in fragments)
 
@@ -50,8 +45,8 @@ def wrap(line: Line, width: int) -> list[Fragments]:
     width = max(width, 1)
     rows: list[Fragments] = []
     row: Fragments = [("", line.indent)] if line.indent else []
-    start = used = width_of(line.indent)
-    hang = width_of(line.hang)
+    start = used = get_cwidth(line.indent)
+    hang = get_cwidth(line.hang)
 
     def new_row() -> None:
         nonlocal row, start, used
@@ -60,7 +55,7 @@ def wrap(line: Line, width: int) -> list[Fragments]:
         start = used = hang
 
     for style, whole in _pieces(line):
-        piece, size = whole, width_of(whole)
+        piece, size = whole, get_cwidth(whole)
         if line.reflow and piece.isspace():
             if used + size > width:
                 new_row()  # the break swallows the space it falls on
@@ -76,7 +71,7 @@ def wrap(line: Line, width: int) -> list[Fragments]:
                 new_row()
                 continue
             if not cut:  # a character wider than the whole row
-                cut, cut_size = piece[0], width_of(piece[0])
+                cut, cut_size = piece[0], get_cwidth(piece[0])
             row.append((style, cut))
             used += cut_size
             piece, size = piece[len(cut) :], size - cut_size

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.utils import get_cwidth
 
 from .._presentation import escape_controls, split_recommended
 from ._flow import OTHER, BatchFlow, Row
 from ._markdown import markdown
-from ._text import Fragments, Line, fit, plain, width_of, wrap
+from ._text import Fragments, Line, fit, plain, wrap
 
 __all__ = ["Screen", "Viewport", "paint", "summary"]
 
@@ -82,8 +83,8 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     prompt = _field_prompt(flow, width)
     field_rows = 0
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
-        room_beside = max(1, width - width_of(plain(prompt)))
-        field_rows = -(-(width_of(flow.draft.text) + 1) // room_beside)
+        room_beside = max(1, width - get_cwidth(plain(prompt)))
+        field_rows = -(-(get_cwidth(flow.draft.text) + 1) // room_beside)
     status = _rows(_status(flow), width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
     room = limit - len(head) - field_rows - len(status) - hint_rows - 2  # 2 blank rows
@@ -127,7 +128,7 @@ def summary(flow: BatchFlow, width: int) -> list[Fragments]:
 
 
 def _shorten(text: str) -> str:
-    if width_of(text) <= SUMMARY_NAME:
+    if get_cwidth(text) <= SUMMARY_NAME:
         return text
     return fit(text, SUMMARY_NAME - 1)[0].rstrip() + "…"
 
@@ -196,7 +197,7 @@ def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
     current = "class:current" if marker[1] == CURSOR else "class:option"
     box = _box(flow, row)
     lead: Fragments = [marker, ("class:chosen" if box == "[x] " else "", box), ("", f"{number}. ")]
-    hang = " " * width_of(plain(lead))
+    hang = " " * get_cwidth(plain(lead))
     if row is OTHER:
         text = flow.draft.text
         label: Fragments = [(current, f"Other: {_safe(text)}" if text else OTHER_LABEL)]
@@ -242,7 +243,7 @@ def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
         ]
     else:
         prompt = []
-    if not prompt or width - width_of(plain(prompt)) < MIN_FIELD:
+    if not prompt or width - get_cwidth(plain(prompt)) < MIN_FIELD:
         return [("class:cursor", CURSOR)]
     return prompt
 
@@ -283,7 +284,7 @@ def _pack(hints: list[str], width: int) -> list[Fragments]:
     """Key hints joined by `` · `` into rows, never breaking inside one hint if it fits."""
     lines: list[str] = []
     for hint in hints:
-        if lines and width_of(lines[-1]) + width_of(SEPARATOR + hint) <= width:
+        if lines and get_cwidth(lines[-1]) + get_cwidth(SEPARATOR + hint) <= width:
             lines[-1] += SEPARATOR + hint
         else:
             lines.append(hint)
@@ -309,7 +310,7 @@ def _page(
         f"⋯ lines {top + 1}-{end} of {len(rows)}",
         f"⋯ {top + 1}-{end}/{len(rows)}",
     ):
-        if width_of(status) <= width:
+        if get_cwidth(status) <= width:
             break
     return [*rows[top:end], [("class:more", status)]], True
 
