@@ -19,7 +19,7 @@ from prompt_toolkit.utils import get_cwidth
 
 from .._presentation import escape_controls, split_recommended
 from ._flow import OTHER, BatchFlow, Row
-from ._markdown import markdown
+from ._markdown import TAB_SIZE, markdown
 from ._text import Fragments, Line, fit, plain, wrap
 
 __all__ = ["Screen", "Viewport", "paint", "summary"]
@@ -137,7 +137,13 @@ def _shorten(text: str) -> str:
 
 
 def _safe(text: str) -> str:
+    """One line of model text, escaped."""
     return escape_controls(text, keep_newlines=False)
+
+
+def _lines(text: str) -> list[str]:
+    """Model prose, escaped, tabs expanded, split at its newlines."""
+    return escape_controls(text).expandtabs(TAB_SIZE).split("\n")
 
 
 def _rows(lines: Sequence[Line], width: int) -> list[Fragments]:
@@ -154,8 +160,7 @@ def _title(flow: BatchFlow) -> Line:
 
 
 def _question(flow: BatchFlow) -> list[Line]:
-    text = escape_controls(flow.question.question).expandtabs(4)
-    return [Line([("class:question", line)]) for line in text.split("\n")]
+    return [Line([("class:question", line)]) for line in _lines(flow.question.question)]
 
 
 @functools.lru_cache(maxsize=8)
@@ -208,7 +213,7 @@ def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
         label += [("", " "), ("class:badge", "[recommended]")]
     lines = [Line([*lead, *label], hang=hang)]
     if row.description:
-        for part in escape_controls(row.description).expandtabs(4).split("\n"):
+        for part in _lines(row.description):
             lines.append(Line([("class:description", part)], hang, hang))
     return lines
 
@@ -225,7 +230,7 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
     lines = [Line(fragments, hang=" ")]
     focus = rows[flow.draft.cursor]
     if flow.mode == "list" and focus is not OTHER and focus.description:
-        for part in escape_controls(focus.description).expandtabs(4).split("\n"):
+        for part in _lines(focus.description):
             lines.append(Line([("class:description", part)], MARGIN, MARGIN))
     return lines
 
