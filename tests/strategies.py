@@ -13,16 +13,17 @@ from interaction import (
     PlanReviewIntent,
     UnknownIntent,
 )
-from interaction._validation import label_key
+from interaction._validation import is_blank, label_key
 
 # Text without the characters ask() refuses; prose may also hold newlines and tabs.
 _ALPHABET = st.characters(
     blacklist_categories=["Cc", "Cs"],
     blacklist_characters="\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
 )
-line = st.text(_ALPHABET, min_size=1, max_size=12).filter(str.strip)
+# Ids, labels and questions must show something: not only space or invisible characters.
+line = st.text(_ALPHABET, min_size=1, max_size=12).filter(lambda s: not is_blank(s))
 prose = st.text(st.one_of(_ALPHABET, st.sampled_from("\n\t")), min_size=1, max_size=30).filter(
-    str.strip
+    lambda s: not is_blank(s)
 )
 
 

@@ -7,7 +7,9 @@ import itertools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
+from types import TracebackType
 from typing import Final
 
 from ._errors import ErrorCode, UserInteractionError
@@ -25,13 +27,27 @@ class AbortSignal:
     Made by an :class:`AbortController` (or :meth:`timeout` / :meth:`any`), never directly.
     """
 
-    __slots__ = ("__weakref__", "_listeners", "_lock", "_next_key", "_reason")
+    __slots__ = (
+        "__weakref__",
+        "_listeners",
+        "_lock",
+        "_next_key",
+        "_reason",
+        "_reason_traceback",
+        "_timed",
+    )
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Re-entrant: collecting a combined signal (see ``any``) unsubscribes it from its
+        # sources, and the collection may run inside a source's own locked section.
+        self._lock = threading.RLock()
         self._reason: BaseException | None = None
+        self._reason_traceback: TracebackType | None = None
         self._listeners: dict[int, AbortListener] = {}
         self._next_key = 0
+        # A timeout signal is held by the timer only while it has listeners: one nobody
+        # listens to or refers to any more is collected before it falls due.
+        self._timed = False
 
     @property
     def aborted(self) -> bool:
@@ -43,10 +59,14 @@ class AbortSignal:
         return self._reason
 
     def throw_if_aborted(self) -> None:
-        """Raise :attr:`reason` if the signal is aborted."""
+        """Raise :attr:`reason` if the signal is aborted.
+
+        Each raise starts from the traceback the reason had when the signal was aborted,
+        so raising it again and again does not grow its traceback.
+        """
         reason = self._reason
         if reason is not None:
-            raise reason
+            raise reason.with_traceback(self._reason_traceback)
 
     def add_listener(self, callback: AbortListener) -> Callable[[], None]:
         """Call ``callback(reason)`` once on abort; at once if already aborted.
@@ -59,6 +79,8 @@ class AbortSignal:
             if reason is None:
                 key = self._next_key
                 self._next_key += 1
+                if self._timed and not self._listeners:
+                    _timers.hold(self)
                 self._listeners[key] = callback
                 return lambda: self._remove(key)
         _call_listener(callback, reason)
@@ -66,15 +88,19 @@ class AbortSignal:
 
     def _remove(self, key: int) -> None:
         with self._lock:
-            self._listeners.pop(key, None)
+            if self._listeners.pop(key, None) is not None and self._timed and not self._listeners:
+                _timers.release(self)
 
     def _abort(self, reason: BaseException) -> None:
         with self._lock:
             if self._reason is not None:
                 return
             self._reason = reason
+            self._reason_traceback = reason.__traceback__
             listeners = list(self._listeners.values())
             self._listeners.clear()
+            if self._timed and listeners:
+                _timers.release(self)
         for listener in listeners:
             _call_listener(listener, reason)
 
@@ -86,36 +112,61 @@ class AbortSignal:
     def timeout(cls, seconds: float) -> AbortSignal:
         """A signal that aborts with a ``TimeoutError`` after ``seconds``.
 
-        The timer runs on one shared daemon thread, so no event loop is needed.
+        ``seconds`` is a finite number from 0 to ``threading.TIMEOUT_MAX`` (about 292
+        years); anything else, ``inf`` and ``nan`` included, is a ``ValueError``. The timer
+        runs on one shared daemon thread, so no event loop is needed.
         """
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-            raise ValueError(f"timeout seconds must be a non-negative number, got {seconds!r}")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 <= seconds <= MAX_TIMEOUT  # also refuses nan
+        ):
+            raise ValueError(
+                "timeout seconds must be a non-negative number, finite and at most"
+                f" {MAX_TIMEOUT:.0f}, got {_short_repr(seconds)}"
+            )
         signal = cls()
-        _timers.schedule(seconds, signal)
+        signal._timed = True
+        _timers.schedule(float(seconds), signal)
         return signal
 
     @classmethod
     def any(cls, signals: Iterable[AbortSignal]) -> AbortSignal:
-        """A signal that aborts, with the same reason, as soon as any of ``signals`` does."""
+        """A signal that aborts, with the same reason, as soon as any of ``signals`` does.
+
+        The sources hold the combined signal only weakly: once it is dropped, its listeners
+        leave the sources, so combining with a long-lived signal does not accumulate.
+        """
         sources = list(signals)
         combined = cls()
         for source in sources:
-            if source.aborted:
-                assert source.reason is not None
-                combined._abort(source.reason)
+            reason = source.reason
+            if reason is not None:
+                combined._abort(reason)
                 return combined
         removers: list[Callable[[], None]] = []
 
-        def follow(reason: BaseException) -> None:
-            combined._abort(reason)
+        def unsubscribe() -> None:
             for remove in removers:
                 remove()
+
+        # The finalizer holds the removers, and through them the sources, for as long as
+        # the combined signal lives; calling it (on abort) or collecting the combined signal
+        # unsubscribes, once.
+        detach = weakref.finalize(combined, unsubscribe)
+        detach.atexit = False
+        target = weakref.ref(combined)
+
+        def follow(reason: BaseException) -> None:
+            signal = target()
+            if signal is not None:
+                signal._abort(reason)
+            detach()
 
         for source in sources:
             removers.append(source.add_listener(follow))
         if combined.aborted:  # a source aborted while we were subscribing
-            for remove in removers:
-                remove()
+            detach()
         return combined
 
 
@@ -151,6 +202,11 @@ def _nothing() -> None:
     return None
 
 
+def _short_repr(value: object, limit: int = 40) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else "a huge int"
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def _call_listener(listener: AbortListener, reason: BaseException) -> None:
     try:
         listener(reason)
@@ -159,18 +215,41 @@ def _call_listener(listener: AbortListener, reason: BaseException) -> None:
 
 
 class _TimerThread:
-    """One daemon thread that aborts timeout signals when they fall due."""
+    """One daemon thread that aborts timeout signals when they fall due.
+
+    The heap refers to its signals weakly; a signal with listeners is held strongly in
+    ``_held`` until it aborts or loses them. Entries of collected signals are dropped once
+    they outnumber the live ones, so memory follows the signals still in use.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, AbortSignal]] = []
+        self._heap: list[tuple[float, int, weakref.ref[AbortSignal]]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._held: set[AbortSignal] = set()
+        self._collected = 0
+
+    def hold(self, signal: AbortSignal) -> None:
+        with self._cond:
+            self._held.add(signal)
+
+    def release(self, signal: AbortSignal) -> None:
+        with self._cond:
+            self._held.discard(signal)
+
+    def _forget(self, _: object) -> None:
+        # A weakref callback: it may run in any thread, at any allocation, so it only counts.
+        self._collected += 1
 
     def schedule(self, seconds: float, signal: AbortSignal) -> None:
         due = time.monotonic() + seconds
         with self._cond:
-            heapq.heappush(self._heap, (due, next(self._order), signal))
+            if self._collected > len(self._heap) // 2 and len(self._heap) >= _COMPACT_AT:
+                self._heap = [entry for entry in self._heap if entry[2]() is not None]
+                heapq.heapify(self._heap)
+                self._collected = 0
+            heapq.heappush(self._heap, (due, next(self._order), weakref.ref(signal, self._forget)))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="interaction-abort-timer", daemon=True
@@ -180,12 +259,22 @@ class _TimerThread:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._heap or self._heap[0][0] > time.monotonic():
-                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
-                    self._cond.wait(wait)
-                _, _, signal = heapq.heappop(self._heap)
+            try:
+                self._fire_next()
+            except Exception:  # never let one fault stop every timeout in the process
+                _log.exception("the abort timer failed; it goes on")
+
+    def _fire_next(self) -> None:
+        with self._cond:
+            while not self._heap or self._heap[0][0] > time.monotonic():
+                wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                self._cond.wait(None if wait is None else min(wait, MAX_TIMEOUT))
+            _, _, ref = heapq.heappop(self._heap)
+        signal = ref()
+        if signal is not None:
             signal._abort(TimeoutError("the signal timed out"))
 
 
+MAX_TIMEOUT: Final = threading.TIMEOUT_MAX
+_COMPACT_AT: Final = 64
 _timers: Final = _TimerThread()

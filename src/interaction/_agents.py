@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Collection
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Agent", "AgentRegistry", "LiveAgents"]
+__all__ = ["Agent", "AgentRegistry", "LiveAgents", "is_root"]
 
 
 @runtime_checkable
@@ -18,11 +19,23 @@ class Agent(Protocol):
 
 
 class LiveAgents(Protocol):
-    """The runtime's view of which agents are live and which are roots (owned by none)."""
+    """The runtime's view of which agents are live and which are roots (owned by none).
+
+    A registry may also define ``is_root(agent) -> bool``; admission then asks it instead
+    of scanning ``roots()``, so an ask costs the same however many agents are live.
+    """
 
     def get(self, agent_id: str, /) -> Agent | None: ...
 
     def roots(self) -> Collection[Agent]: ...
+
+
+def is_root(registry: LiveAgents, agent: object) -> bool:
+    """Whether the live ``agent`` is one of ``registry``'s roots (the admission rule)."""
+    check = getattr(registry, "is_root", None)
+    if callable(check):
+        return bool(check(agent))
+    return any(root is agent for root in registry.roots())
 
 
 class AgentRegistry:
@@ -36,7 +49,8 @@ class AgentRegistry:
         self._lock = threading.Lock()
         self._agents: dict[str, Agent] = {}
         self._owners: dict[str, str] = {}
-        self._children: dict[str, list[str]] = {}
+        # Children as ordered dicts (used as sets): leaving one child is O(1), not O(siblings).
+        self._children: dict[str, dict[str, None]] = {}
 
     def enter(self, agent: Agent, owner: Agent | None = None) -> None:
         """Make ``agent`` live, owned by the live agent ``owner`` (a root when ``None``).
@@ -53,7 +67,7 @@ class AgentRegistry:
                 if self._agents.get(owner_id) is not owner:
                     raise ValueError(f"owner {owner_id!r} is not a live agent")
                 self._owners[agent_id] = owner_id
-                self._children.setdefault(owner_id, []).append(agent_id)
+                self._children.setdefault(owner_id, {})[agent_id] = None
             self._agents[agent_id] = agent
 
     def leave(self, agent: Agent) -> list[Agent]:
@@ -67,11 +81,11 @@ class AgentRegistry:
                 return []
             owner_id = self._owners.pop(agent_id, None)
             if owner_id is not None:
-                self._children[owner_id].remove(agent_id)
+                del self._children[owner_id][agent_id]
             removed: list[Agent] = []
-            pending = [agent_id]
+            pending = deque([agent_id])
             while pending:
-                current = pending.pop(0)
+                current = pending.popleft()
                 removed.append(self._agents.pop(current))
                 self._owners.pop(current, None)
                 pending.extend(self._children.pop(current, ()))
@@ -80,6 +94,16 @@ class AgentRegistry:
     def get(self, agent_id: str, /) -> Agent | None:
         with self._lock:
             return self._agents.get(agent_id)
+
+    def is_root(self, agent: object) -> bool:
+        """Whether ``agent`` is live and owned by no live agent; O(1)."""
+        agent_id = getattr(agent, "id", None)
+        with self._lock:
+            return (
+                type(agent_id) is str
+                and self._agents.get(agent_id) is agent
+                and agent_id not in self._owners
+            )
 
     def roots(self) -> list[Agent]:
         """The live agents owned by no live agent, in the order they entered."""

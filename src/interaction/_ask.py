@@ -20,6 +20,12 @@ from ._validation import check_answer, check_request
 __all__ = ["ask"]
 
 NO_PROVIDER_MESSAGE: Final = "no user-interaction provider is registered"
+ASYNCIO_REQUIRED_MESSAGE: Final = (
+    "interaction.ask() must be awaited in an asyncio task; other event loops"
+    " (trio, also through anyio) are not supported"
+)
+MAX_PROVIDER_TEXT: Final = 1000
+"""How many characters of a failed provider's message ``PROVIDER_FAILED`` keeps."""
 
 
 async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
@@ -29,16 +35,18 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     provider: an aborted signal (``ASK_ABORTED``/``ASK_TIMEOUT``), ``EMPTY_QUESTIONS``,
     ``CALLER_NOT_LIVE``/``DELEGATED_CALLER``, ``BAD_REQUEST``, ``BAD_INTENT``,
     ``NO_PROVIDER``. While the provider works, an abort of ``request.signal`` or the
-    provider's disposal cancels it; a non-``HarnessError`` it raises becomes
-    ``PROVIDER_FAILED``; its answer is checked (``BAD_ANSWER``) and returned in question order.
+    provider's disposal cancels it; an ``Exception`` it raises that is not a
+    ``HarnessError`` becomes ``PROVIDER_FAILED``, while any other ``BaseException``
+    (``KeyboardInterrupt``, ``SystemExit``, a foreign cancellation) pass through; its answer
+    is checked (``BAD_ANSWER``) and returned in question order. Needs an asyncio event loop
+    (``RuntimeError`` otherwise).
     """
+    task = _current_asyncio_task()
     check_request(request)
     registration = current_registration()
     if registration is None or (provider := registration.provider) is None:
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
 
-    task = asyncio.current_task()
-    assert task is not None, "ask() must be awaited in an asyncio task"
     loop = asyncio.get_running_loop()
     stop: UserInteractionError | None = None
     stop_cause: BaseException | None = None
@@ -68,16 +76,23 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     signal = request.signal
     remove_abort = signal.add_listener(on_abort) if signal is not None else None
     try:
+        # Aborted after check_request looked (during admission, say) but before we
+        # listened: the provider must never see it.
+        if signal is not None and (reason := signal.reason) is not None:
+            raise aborted_error(reason) from reason
         answer = await provider.ask(request)
     except BaseException as exc:
         if stop is not None:  # we cancelled the provider: report why, unless cancelled too
-            if task.uncancel() == 0 or not isinstance(exc, asyncio.CancelledError):
-                raise stop from stop_cause
-            raise
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            if task.uncancel() > 0 and cancelled:
+                raise  # someone else cancelled the task as well: that cancellation wins
+            if not cancelled and not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
+            raise stop from stop_cause
         if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
             raise
         raise UserInteractionError(
-            f"the user-interaction provider failed: {type(exc).__name__}: {exc}",
+            f"the user-interaction provider failed: {describe_exception(exc)}",
             ErrorCode.PROVIDER_FAILED,
         ) from exc
     finally:
@@ -89,3 +104,32 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         task.uncancel()
         raise stop from stop_cause
     return check_answer(request, answer)
+
+
+def _current_asyncio_task() -> asyncio.Task[object]:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
+        task = None
+    if task is None:
+        raise RuntimeError(ASYNCIO_REQUIRED_MESSAGE)
+    return task
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` of an exception from foreign code, bounded and always printable.
+
+    A ``__str__`` that raises, a message of megabytes or text with unpaired surrogates
+    must not make the error itself unreportable.
+    """
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<the exception's message could not be read>"
+    if len(text) > MAX_PROVIDER_TEXT:
+        omitted = len(text) - MAX_PROVIDER_TEXT
+        text = f"{text[:MAX_PROVIDER_TEXT]}... ({omitted} more characters)"
+    if not text.isascii():  # lone surrogates would make the tool result unencodable
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name

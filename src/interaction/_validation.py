@@ -12,6 +12,7 @@ from typing import Final
 
 from ._abort import AbortSignal
 from ._errors import ErrorCode, UserInteractionError, aborted_error
+from ._agents import is_root
 from ._registry import current_agents
 from ._types import (
     AskUserQuestionAnswer,
@@ -40,6 +41,16 @@ UNSAFE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-
 UNSAFE_EXCEPT_LINES: Final = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# Default-ignorable code points and format (Cf) characters: nothing a reader can see. A text
+# made only of them is blank, and labels that differ only by them are look-alikes.
+INVISIBLE: Final = re.compile(
+    "[\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+_ZWJ: Final = "\u200d"
 
 
 def _type_name(value: object) -> str:
@@ -65,39 +76,79 @@ def _describe_char(char: str) -> str:
     return f"contains {kind} U+{code:04X}"
 
 
+def _is_emoji_joint(text: str, index: int) -> bool:
+    """Whether the ZWJ at ``index`` joins two pictographs (as in 👨\u200d👩\u200d👧)."""
+    before = text[index - 1] if index > 0 else ""
+    after = text[index + 1] if index + 1 < len(text) else ""
+    if before == "\ufe0f" and index > 1:  # emoji presentation selector before the joiner
+        before = text[index - 2]
+    return (
+        bool(before)
+        and bool(after)
+        and unicodedata.category(before) in ("So", "Sk")
+        and unicodedata.category(after) == "So"
+    )
+
+
+def visible_text(text: str) -> str:
+    """``text`` without its invisible characters, keeping the joiners inside emoji."""
+    if INVISIBLE.search(text) is None:
+        return text
+    return INVISIBLE.sub(
+        lambda m: m.group() if m.group() == _ZWJ and _is_emoji_joint(text, m.start()) else "",
+        text,
+    )
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only white space and invisible characters."""
+    return not text.strip() or not visible_text(text).strip()
+
+
 def _check_text(
     value: object, path: str, *, block: bool = False, optional: bool = False, nonblank: bool = False
 ) -> None:
-    """A string without forbidden characters; ``block`` text may hold newlines and tabs."""
+    """A string without forbidden characters; ``block`` text may hold newlines and tabs.
+
+    Only an exact ``str`` is a string here: a subclass could lie about its contents.
+    """
     if value is None and optional:
         return
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise _bad_request(path, f"expected a string, got {_type_name(value)}")
     if nonblank and not value.strip():
         raise _bad_request(path, "must not be empty")
     found = (UNSAFE_EXCEPT_LINES if block else UNSAFE).search(value)
     if found:
         raise _bad_request(path, _describe_char(found.group()))
+    if nonblank and is_blank(value):
+        raise _bad_request(path, "must not be empty: it has only invisible characters")
 
 
 def label_key(label: str) -> str:
-    """The form in which two labels count as the same (compatibility form, case, edges)."""
-    return unicodedata.normalize("NFKC", label).casefold().strip()
+    """The form in which two labels count as the same.
+
+    Compatibility form, case, surrounding white space and invisible characters do not count.
+    """
+    return visible_text(unicodedata.normalize("NFKC", label)).casefold().strip()
 
 
 def _check_admission(agent: object) -> None:
-    agent_id = getattr(agent, "id", None)
-    if not isinstance(agent_id, str):
+    try:
+        agent_id = getattr(agent, "id", None)
+    except Exception as exc:  # a property that raises is a fault of the request
+        raise _bad_request("agent.id", f"reading it raised {type(exc).__name__}") from None
+    if type(agent_id) is not str:
         raise _bad_request("agent.id", f"expected a string, got {_type_name(agent_id)}")
     registry = current_agents()
     if registry is None or registry.get(agent_id) is not agent:
         raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
-    if not any(root is agent for root in registry.roots()):
+    if not is_root(registry, agent):
         raise UserInteractionError(DELEGATED_MESSAGE, ErrorCode.DELEGATED_CALLER)
 
 
 def _check_option(option: object, path: str) -> str:
-    if not isinstance(option, AskUserQuestionOption):
+    if type(option) is not AskUserQuestionOption:
         raise _bad_request(path, f"expected an AskUserQuestionOption, got {_type_name(option)}")
     _check_text(option.label, f"{path}.label", nonblank=True)
     _check_text(option.description, f"{path}.description", block=True, optional=True)
@@ -105,7 +156,7 @@ def _check_option(option: object, path: str) -> str:
 
 
 def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
-    if not isinstance(item, AskUserQuestionItem):
+    if type(item) is not AskUserQuestionItem:
         raise _bad_request(path, f"expected an AskUserQuestionItem, got {_type_name(item)}")
     _check_text(item.id, f"{path}.id", nonblank=True)
     if item.id in seen_ids:
@@ -115,7 +166,7 @@ def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
     _check_text(item.detail, f"{path}.detail", block=True, optional=True)
     _check_text(item.header, f"{path}.header", optional=True)
     options = item.options
-    if not isinstance(options, tuple):
+    if type(options) is not tuple:
         raise _bad_request(
             f"{path}.options", f"expected a sequence of options, got {_type_name(options)}"
         )
@@ -135,9 +186,9 @@ def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
             f"{path}.multi_select", f"expected a bool, got {_type_name(item.multi_select)}"
         )
     intent = item.intent
-    if isinstance(intent, PlanReviewIntent):
+    if type(intent) is PlanReviewIntent:
         _check_text(intent.approve, f"{path}.intent.approve")
-    elif isinstance(intent, UnknownIntent):
+    elif type(intent) is UnknownIntent:
         _check_text(intent.kind, f"{path}.intent.kind", nonblank=True)
     elif intent is not None:
         raise _bad_request(
@@ -178,6 +229,11 @@ def _is_clean_text(value: object, bucket: list[str]) -> bool:
     return False
 
 
+def _fast_blank(text: str) -> bool:
+    # Invisible characters are all outside ASCII, and most text is ASCII.
+    return not text.strip() or (not text.isascii() and is_blank(text))
+
+
 def _clean_questions(questions: tuple[object, ...]) -> bool:
     """A fast pass that is ``True`` only for batches the detailed checks would accept.
 
@@ -193,8 +249,8 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
         if (
             type(qid) is not str
             or type(text) is not str
-            or not qid.strip()
-            or not text.strip()
+            or _fast_blank(qid)
+            or _fast_blank(text)
             or qid in ids
             or type(item.multi_select) is not bool
             or type(item.options) is not tuple
@@ -210,7 +266,7 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
             if type(option) is not AskUserQuestionOption:
                 return False
             label = option.label
-            if type(label) is not str or not label.strip():
+            if type(label) is not str or _fast_blank(label):
                 return False
             if not _is_clean_text(option.description, blocks):
                 return False
@@ -225,7 +281,7 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
                     return False
                 lines.append(intent.approve)
             elif type(intent) is UnknownIntent:
-                if type(intent.kind) is not str or not intent.kind.strip():
+                if type(intent.kind) is not str or _fast_blank(intent.kind):
                     return False
                 lines.append(intent.kind)
             else:
@@ -264,13 +320,13 @@ def check_request(request: object) -> AskUserQuestionRequest:
     supplied), structure, intents. Returns ``request`` unchanged; the provider check is not
     made, so a relay or provider may call this on a request it received.
     """
-    if not isinstance(request, AskUserQuestionRequest):
+    if type(request) is not AskUserQuestionRequest:
         raise _bad_request(
             "request", f"expected an AskUserQuestionRequest, got {_type_name(request)}"
         )
     _check_signal(request.signal)
     questions = request.questions
-    if not isinstance(questions, tuple):
+    if type(questions) is not tuple:
         raise _bad_request(
             "questions", f"expected a sequence of questions, got {_type_name(questions)}"
         )
@@ -288,9 +344,9 @@ def check_request(request: object) -> AskUserQuestionRequest:
 def _check_answer_item(
     item: object, path: str, questions: dict[str, AskUserQuestionItem], answered: set[str]
 ) -> str:
-    if not isinstance(item, AskUserQuestionAnswerItem):
+    if type(item) is not AskUserQuestionAnswerItem:
         raise _bad_answer(path, f"expected an AskUserQuestionAnswerItem, got {_type_name(item)}")
-    if not isinstance(item.id, str):
+    if type(item.id) is not str:
         raise _bad_answer(f"{path}.id", f"expected a string, got {_type_name(item.id)}")
     question = questions.get(item.id)
     if question is None:
@@ -300,7 +356,7 @@ def _check_answer_item(
         raise _bad_answer(f"{path}.id", f"question {qid} is answered more than once")
     answered.add(qid)
     selected = item.selected
-    if not isinstance(selected, tuple):
+    if type(selected) is not tuple:
         raise _bad_answer(
             f"{path}.selected", f"expected a sequence of labels, got {_type_name(selected)}"
         )
@@ -308,7 +364,7 @@ def _check_answer_item(
     chosen: set[str] = set()
     for index, label in enumerate(selected):
         label_path = f"{path}.selected[{index}]"
-        if not isinstance(label, str):
+        if type(label) is not str:
             raise _bad_answer(label_path, f"expected a string, got {_type_name(label)}")
         if not offered:
             raise _bad_answer(
@@ -326,9 +382,11 @@ def _check_answer_item(
         )
     custom = item.custom
     if custom is not None:
-        if not isinstance(custom, str):
+        if type(custom) is not str:
             raise _bad_answer(f"{path}.custom", f"expected a string, got {_type_name(custom)}")
-        if not custom.strip():
+        if found := SURROGATE.search(custom):
+            raise _bad_answer(f"{path}.custom", _describe_char(found.group()))
+        if is_blank(custom):
             raise _bad_answer(
                 f"{path}.custom", f"question {qid} has a blank custom answer (leave it out to skip)"
             )
@@ -339,6 +397,11 @@ def _check_answer_item(
                 " and cannot accompany a selected label",
             )
     return qid
+
+
+_SCAN_LIMIT: Final = 8
+# A custom answer with either is looked at closely: it may be blank or unencodable.
+_SUSPECT_CUSTOM: Final = re.compile(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
 
 
 def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
@@ -357,11 +420,23 @@ def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
         count = len(selected)
         if count > 1 and (not question.multi_select or len(set(selected)) != count):
             return False
-        for label in selected:
-            if type(label) is not str or all(o.label != label for o in question.options):
-                return False
+        if count:
+            options = question.options
+            # A set past a few labels keeps the check linear when thousands are selected.
+            offered = options if count < _SCAN_LIMIT else {o.label for o in options}
+            for label in selected:
+                if type(label) is not str:
+                    return False
+                if offered is options:
+                    if all(o.label != label for o in options):
+                        return False
+                elif label not in offered:
+                    return False
         if custom is not None and (
-            type(custom) is not str or not custom.strip() or (count and not question.multi_select)
+            type(custom) is not str
+            or not custom.strip()
+            or (count and not question.multi_select)
+            or _SUSPECT_CUSTOM.search(custom)
         ):
             return False
     return True
@@ -375,10 +450,10 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
     if _is_clean_answer(request, answer):
         assert isinstance(answer, AskUserQuestionAnswer)
         return answer
-    if not isinstance(answer, AskUserQuestionAnswer):
+    if type(answer) is not AskUserQuestionAnswer:
         raise _bad_answer("answer", f"expected an AskUserQuestionAnswer, got {_type_name(answer)}")
     items = answer.answers
-    if not isinstance(items, tuple):
+    if type(items) is not tuple:
         raise _bad_answer(
             "answers", f"expected a sequence of answer items, got {_type_name(items)}"
         )

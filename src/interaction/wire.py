@@ -169,8 +169,13 @@ def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionInte
     fields = {k: v for k, v in data.items() if k != "kind"}
     try:
         return UnknownIntent(kind, fields)  # type: ignore[arg-type]  # JSON data, as parsed
-    except RecursionError:
-        raise d.fail(path, "is nested too deeply") from None
+    except UserInteractionError as error:  # located within the intent: say where it is
+        inner_path = error.path or "intent"
+        inner = inner_path.removeprefix("intent")
+        message = error.message.removeprefix(f"{inner_path}: ")
+        raise UserInteractionError(
+            f"{path}{inner}: {message}", error.code, path=f"{path}{inner}"
+        ) from None
 
 
 def _decode_option(d: _Decoder, value: object, path: str) -> AskUserQuestionOption:
