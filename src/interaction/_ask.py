@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Final
+from typing import Final, NoReturn
 
 from ._errors import (
     DISPOSED_MESSAGE,
@@ -89,12 +89,7 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
             if not cancelled and not isinstance(exc, Exception):
                 raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
             raise stop from stop_cause
-        if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
-            raise
-        raise UserInteractionError(
-            f"the user-interaction provider failed: {describe_exception(exc)}",
-            ErrorCode.PROVIDER_FAILED,
-        ) from exc
+        _raise_provider_failure(exc)
     finally:
         waiting = False
         if remove_abort is not None:
@@ -104,6 +99,16 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         task.uncancel()
         raise stop from stop_cause
     return check_answer(request, answer)
+
+
+def _raise_provider_failure(exc: BaseException) -> NoReturn:
+    """Re-raise ``exc`` if it passes through ``ask()``, else raise ``PROVIDER_FAILED``."""
+    if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
+        raise exc
+    raise UserInteractionError(
+        f"the user-interaction provider failed: {describe_exception(exc)}",
+        ErrorCode.PROVIDER_FAILED,
+    ) from exc
 
 
 def _current_asyncio_task() -> asyncio.Task[object]:

@@ -34,8 +34,11 @@ JSONValue: TypeAlias = (
 
 
 def _as_tuple(value: object) -> object:
-    """Store a list or tuple as a tuple; leave anything else for validation to name."""
-    if isinstance(value, list | tuple):
+    """Store a list or tuple as a tuple; leave anything else for validation to name.
+
+    Subclasses are left too: one may override ``__iter__`` to lie or raise.
+    """
+    if type(value) is list or type(value) is tuple:
         return tuple(value)
     return value
 
@@ -147,7 +150,15 @@ class UnknownIntent:
             raise _bad_intent_field(
                 "intent.fields", f"expected an object, got {type(fields).__name__}"
             )
-        object.__setattr__(self, "fields", _freeze(fields, "intent"))
+        try:
+            frozen = _freeze(fields, "intent")
+        except UserInteractionError:
+            raise
+        except Exception as exc:  # a mapping whose items() raises, say
+            raise _bad_intent_field(
+                "intent.fields", f"could not be read: {type(exc).__name__}"
+            ) from None
+        object.__setattr__(self, "fields", frozen)
 
     def __hash__(self) -> int:
         return hash((self.kind, _hashable(self.fields)))

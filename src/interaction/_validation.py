@@ -11,8 +11,8 @@ import unicodedata
 from typing import Final
 
 from ._abort import AbortSignal
-from ._errors import ErrorCode, UserInteractionError, aborted_error
 from ._agents import is_root
+from ._errors import ErrorCode, UserInteractionError, aborted_error
 from ._registry import current_agents
 from ._types import (
     AskUserQuestionAnswer,
@@ -412,7 +412,11 @@ def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
     if type(items) is not tuple or len(items) != len(questions):
         return False
     for item, question in zip(items, questions, strict=True):
-        if type(item) is not AskUserQuestionAnswerItem or item.id != question.id:
+        if (
+            type(item) is not AskUserQuestionAnswerItem
+            or type(item.id) is not str
+            or item.id != question.id
+        ):
             return False
         selected, custom = item.selected, item.custom
         if type(selected) is not tuple:

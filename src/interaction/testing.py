@@ -55,7 +55,8 @@ class ScriptedProvider:
         self.requests.append(request)
         script = self.script
         if isinstance(script, BaseException):
-            raise script
+            # Raised afresh each time: re-raising one object would grow its traceback.
+            raise script.with_traceback(None)
         if callable(script):
             result = script(request)
             if inspect.isawaitable(result):

@@ -183,15 +183,32 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:  # 2 KB of brackets is enough to exhaust the stack
+        raise _fault(path, f"expected {what}, got JSON nested too deeply") from None
+    except ValueError:
+        raise _fault(path, f"expected {what}, got a string that is not JSON") from None
+
+
+def _plain(value: object) -> object:
+    """A ``dict`` or ``list`` subclass as the plain container its storage holds.
+
+    A subclass may override ``get`` or ``__iter__`` to lie or raise; its C storage cannot.
+    """
+    if isinstance(value, dict) and type(value) is not dict:
+        return dict(dict.items(value))
+    if isinstance(value, list) and type(value) is not list:
+        return list(list.__iter__(value))
+    return value
+
+
 def _array(value: object, path: str, what: str) -> list[object]:
     """An array, also when the model sent it JSON-encoded in a string."""
     if isinstance(value, str) and value.lstrip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise _fault(
-                path, f"expected an array of {what}, got a string that is not JSON"
-            ) from None
+        value = _loads(value, path, f"an array of {what}")
+    value = _plain(value)
     if not isinstance(value, list):
         raise _fault(path, f"expected an array of {what}, got {_kind(value)}")
     return value
@@ -220,6 +237,7 @@ def _required_text(data: Mapping[str, object], key: str, path: str, limit: int) 
 def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOption:
     if isinstance(value, str):  # a plain label
         value = {"label": value}
+    value = _plain(value)
     if not isinstance(value, dict):
         raise _fault(path, f"expected an object with a label, got {_kind(value)}")
     label = _required_text(value, "label", path, limits.max_label)
@@ -227,6 +245,7 @@ def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOpti
 
 
 def _question(value: object, path: str, limits: ToolLimits) -> AskUserQuestionItem:
+    value = _plain(value)
     if not isinstance(value, dict):
         raise _fault(path, f"expected an object, got {_kind(value)}")
     question_id = _required_text(value, "id", path, _MAX_ID)
@@ -270,8 +289,11 @@ def request_from_arguments(
     if isinstance(arguments, str | bytes | bytearray):
         try:
             arguments = json.loads(arguments)
+        except RecursionError:
+            raise _fault("arguments", "are not valid JSON: nested too deeply") from None
         except ValueError:
             raise _fault("arguments", "are not valid JSON") from None
+    arguments = _plain(arguments)
     if not isinstance(arguments, dict):
         raise _fault("arguments", f"expected an object with questions, got {_kind(arguments)}")
     if "questions" not in arguments:

@@ -28,7 +28,7 @@ from ._types import (
     UnknownIntent,
     _thaw,
 )
-from ._validation import check_answer, check_questions
+from ._validation import SURROGATE, check_answer, check_questions
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -274,7 +274,14 @@ def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestio
         if not isinstance(label, str):
             raise d.fail(f"{path}.selected[{index}]", f"expected a string, got {_json_type(label)}")
     selected = tuple(label for label in raw if isinstance(label, str))
-    return AskUserQuestionAnswerItem(item_id, selected, d.optional_string(data, "custom", path))
+    custom = d.optional_string(data, "custom", path)
+    for text, where in (
+        (custom, "custom"),
+        *((s, f"selected[{i}]") for i, s in enumerate(selected)),
+    ):
+        if text is not None and SURROGATE.search(text):  # unencodable in the tool result
+            raise d.fail(f"{path}.{where}", "contains an unpaired surrogate")
+    return AskUserQuestionAnswerItem(item_id, selected, custom)
 
 
 def decode_answer(
