@@ -39,6 +39,8 @@ from interaction import (
     AgentRegistry,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
     AskUserQuestionRequest,
     wire,
 )
@@ -431,6 +433,126 @@ def measure_terminal(quick: bool) -> list[Row]:
     ]
 
 
+# ---------------------------------------------------------------- scaling
+
+
+def interleaved(subjects: list[Callable[[], float]], repeat: int) -> list[float]:
+    """Median of each subject's per-call seconds, the subjects taking turns round by round."""
+    samples: list[list[float]] = [[] for _ in subjects]
+    for _ in range(repeat):
+        for index, subject in enumerate(subjects):
+            samples[index].append(subject())
+    return [statistics.median(s) for s in samples]
+
+
+def timed(fn: Callable[[], object], number: int) -> Callable[[], float]:
+    def one_round() -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        return (time.perf_counter() - start) / number
+
+    return one_round
+
+
+def check_answer_round(labels: int, number: int) -> Callable[[], float]:
+    names = [f"option {i}" for i in range(labels)]
+    item = AskUserQuestionItem(
+        "many", "Which?", multi_select=True, options=[AskUserQuestionOption(n) for n in names]
+    )
+    request = AskUserQuestionRequest([item])
+    answer = AskUserQuestionAnswer([AskUserQuestionAnswerItem("many", names)])
+    return timed(partial(interaction.check_answer, request, answer), number)
+
+
+def ask_round(live: int, number: int) -> Callable[[], float]:
+    registry = AgentRegistry()
+    for i in range(live - 1):
+        registry.enter(Agent(f"other {i}"))
+    agent = Agent("lead")
+    registry.enter(agent)
+    request = AskUserQuestionRequest(wire.decode_request(payload(1, 3)).questions, agent=agent)
+    provider = Instant(AskUserQuestionAnswer([AskUserQuestionAnswerItem("q0", ["Option 1"])]))
+
+    def one_round() -> float:
+        async def run() -> float:
+            with interaction.provide_agents(registry), interaction.provide(provider):
+                start = time.perf_counter()
+                for _ in range(number):
+                    await interaction.ask(request)
+                return (time.perf_counter() - start) / number
+
+        return asyncio.run(run())
+
+    return one_round
+
+
+def leave_round(descendants: int) -> Callable[[], float]:
+    def one_round() -> float:
+        registry = AgentRegistry()
+        root = Agent("root")
+        registry.enter(root)
+        for i in range(descendants // 2):  # children, each with one child of its own
+            child = Agent(f"c{i}")
+            registry.enter(child, owner=root)
+            registry.enter(Agent(f"g{i}"), owner=child)
+        start = time.perf_counter()
+        registry.leave(root)
+        return time.perf_counter() - start
+
+    return one_round
+
+
+def measure_scaling(quick: bool) -> list[Row]:
+    """Cost at 1x and 10x size, the two sizes interleaved; linear reads ~10x, O(1) ~1x."""
+    repeat = 3 if quick else 9
+    rows: list[Row] = []
+    small, large = interleaved(
+        [
+            check_answer_round(3_000, 5 if quick else 50),
+            check_answer_round(30_000, 1 if quick else 5),
+        ],
+        repeat,
+    )
+    rows.append(
+        Row(
+            "(g) check_answer, N labels selected",
+            "N = 30,000",
+            large * 1e3,
+            "N = 3,000",
+            small * 1e3,
+            "ms",
+            "~10x (linear)",
+        )
+    )
+    number = 100 if quick else 5_000
+    small, large = interleaved([ask_round(1_000, number), ask_round(10_000, number)], repeat)
+    rows.append(
+        Row(
+            "(h) ask() with N live agents",
+            "N = 10,000",
+            large * 1e6,
+            "N = 1,000",
+            small * 1e6,
+            "µs",
+            "~1x (O(1))",
+        )
+    )
+    small, large = interleaved([leave_round(2_000), leave_round(20_000)], repeat)
+    rows.append(
+        Row(
+            "(i) AgentRegistry.leave, N descendants",
+            "N = 20,000",
+            large * 1e3,
+            "N = 2,000",
+            small * 1e3,
+            "ms",
+            "~10x (linear)",
+        )
+    )
+    return rows
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| case | subject | median | reference | median | ratio | target |",
@@ -448,7 +570,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few iterations; record nothing")
     args = parser.parse_args()
-    rows = measure(args.quick) + measure_web(args.quick) + measure_terminal(args.quick)
+    rows = (
+        measure(args.quick)
+        + measure_scaling(args.quick)
+        + measure_web(args.quick)
+        + measure_terminal(args.quick)
+    )
     text = table(rows)
     print(text)
     if not args.quick:
