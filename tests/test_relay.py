@@ -220,3 +220,23 @@ async def test_a_slow_subscriber_is_dropped_as_lagged_and_blocks_nobody() -> Non
         results = await asyncio.gather(*tasks)
     assert all(r.answers == (Item("pkg", ["npm"]),) for r in results)
     relay.close()
+
+
+async def test_answer_racing_the_askers_cancel_is_not_pending_and_resolved_once() -> None:
+    relay = Relay()
+    subscription = relay.subscribe()
+    request = AskUserQuestionRequest([AskUserQuestionItem(id="q", header="H", question="Q?")])
+    task = asyncio.ensure_future(relay.ask(request))
+    await asyncio.sleep(0)
+    (question,) = relay.pending()
+    task.cancel()  # the asker's future is cancelled; its finally has not run yet
+    with pytest.raises(UserInteractionError) as raised:
+        relay.answer(question.id, {"answers": []})
+    assert raised.value.code == NOT_PENDING
+    with pytest.raises(UserInteractionError):
+        relay.cancel(question.id)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    relay.close()
+    kinds = [event.kind async for event in subscription]
+    assert kinds == ["requested", "resolved"]

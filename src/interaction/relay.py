@@ -153,6 +153,12 @@ class Relay:
                 f"question {question_id!r} is not pending (unknown, or already settled)",
                 NOT_PENDING,
             )
+        if entry.future.done():  # the asker is gone (abort or task cancel), finally not yet run
+            del self._pending[question_id]
+            self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
+            raise UserInteractionError(
+                f"question {question_id!r} is not pending (withdrawn by the asker)", NOT_PENDING
+            )
         return entry
 
     def answer(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
