@@ -177,6 +177,25 @@ async def test_the_event_stream_replays_pending_questions_and_reports_outcomes()
         assert (await asking).answers == (AskUserQuestionAnswerItem("pkg"),)
 
 
+async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    async with served() as (_relay, server), client(server) as http:
+        async with http.stream("GET", "/api/events") as stream:
+            lines = aiter(stream.aiter_lines())
+            assert await anext(lines) == ": connected"
+            assert await anext(lines) == ""
+            for _ in range(3):  # several idle spells in a row
+                assert await anext(lines) == ": keep-alive"
+                assert await anext(lines) == ""
+            asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            while (line := await anext(lines)) != "event: requested":
+                assert line in {": keep-alive", ""}
+            qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+            await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
+
+
 def test_the_web_module_names_its_extra_when_it_is_missing() -> None:
     assert import_error_without("starlette", "interaction.web") == (
         'interaction.web needs Starlette and uvicorn: pip install "interaction-seam[web]"'

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._errors import ErrorCode, UserInteractionError
 from .._presentation import is_plan_review
-from ..relay import NOT_PENDING, PendingQuestion, Relay, RelayEvent
+from ..relay import NOT_PENDING, PendingQuestion, Relay, RelayEvent, Subscription
 from ..wire import decode_answer, encode_answer, encode_request
 
 __all__ = ["create_app"]
@@ -100,6 +100,32 @@ _SECURITY_HEADERS: Final = [
 ]
 
 
+async def _stream(subscription: Subscription) -> AsyncIterator[str]:
+    """The SSE text of ``subscription``, with a keep-alive comment after each idle spell.
+
+    One pending ``next()`` survives keep-alives: ``wait_for`` would cancel it, and with it
+    the subscription's generator, ending the stream.
+    """
+    iterator = aiter(subscription)
+    step: asyncio.Future[RelayEvent] = asyncio.ensure_future(anext(iterator))
+    try:
+        yield ": connected\n\n"
+        while True:
+            done, _ = await asyncio.wait({step}, timeout=KEEPALIVE_SECONDS)
+            if not done:
+                yield ": keep-alive\n\n"
+                continue
+            try:
+                event = step.result()
+            except StopAsyncIteration:
+                return
+            yield _event_json(event)
+            step = asyncio.ensure_future(anext(iterator))
+    finally:
+        step.cancel()
+        subscription.close()
+
+
 def create_app(
     relay: Relay, *, token: str, hosts: Collection[str] = ("127.0.0.1", "localhost")
 ) -> ASGIApp:
@@ -159,23 +185,7 @@ def create_app(
     async def events(request: Request) -> Response:
         subscription = relay.subscribe()
 
-        async def stream() -> AsyncIterator[str]:
-            iterator = aiter(subscription)
-            try:
-                yield ": connected\n\n"
-                while True:
-                    try:
-                        event = await asyncio.wait_for(anext(iterator), KEEPALIVE_SECONDS)
-                    except TimeoutError:
-                        yield ": keep-alive\n\n"
-                        continue
-                    except StopAsyncIteration:
-                        return
-                    yield _event_json(event)
-            finally:
-                subscription.close()
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        return StreamingResponse(_stream(subscription), media_type="text/event-stream")
 
     routes = [
         Route("/", index),
