@@ -135,6 +135,21 @@ async def test_escape_and_ctrl_c_dismiss_the_batch(keyboard: PipeInput, key: str
     assert screen.text.endswith("✗ dismissed\n")
 
 
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ("one two" + ESC + "b" + "x", "one xtwo"),  # Alt-b
+        ("one two" + ESC + "b" + ESC + "f" + "x", "one twox"),  # Alt-f
+        ("one two" + ESC + "\x7f", "one "),  # Alt-Backspace
+    ],
+)
+async def test_meta_keys_edit_the_text_instead_of_dismissing(
+    keyboard: PipeInput, keys: str, expected: str
+) -> None:
+    answered = await answer(keyboard, keys + ENTER, NOTES)
+    assert answered.answers == (Item("notes", custom=expected),)
+
+
 async def test_the_answer_is_summed_up_when_the_prompt_goes(keyboard: PipeInput) -> None:
     screen = Recorder()
     keyboard.send_text("2" + ENTER + " j " + ENTER + "ok" + ENTER)

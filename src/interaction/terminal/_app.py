@@ -161,7 +161,10 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     bind("pageup", action=lambda: viewport.scroll(-1))
     bind("pagedown", action=lambda: viewport.scroll(1))
 
-    @keys.add("escape", eager=True)
+    # Not eager: Alt-b, Alt-f, Alt-Backspace and Alt-arrows arrive as ESC
+    # followed by a key, and must reach prompt_toolkit's Meta bindings to
+    # edit text instead of dismissing the batch and every answer in it.
+    @keys.add("escape")
     @keys.add("c-c")
     @keys.add("<sigint>")
     def dismiss(event: KeyPressEvent) -> None:
