@@ -369,3 +369,18 @@ def test_the_core_does_not_import_the_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert asyncio  # the event loop module is what the tests above run on
+
+
+async def test_a_repeated_bad_answer_is_an_error_after_three_tries_with_one_note() -> None:
+    def script(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        return AskUserQuestionAnswer(
+            [AskUserQuestionAnswerItem(q.id, custom="1_000") for q in request.questions]
+        )
+
+    provider = ScriptedProvider(script)
+    result = await answer_form(form({"n": {"type": "integer"}}), provider)
+    assert isinstance(result, mcp_types.ErrorData)
+    assert "after 3 tries" in result.message
+    assert len(provider.requests) == 3
+    third = str(provider.requests[2].questions[0].detail)
+    assert third.count("Please answer again") == 1

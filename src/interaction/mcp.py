@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias
@@ -348,13 +349,15 @@ def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue,
         if not chosen and field.required:
             return None, "this field is required"
         if len(chosen) < spec.get("minItems", 0) or len(chosen) > spec.get("maxItems", math.inf):
-            return None, "choose " + "; ".join(_constraints(spec))
+            return None, "; ".join(_constraints(spec))
         return chosen, None
     text = answer.custom
     if text is None:
         return None, "this field is required" if field.required else None
     if field.kind in ("number", "integer"):
         try:
+            if field.kind == "integer" and not _INTEGER.fullmatch(text.strip()):
+                raise ValueError(text)  # int() would take 1_000 and non-ASCII digits
             number: int | float = int(text) if field.kind == "integer" else float(text)
         except ValueError:
             return None, f"enter {'a whole number' if field.kind == 'integer' else 'a number'}"
@@ -370,24 +373,38 @@ def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue,
     return text, None
 
 
+_INTEGER: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+MAX_TRIES: Final = 3
+"""How many times a form is asked before an answer that still does not fit is an error."""
+
+
+class _TooManyTries(Exception):
+    pass
+
+
 async def _answer(
     fields: list[_Field], provider: UserInteractionProvider | None
 ) -> dict[str, FormValue]:
-    """Ask until every answer satisfies its field (a failing one is asked again)."""
-    pending = fields
+    """Ask until every answer satisfies its field (a failing one is asked again, up to
+    ``MAX_TRIES`` asks in all; each re-ask carries one note, replacing the last)."""
+    pending = [(field, field) for field in fields]  # (original, as asked)
     content: dict[str, FormValue] = {}
-    while pending:
-        request = check_request(AskUserQuestionRequest([f.item for f in pending]))
+    for _ in range(MAX_TRIES):
+        request = check_request(AskUserQuestionRequest([asked.item for _, asked in pending]))
         answer = await _ask(request, provider)
         retry = []
-        for field, item in zip(pending, answer.answers, strict=True):
+        problems = []
+        for (field, _asked), item in zip(pending, answer.answers, strict=True):
             value, problem = _value(field, item)
             if problem is not None:
-                retry.append(_with_note(field, f"Please answer again: {problem}."))
+                retry.append((field, _with_note(field, f"Please answer again: {problem}.")))
+                problems.append(f"{field.key}: {problem}")
             elif value is not None:
                 content[field.key] = value
+        if not retry:
+            return content
         pending = retry
-    return content
+    raise _TooManyTries(f"no valid answer after {MAX_TRIES} tries ({'; '.join(problems)})")
 
 
 async def _ask(
@@ -436,6 +453,11 @@ def elicitation_callback(provider: UserInteractionProvider | None = None) -> Eli
             )
         try:
             content = await _answer(fields, provider)
+        except _TooManyTries as exc:
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_PARAMS,
+                message=f"interaction could not fill this form: {exc}",
+            )
         except UserInteractionError as error:
             if error.code in (
                 ErrorCode.ASK_CANCELLED,
