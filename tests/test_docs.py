@@ -31,6 +31,7 @@ EXPECTED_PAGES = {
     "mcp.md",
     "web.md",
     "terminal.md",
+    "architecture.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

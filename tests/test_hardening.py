@@ -523,3 +523,13 @@ def test_ask_under_trio_says_asyncio_is_required() -> None:
 
     with pytest.raises(RuntimeError, match=r"must be awaited in an asyncio task.*trio"):
         trio.run(main)
+
+
+def test_a_dropped_combined_signal_with_a_listener_still_fires() -> None:
+    parent = AbortController()
+    fired = threading.Event()
+    AbortSignal.any([parent.signal]).add_listener(lambda _: fired.set())
+    gc.collect()
+    parent.abort()
+    assert fired.is_set()
+    assert parent.signal._listeners == {}

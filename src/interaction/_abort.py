@@ -29,6 +29,7 @@ class AbortSignal:
 
     __slots__ = (
         "__weakref__",
+        "_holder",
         "_listeners",
         "_lock",
         "_next_key",
@@ -45,9 +46,11 @@ class AbortSignal:
         self._reason_traceback: TracebackType | None = None
         self._listeners: dict[int, AbortListener] = {}
         self._next_key = 0
-        # A timeout signal is held by the timer only while it has listeners: one nobody
-        # listens to or refers to any more is collected before it falls due.
+        # A timeout signal is held by the timer, and a combined signal by its sources, only
+        # while it has listeners (as the web platform keeps them): one that nobody listens
+        # to or refers to any more is collected before it aborts.
         self._timed = False
+        self._holder: list[AbortSignal] | None = None
 
     @property
     def aborted(self) -> bool:
@@ -79,8 +82,8 @@ class AbortSignal:
             if reason is None:
                 key = self._next_key
                 self._next_key += 1
-                if self._timed and not self._listeners:
-                    _timers.hold(self)
+                if not self._listeners:
+                    self._hold(True)
                 self._listeners[key] = callback
                 return lambda: self._remove(key)
         _call_listener(callback, reason)
@@ -88,8 +91,16 @@ class AbortSignal:
 
     def _remove(self, key: int) -> None:
         with self._lock:
-            if self._listeners.pop(key, None) is not None and self._timed and not self._listeners:
-                _timers.release(self)
+            if self._listeners.pop(key, None) is not None and not self._listeners:
+                self._hold(False)
+
+    def _hold(self, held: bool) -> None:
+        """Keep this signal alive (or stop) while it has listeners; under ``_lock``."""
+        if self._timed:
+            (_timers.hold if held else _timers.release)(self)
+        holder = self._holder
+        if holder is not None:
+            holder[:] = [self] if held else []
 
     def _abort(self, reason: BaseException) -> None:
         with self._lock:
@@ -99,8 +110,8 @@ class AbortSignal:
             self._reason_traceback = reason.__traceback__
             listeners = list(self._listeners.values())
             self._listeners.clear()
-            if self._timed and listeners:
-                _timers.release(self)
+            if listeners:
+                self._hold(False)
         for listener in listeners:
             _call_listener(listener, reason)
 
@@ -156,9 +167,12 @@ class AbortSignal:
         detach = weakref.finalize(combined, unsubscribe)
         detach.atexit = False
         target = weakref.ref(combined)
+        holder: list[AbortSignal] = []  # holds the combined signal while it has listeners
+        combined._holder = holder
 
         def follow(reason: BaseException) -> None:
-            signal = target()
+            # Through ``holder`` the sources keep a listened-to combined signal alive.
+            signal = holder[0] if holder else target()
             if signal is not None:
                 signal._abort(reason)
             detach()
