@@ -9,10 +9,13 @@ from ._abort import AbortSignal as AbortSignal
 from ._agents import Agent as Agent
 from ._agents import AgentRegistry as AgentRegistry
 from ._agents import LiveAgents as LiveAgents
+from ._agents import current_agents as current_agents
+from ._agents import provide_agents as provide_agents
 from ._ask import ask as ask
 from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
 from ._errors import UserInteractionError as UserInteractionError
+from ._errors import cancelled_error as cancelled_error
 from ._helpers import PlanVerdict as PlanVerdict
 from ._helpers import ask_text as ask_text
 from ._helpers import choose as choose
@@ -23,10 +26,8 @@ from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
 from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
 from ._presentation import split_recommended as split_recommended
-from ._registry import current_agents as current_agents
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
-from ._registry import provide_agents as provide_agents
 from ._registry import register_provider as register_provider
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
@@ -40,6 +41,7 @@ from ._types import UnknownIntent as UnknownIntent
 from ._types import UserInteractionProvider as UserInteractionProvider
 from ._validation import check_answer as check_answer
 from ._validation import check_request as check_request
+from ._validation import label_key as label_key
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "__version__",
     "ask",
     "ask_text",
+    "cancelled_error",
     "check_answer",
     "check_request",
     "choose",
@@ -75,6 +78,7 @@ __all__ = [
     "current_provider",
     "escape_controls",
     "is_plan_review",
+    "label_key",
     "provide",
     "provide_agents",
     "register_provider",

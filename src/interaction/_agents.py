@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections import deque
-from collections.abc import Collection
-from typing import Protocol, runtime_checkable
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from typing import Final, Protocol, runtime_checkable
 
-__all__ = ["Agent", "AgentRegistry", "LiveAgents", "is_root"]
+__all__ = ["Agent", "AgentRegistry", "LiveAgents", "current_agents", "is_root", "provide_agents"]
 
 
 @runtime_checkable
@@ -36,6 +38,31 @@ def is_root(registry: LiveAgents, agent: object) -> bool:
     if callable(check):
         return bool(check(agent))
     return any(root is agent for root in registry.roots())
+
+
+# The live-agent registry of this context, kept beside its setter and getter.
+_agents_var: Final[contextvars.ContextVar[LiveAgents | None]] = contextvars.ContextVar(
+    "interaction_agents", default=None
+)
+
+
+def current_agents() -> LiveAgents | None:
+    """The live-agent registry in this context, or ``None``."""
+    return _agents_var.get()
+
+
+@contextmanager
+def provide_agents(registry: LiveAgents) -> Iterator[LiveAgents]:
+    """Make ``registry`` the live-agent registry for the body of the ``with``.
+
+    Unlike providers, an inner ``provide_agents`` shadows an outer one until it exits:
+    a nested runtime brings its own live agents.
+    """
+    token = _agents_var.set(registry)
+    try:
+        yield registry
+    finally:
+        _agents_var.reset(token)
 
 
 class AgentRegistry:

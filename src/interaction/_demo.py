@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._types import (
+from ._core import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     PlanReviewIntent,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ._registry import provide
+from ._core import provide
 from .testing import ScriptedProvider
 
 

@@ -1,4 +1,4 @@
-"""The context-scoped registry of the active provider and the live-agent registry.
+"""The context-scoped registry of the active provider.
 
 A registration lives in a ``ContextVar``, so it is seen by its own context and by every
 context copied from it (asyncio tasks, ``asyncio.to_thread``, ``copy_context().run``), never
@@ -16,15 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from ._agents import LiveAgents
 from ._errors import ErrorCode, UserInteractionError
 from ._types import UserInteractionProvider
 
 __all__ = [
-    "current_agents",
     "current_provider",
     "provide",
-    "provide_agents",
     "register_provider",
 ]
 
@@ -68,9 +65,6 @@ class Registration:
 
 _provider_var: Final[contextvars.ContextVar[Registration | None]] = contextvars.ContextVar(
     "interaction_provider", default=None
-)
-_agents_var: Final[contextvars.ContextVar[LiveAgents | None]] = contextvars.ContextVar(
-    "interaction_agents", default=None
 )
 
 
@@ -118,22 +112,3 @@ def provide(provider: UserInteractionProvider) -> Iterator[UserInteractionProvid
         # Exited in another context (a generator moved between tasks): the cell is empty anyway.
         with contextlib.suppress(ValueError):
             _provider_var.reset(token)
-
-
-def current_agents() -> LiveAgents | None:
-    """The live-agent registry in this context, or ``None``."""
-    return _agents_var.get()
-
-
-@contextmanager
-def provide_agents(registry: LiveAgents) -> Iterator[LiveAgents]:
-    """Make ``registry`` the live-agent registry for the body of the ``with``.
-
-    Unlike providers, an inner ``provide_agents`` shadows an outer one until it exits:
-    a nested runtime brings its own live agents.
-    """
-    token = _agents_var.set(registry)
-    try:
-        yield registry
-    finally:
-        _agents_var.reset(token)

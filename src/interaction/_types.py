@@ -83,11 +83,11 @@ def _hashable(value: object) -> object:
     return value
 
 
-def _thaw(value: object) -> object:
+def thaw(value: object) -> object:
     if isinstance(value, Mapping):
-        return {k: _thaw(v) for k, v in value.items()}
+        return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
+        return [thaw(v) for v in value]
     return value
 
 
@@ -165,7 +165,7 @@ class UnknownIntent:
 
     def __reduce__(self) -> tuple[object, ...]:
         # The read-only mappings cannot be pickled or deep-copied; their plain form can.
-        return (UnknownIntent, (self.kind, _thaw(self.fields)))
+        return (UnknownIntent, (self.kind, thaw(self.fields)))
 
 
 AskUserQuestionIntent: TypeAlias = PlanReviewIntent | UnknownIntent

@@ -11,9 +11,8 @@ import unicodedata
 from typing import Final
 
 from ._abort import AbortSignal
-from ._agents import is_root
+from ._agents import current_agents, is_root
 from ._errors import ErrorCode, UserInteractionError, aborted_error
-from ._registry import current_agents
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,

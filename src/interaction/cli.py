@@ -15,14 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, TextIO
 
-from ._abort import AbortSignal
-from ._agents import AgentRegistry
-from ._ask import ask
+from ._core import (
+    AbortSignal,
+    AgentRegistry,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    UserInteractionProvider,
+    __version__,
+    ask,
+    provide,
+    provide_agents,
+)
 from ._demo import DEMO_BATCH, DEMO_PLAN
-from ._errors import ErrorCode, UserInteractionError
-from ._registry import provide, provide_agents
-from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
-from ._version import __version__
 from .console import ConsoleProvider
 from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema

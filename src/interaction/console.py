@@ -19,16 +19,18 @@ import sys
 from collections.abc import Callable
 from typing import Final, TextIO
 
-from ._errors import cancelled_error
-from ._presentation import escape_controls, is_plan_review, split_recommended
-from ._types import (
+from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionRequest,
     PlanReviewIntent,
+    cancelled_error,
+    escape_controls,
+    is_plan_review,
+    label_key,
+    split_recommended,
 )
-from ._validation import label_key
 
 __all__ = ["ConsoleProvider"]
 

@@ -30,18 +30,20 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         'interaction.mcp needs the MCP SDK: pip install "interaction-seam[mcp]"'
     ) from exc
 
-from ._ask import ask
-from ._errors import ErrorCode, UserInteractionError, cancelled_error
-from ._registry import provide
-from ._types import (
+from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
     UserInteractionProvider,
+    ask,
+    cancelled_error,
+    check_request,
+    provide,
 )
-from ._validation import check_request
 from .wire import JSONObject
 
 __all__ = [

@@ -14,9 +14,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ._errors import DISPOSED_MESSAGE, ErrorCode, UserInteractionError, cancelled_error
-from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
-from ._validation import check_answer, check_request
+from ._core import (
+    DISPOSED_MESSAGE,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    cancelled_error,
+    check_answer,
+    check_request,
+)
 
 __all__ = [
     "NOT_PENDING",

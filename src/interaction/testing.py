@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeAlias
 
-from ._types import (
+from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,

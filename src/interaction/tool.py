@@ -12,16 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ._ask import ask
-from ._errors import ErrorCode, HarnessError, UserInteractionError
-from ._types import AskUserQuestionItem, AskUserQuestionOption, AskUserQuestionRequest
-from ._validation import check_caller, check_questions
+from ._core import (
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    HarnessError,
+    UserInteractionError,
+    ask,
+    check_caller,
+    check_questions,
+)
 from .wire import JSONObject, dumps
 
 if TYPE_CHECKING:
-    from ._abort import AbortSignal
-    from ._agents import Agent
-    from ._types import AskUserQuestionAnswer
+    from ._core import AbortSignal, Agent, AskUserQuestionAnswer
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -15,20 +15,23 @@ import json
 from collections.abc import Mapping
 from typing import Final, TypeAlias
 
-from ._errors import ErrorCode, UserInteractionError
-from ._types import (
+from ._core import (
+    SURROGATE,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     JSONValue,
     PlanReviewIntent,
     UnknownIntent,
-    _thaw,
+    UserInteractionError,
+    check_answer,
+    check_questions,
+    thaw,
 )
-from ._validation import SURROGATE, check_answer, check_questions
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -55,7 +58,7 @@ def _encode_intent(intent: AskUserQuestionIntent) -> JSONObject:
     data: JSONObject = {"kind": intent.kind}
     for key, value in intent.fields.items():
         if key != "kind":
-            data[key] = _thaw(value)  # type: ignore[assignment]
+            data[key] = thaw(value)  # type: ignore[assignment]
     return data
 
 

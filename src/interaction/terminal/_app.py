@@ -24,8 +24,7 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from .._errors import cancelled_error
-from .._types import AskUserQuestionAnswer
+from .._core import AskUserQuestionAnswer, cancelled_error
 from ._flow import BatchFlow
 from ._view import Screen, Viewport, joined, paint
 

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from .._presentation import is_plan_review
-from .._types import (
+from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     PlanReviewIntent,
+    is_plan_review,
 )
 
 __all__ = ["OTHER", "BatchFlow", "Draft", "Mode", "Row"]

@@ -11,8 +11,12 @@ from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.renderer import print_formatted_text
 
-from .._errors import UserInteractionError, cancelled_error
-from .._types import AskUserQuestionAnswer, AskUserQuestionRequest
+from .._core import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    cancelled_error,
+)
 from ..console import ConsoleProvider
 from ._app import STYLE, build_app
 from ._flow import BatchFlow

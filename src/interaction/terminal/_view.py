@@ -17,7 +17,7 @@ from typing import Final
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.utils import get_cwidth
 
-from .._presentation import escape_controls, split_recommended
+from .._core import escape_controls, split_recommended
 from ._flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
 from ._text import Fragments, Line, fit, plain, wrap

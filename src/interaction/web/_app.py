@@ -15,8 +15,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._errors import ErrorCode, UserInteractionError
-from .._presentation import is_plan_review
+from .._core import ErrorCode, UserInteractionError, is_plan_review
 from ..relay import NOT_PENDING, PendingQuestion, Relay, RelayEvent, Subscription
 from ..wire import decode_answer, encode_answer, encode_request
 

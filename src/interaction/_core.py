@@ -1,0 +1,98 @@
+"""The core's one internal facade: everything the in-tree extras may use from the core.
+
+``wire``, ``tool``, ``console``, ``relay``, ``testing``, ``cli``, ``terminal``, ``web``,
+``mcp`` and ``integrations`` import the core only from here (``tests/test_exports.py``
+fails when one reaches into ``_types``, ``_validation`` or another private core module),
+so a core module can be split or renamed by changing this file alone. Most names here are
+also public in ``interaction``; the rest are the few internal tools the codec, the tool
+and the relay share with ``ask()``:
+
+- ``check_questions`` / ``check_caller``: the structural and caller parts of
+  ``check_request``, for a codec that has no signal or agent to check;
+- ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
+- ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
+- ``thaw``: a plain, mutable JSON copy of a frozen intent field.
+"""
+
+from ._abort import AbortController, AbortSignal
+from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
+from ._ask import ask
+from ._errors import (
+    DISPOSED_MESSAGE,
+    ErrorCode,
+    HarnessError,
+    UserInteractionError,
+    cancelled_error,
+)
+from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
+from ._presentation import RECOMMENDED_SUFFIX, escape_controls, is_plan_review, split_recommended
+from ._registry import current_provider, provide, register_provider
+from ._types import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionIntent,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    JSONValue,
+    PlanReviewIntent,
+    UnknownIntent,
+    UserInteractionProvider,
+    thaw,
+)
+from ._validation import (
+    SURROGATE,
+    check_answer,
+    check_caller,
+    check_questions,
+    check_request,
+    label_key,
+)
+from ._version import __version__
+
+__all__ = [
+    "DISPOSED_MESSAGE",
+    "RECOMMENDED_SUFFIX",
+    "SURROGATE",
+    "AbortController",
+    "AbortSignal",
+    "Agent",
+    "AgentRegistry",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionAnswerItem",
+    "AskUserQuestionIntent",
+    "AskUserQuestionItem",
+    "AskUserQuestionOption",
+    "AskUserQuestionRequest",
+    "ErrorCode",
+    "HarnessError",
+    "JSONValue",
+    "LiveAgents",
+    "PlanReviewIntent",
+    "PlanVerdict",
+    "UnknownIntent",
+    "UserInteractionError",
+    "UserInteractionProvider",
+    "__version__",
+    "ask",
+    "ask_text",
+    "cancelled_error",
+    "check_answer",
+    "check_caller",
+    "check_questions",
+    "check_request",
+    "choose",
+    "choose_many",
+    "confirm",
+    "current_agents",
+    "current_provider",
+    "escape_controls",
+    "is_plan_review",
+    "label_key",
+    "provide",
+    "provide_agents",
+    "register_provider",
+    "review_plan",
+    "split_recommended",
+    "thaw",
+]

@@ -1,0 +1,87 @@
+"""The internal surface stays honest: extras reach the core only through ``interaction._core``.
+
+In the manner of trio's ``test_exports.py``: the facade's names are pinned, every one of
+them resolves, and no module outside the core imports a private core module directly.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import interaction
+from interaction import _core
+
+PACKAGE = Path(interaction.__file__).parent
+CORE_MODULES = {
+    "_abort",
+    "_agents",
+    "_ask",
+    "_core",
+    "_errors",
+    "_helpers",
+    "_presentation",
+    "_registry",
+    "_types",
+    "_validation",
+    "_version",
+}
+# What _core offers beyond the public facade: tools the codec, the tool and the relay share
+# with ask(). Anything else an in-tree UI needs must be public, so an outside UI has it too.
+INTERNAL_ONLY = {"DISPOSED_MESSAGE", "SURROGATE", "check_caller", "check_questions", "thaw"}
+
+
+def _extras() -> list[Path]:
+    return sorted(
+        path
+        for path in PACKAGE.rglob("*.py")
+        if not (path.parent == PACKAGE and path.stem in CORE_MODULES | {"__init__"})
+    )
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports from, resolved to a dotted name, with its line."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    if path.name == "__init__.py":
+        package = ".".join(path.relative_to(PACKAGE.parent).parts[:-1])
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+            found.extend((node.lineno, f"{name}.{alias.name}") for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+    return found
+
+
+def test_the_scan_sees_every_extra() -> None:
+    names = {path.relative_to(PACKAGE).as_posix() for path in _extras()}
+    assert {"wire.py", "tool.py", "console.py", "relay.py", "mcp.py", "cli.py"} <= names
+    assert {"terminal/_app.py", "web/_app.py", "testing.py"} <= names
+
+
+def test_no_extra_imports_a_private_core_module() -> None:
+    private = {f"interaction.{name}" for name in CORE_MODULES - {"_core"}}
+    offences = [
+        f"{path.relative_to(PACKAGE)}:{line} imports {name}"
+        for path in _extras()
+        for line, name in _imported_modules(path)
+        if name in private
+    ]
+    assert offences == []
+
+
+def test_the_facade_is_pinned_and_resolves() -> None:
+    assert set(_core.__all__) == set(interaction.__all__) | INTERNAL_ONLY
+    for name in _core.__all__:
+        assert hasattr(_core, name), name
+
+
+def test_the_public_names_in_the_facade_are_the_public_objects() -> None:
+    for name in interaction.__all__:
+        assert getattr(_core, name) is getattr(interaction, name), name
