@@ -22,6 +22,7 @@ CORE_MODULES = {
     "_helpers",
     "_presentation",
     "_registry",
+    "_suspend",
     "_types",
     "_validation",
     "_version",

@@ -29,6 +29,11 @@ from ._presentation import split_recommended as split_recommended
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
 from ._registry import register_provider as register_provider
+from ._suspend import AskSuspended as AskSuspended
+from ._suspend import ResumedAnswer as ResumedAnswer
+from ._suspend import Resumption as Resumption
+from ._suspend import request_digest as request_digest
+from ._suspend import resume as resume
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
 from ._types import AskUserQuestionIntent as AskUserQuestionIntent
@@ -50,6 +55,7 @@ __all__ = [
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -62,6 +68,8 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "ResumedAnswer",
+    "Resumption",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -82,6 +90,8 @@ __all__ = [
     "provide",
     "provide_agents",
     "register_provider",
+    "request_digest",
+    "resume",
     "review_plan",
     "split_recommended",
 ]

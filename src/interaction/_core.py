@@ -27,6 +27,7 @@ from ._errors import (
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import RECOMMENDED_SUFFIX, escape_controls, is_plan_review, split_recommended
 from ._registry import current_provider, provide, register_provider
+from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -58,6 +59,7 @@ __all__ = [
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -70,6 +72,8 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "ResumedAnswer",
+    "Resumption",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -92,6 +96,8 @@ __all__ = [
     "provide",
     "provide_agents",
     "register_provider",
+    "request_digest",
+    "resume",
     "review_plan",
     "split_recommended",
     "thaw",

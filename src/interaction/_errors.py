@@ -23,6 +23,7 @@ class ErrorCode(enum.StrEnum):
     ASK_CANCELLED = "ASK_CANCELLED"
     BAD_ANSWER = "BAD_ANSWER"
     PROVIDER_FAILED = "PROVIDER_FAILED"
+    ASK_SUSPENDED = "ASK_SUSPENDED"
 
 
 class HarnessError(Exception):

@@ -315,15 +315,17 @@ def check_caller(signal: object, agent: object) -> None:
 def check_request(request: object) -> AskUserQuestionRequest:
     """Make every check ``ask()`` makes before it reaches a provider, in the same order.
 
-    That is: an already aborted signal, no question, agent admission (only when an agent is
-    supplied), structure, intents. Returns ``request`` unchanged; the provider check is not
-    made, so a relay or provider may call this on a request it received.
+    That is: an already aborted signal, the resume key, no question, agent admission (only
+    when an agent is supplied), structure, intents. Returns ``request`` unchanged; the
+    provider check is not made, so a relay or provider may call this on a request it
+    received.
     """
     if type(request) is not AskUserQuestionRequest:
         raise _bad_request(
             "request", f"expected an AskUserQuestionRequest, got {_type_name(request)}"
         )
     _check_signal(request.signal)
+    _check_text(request.key, "key", optional=True, nonblank=True)
     questions = request.questions
     if type(questions) is not tuple:
         raise _bad_request(
