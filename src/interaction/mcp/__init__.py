@@ -28,6 +28,7 @@ from ._server import (
     form_to_answer,
     request_to_form,
 )
+from ._suspend import InputRequiredBridge, interactive
 
 __all__ = [
     "ELICITATION_VERSION",
@@ -37,7 +38,9 @@ __all__ = [
     "ElicitationCallback",
     "ElicitationProvider",
     "FormField",
+    "InputRequiredBridge",
     "elicitation_callback",
     "form_to_answer",
+    "interactive",
     "request_to_form",
 ]

@@ -333,7 +333,7 @@ class ElicitationProvider:
 
         suspension = suspension_for(self)
         if suspension is not None:
-            return suspension.ask(request)
+            return suspension.ask(self, request)
         problem = self.unavailable()
         if problem is not None:
             raise UserInteractionError(problem, ErrorCode.NO_PROVIDER)
