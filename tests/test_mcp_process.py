@@ -10,9 +10,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +293,9 @@ def keywords(value: object) -> set[str]:
     return set()
 
 
-async def test_a_raw_2025_06_18_client_gets_only_2025_06_18_schemas() -> None:
+@contextlib.asynccontextmanager
+async def raw_client(version: str) -> AsyncIterator[RawPeer]:
+    """Our server in a subprocess, initialized by hand at protocol ``version``."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         BRIDGE,
@@ -307,15 +310,41 @@ async def test_a_raw_2025_06_18_client_gets_only_2025_06_18_schemas() -> None:
                 "id": 1,
                 "method": "initialize",
                 "params": {
-                    "protocolVersion": "2025-06-18",
+                    "protocolVersion": version,
                     "capabilities": {"elicitation": {}},
                     "clientInfo": {"name": "raw", "version": "0"},
                 },
             }
         )
         initialized = await peer.receive()
-        assert initialized["result"]["protocolVersion"] == "2025-06-18"
+        assert initialized["result"]["protocolVersion"] == version
         await peer.send({"method": "notifications/initialized"})
+        yield peer
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 30)
+
+
+async def test_a_raw_2025_03_26_client_is_no_provider_saying_why() -> None:
+    batch = {"questions": [{"id": "q", "question": "Go?"}]}
+    async with raw_client("2025-03-26") as peer:
+        await peer.send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ask_batch", "arguments": {"request_json": json.dumps(batch)}},
+            }
+        )
+        done = await peer.receive()
+    assert done["result"]["content"][0]["text"] == (
+        "error:NO_PROVIDER:the MCP client cannot answer questions: it speaks protocol"
+        " 2025-03-26, which has no elicitation (it came in 2025-06-18)"
+    )
+
+
+async def test_a_raw_2025_06_18_client_gets_only_2025_06_18_schemas() -> None:
+    async with raw_client("2025-06-18") as peer:
         batch = {
             "questions": [
                 {
@@ -368,7 +397,3 @@ async def test_a_raw_2025_06_18_client_gets_only_2025_06_18_schemas() -> None:
                 {"id": "checks", "selected": ["lint"]},
             ]
         }
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        await asyncio.wait_for(process.wait(), 30)

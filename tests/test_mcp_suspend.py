@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from typing import Any
@@ -53,6 +54,15 @@ def make_server(bridge: InputRequiredBridge = interactive, *, plain: bool = Fals
         except UserInteractionError as error:
             return f"error:{error.code}:{error.message}"
         return json.dumps({"name": name, "tags": list(tags.selected), "runs": len(runs)})
+
+    @server.tool()
+    @bridge
+    async def can_ask(ctx: Context) -> str:
+        return str(ElicitationProvider.from_context(ctx).supports_elicitation())
+
+    @server.tool()
+    async def can_push(ctx: Context) -> str:
+        return str(ElicitationProvider.from_context(ctx).supports_elicitation())
 
     @server.tool()
     async def unwrapped(ctx: Context) -> str:
@@ -259,7 +269,31 @@ async def test_without_the_bridge_or_the_capability_it_is_no_provider_saying_wha
     )
 
 
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("auto", {"can_ask": "True", "can_push": "False"}),
+        ("legacy", {"can_ask": "True", "can_push": "True"}),
+    ],
+)
+async def test_supports_elicitation_says_whether_an_ask_can_reach_the_client(
+    mode: str, expected: dict[str, str]
+) -> None:
+    async with Client(make_server(), mode=mode, elicitation_callback=UNUSED) as client:
+        seen = {name: text_of(await client.call_tool(name, {})) for name in expected}
+    async with Client(make_server(), mode=mode) as client:
+        incapable = {name: text_of(await client.call_tool(name, {})) for name in expected}
+    assert seen == expected
+    assert incapable == {"can_ask": "False", "can_push": "False"}
+
+
 def test_a_short_key_and_a_tool_without_context_are_refused() -> None:
     with pytest.raises(ValueError, match="at least 32 bytes"):
         InputRequiredBridge(b"short")
+
+    async def no_context(version: str) -> str:
+        return version
+
+    with pytest.raises(TypeError, match="takes the MCP Context"):
+        asyncio.run(interactive(no_context)("2.0"))
     assert ErrorCode.ASK_SUSPENDED == "ASK_SUSPENDED"
