@@ -26,7 +26,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
 
@@ -219,7 +219,7 @@ class InputRequiredBridge:
 
     def __call__(
         self, tool: Callable[P, Awaitable[R]]
-    ) -> Callable[P, Awaitable[R | mcp_types.InputRequiredResult]]:
+    ) -> Callable[P, Coroutine[Any, Any, R | mcp_types.InputRequiredResult]]:
         """Wrap an MCP tool (one that takes the ``Context``) so its asks work on 2026-07-28."""
 
         @functools.wraps(tool)
