@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from typing import Any
+from typing import Any, cast
 
 import mcp.types as mcp_types
 import pytest
@@ -13,6 +13,7 @@ from mcp.client import Client
 from mcp.client.context import ClientRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 import interaction
@@ -297,3 +298,58 @@ def test_a_short_key_and_a_tool_without_context_are_refused() -> None:
     with pytest.raises(TypeError, match="takes the MCP Context"):
         asyncio.run(interactive(no_context)("2.0"))
     assert ErrorCode.ASK_SUSPENDED == "ASK_SUSPENDED"
+
+
+class FakeSession:
+    """Just what ElicitationProvider reads from a ServerSession."""
+
+    def __init__(
+        self, version: str, can_send: bool, capabilities: mcp_types.ClientCapabilities
+    ) -> None:
+        self.protocol_version = version
+        self.can_send_request = can_send
+        self.client_capabilities = capabilities
+
+
+FORM = mcp_types.ClientCapabilities(elicitation=mcp_types.ElicitationCapability())
+URL_ONLY = mcp_types.ClientCapabilities(
+    elicitation=mcp_types.ElicitationCapability(url=mcp_types.UrlElicitationCapability())
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "can_send", "capabilities", "message"),
+    [
+        (
+            "2025-11-25",
+            False,
+            FORM,
+            "the MCP client cannot answer questions: this connection has no channel for"
+            " server-to-client requests, so elicitation/create cannot reach it",
+        ),
+        (
+            "2024-11-05",
+            True,
+            FORM,
+            "the MCP client cannot answer questions: it speaks protocol 2024-11-05,"
+            " which has no elicitation (it came in 2025-06-18)",
+        ),
+        (
+            "2025-11-25",
+            True,
+            URL_ONLY,
+            "the MCP client cannot answer questions:"
+            " it did not declare the form elicitation capability",
+        ),
+    ],
+)
+async def test_a_client_that_cannot_be_asked_is_no_provider_naming_what_it_lacks(
+    version: str, can_send: bool, capabilities: mcp_types.ClientCapabilities, message: str
+) -> None:
+    provider = ElicitationProvider(
+        cast(ServerSession, FakeSession(version, can_send, capabilities))
+    )
+    assert not provider.supports_elicitation()
+    with interaction.provide(provider), pytest.raises(UserInteractionError) as caught:
+        await interaction.confirm("Go?")
+    assert (caught.value.code, caught.value.message) == (ErrorCode.NO_PROVIDER, message)
