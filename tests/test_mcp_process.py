@@ -133,8 +133,8 @@ async def test_on_2026_07_28_a_human_slower_than_the_state_ttl_gets_a_clear_erro
 # ------------------------------------------------------------------- a fastmcp client
 
 
-def fast_client(handler: Any, mode: str) -> FastMCPClient[Any]:
-    transport = StdioTransport(command=sys.executable, args=[BRIDGE])
+def fast_client(handler: Any, mode: str, **env: str) -> FastMCPClient[Any]:
+    transport = StdioTransport(command=sys.executable, args=[BRIDGE], env=env or None)
     return FastMCPClient(transport, elicitation_handler=handler, mode=mode)
 
 
@@ -192,6 +192,19 @@ async def test_a_fastmcp_client_that_times_out_is_told_so() -> None:
     content = result.content[0]
     assert isinstance(content, mcp_types.TextContent)
     assert content.text == "error:ASK_TIMEOUT:ask_user_question timed out before the user answered"
+
+
+async def test_a_fastmcp_client_slower_than_the_state_ttl_gets_a_clear_error() -> None:
+    async def slow(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        await anyio.sleep(0.6)  # outlive the 0.2 s the fixture's state is valid for
+        return {"confirm": "Yes"}
+
+    async with fast_client(slow, "auto", INTERACTION_STATE_TTL="0.2") as client:
+        with pytest.raises(MCPError) as expired:
+            await client.call_tool("release", {"version": "2.0"})
+    assert expired.value.error.message == (
+        "the request state has expired; call the tool again without it"
+    )
 
 
 # --------------------------------------------- our callback answering other servers

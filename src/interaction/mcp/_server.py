@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import mcp.types as mcp_types
 from mcp.server.mcpserver import Context
@@ -279,6 +280,27 @@ def supports_form_elicitation(session: ServerSession) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
+class Round(Protocol):
+    """One round of an ``@interactive`` tool on a 2026-07-28 connection (see ``_suspend``)."""
+
+    session: object
+
+    def ask(
+        self, provider: ElicitationProvider, request: AskUserQuestionRequest
+    ) -> AskUserQuestionAnswer: ...
+
+
+ACTIVE_ROUND: Final[contextvars.ContextVar[Round | None]] = contextvars.ContextVar(
+    "interaction_mcp_round", default=None
+)
+
+
+def round_for(provider: ElicitationProvider) -> Round | None:
+    """The round an ``@interactive`` tool is running for ``provider``'s client, if any."""
+    active = ACTIVE_ROUND.get()
+    return active if active is not None and active.session is provider.session else None
+
+
 class ElicitationProvider:
     """Asks the MCP client connected to a server session, through form elicitation.
 
@@ -322,18 +344,14 @@ class ElicitationProvider:
 
     def supports_elicitation(self) -> bool:
         """Whether an ask through this provider can reach the client now (push or suspend)."""
-        from ._suspend import suspension_for
-
-        if suspension_for(self) is not None:
+        if round_for(self) is not None:
             return supports_form_elicitation(self.session)
         return self.unavailable() is None
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        from ._suspend import suspension_for
-
-        suspension = suspension_for(self)
-        if suspension is not None:
-            return suspension.ask(self, request)
+        active = round_for(self)
+        if active is not None:
+            return active.ask(self, request)
         problem = self.unavailable()
         if problem is not None:
             raise UserInteractionError(problem, ErrorCode.NO_PROVIDER)

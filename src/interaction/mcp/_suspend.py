@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextvars
 import functools
 import hashlib
 import hmac
@@ -47,6 +46,7 @@ from .._core import (
 )
 from ..wire import decode_answer, encode_answer
 from ._server import (
+    ACTIVE_ROUND,
     INPUT_REQUIRED_VERSION,
     NO_ELICITATION,
     ElicitationProvider,
@@ -72,7 +72,7 @@ class Suspension:
     """What one round of an interactive tool call knows: the client's response to the ask
     that was pending, and the answers this round produced."""
 
-    provider_session: object
+    session: object
     version: str
     pending: tuple[str, mcp_types.ElicitResult] | None
     collected: list[ResumedAnswer] = field(default_factory=list)
@@ -99,19 +99,6 @@ class Suspension:
             raise
         self.collected.append(ResumedAnswer(digest, answer))
         return answer
-
-
-_active: Final[contextvars.ContextVar[Suspension | None]] = contextvars.ContextVar(
-    "interaction_mcp_suspension", default=None
-)
-
-
-def suspension_for(provider: ElicitationProvider) -> Suspension | None:
-    """The round an :func:`interactive` tool is running for ``provider``'s client, if any."""
-    suspension = _active.get()
-    if suspension is None or suspension.provider_session is not provider.session:
-        return None
-    return suspension
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +248,7 @@ class InputRequiredBridge:
             if response is not None:
                 pending = (state.pending_digest, response)
         suspension = Suspension(ctx.request_context.session, version, pending)
-        token = _active.set(suspension)
+        token = ACTIVE_ROUND.set(suspension)
         try:
             with resume(state.answers):
                 return await tool(*args, **kwargs)
@@ -278,7 +265,7 @@ class InputRequiredBridge:
                 request_state=self.seal(ctx, answers, key, suspended.digest),
             )
         finally:
-            _active.reset(token)
+            ACTIVE_ROUND.reset(token)
 
 
 interactive: Final = InputRequiredBridge()
