@@ -58,6 +58,18 @@ def make_server(bridge: InputRequiredBridge = interactive, *, plain: bool = Fals
 
     @server.tool()
     @bridge
+    async def persist(ctx: Context) -> str:
+        outcomes = []
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            for n in range(2):
+                try:
+                    outcomes.append(await interaction.ask_text(f"Name {n}?"))
+                except UserInteractionError as error:
+                    outcomes.append(error.code)
+        return json.dumps(outcomes)
+
+    @server.tool()
+    @bridge
     async def can_ask(ctx: Context) -> str:
         return str(ElicitationProvider.from_context(ctx).supports_elicitation())
 
@@ -174,6 +186,7 @@ def tamper_answer(inner: str) -> str:
         pytest.param(tamper_answer, id="altered-answers"),
         pytest.param(lambda inner: inner[:-4] + "0000", id="altered-signature"),
         pytest.param(lambda inner: "not a state", id="garbage"),
+        pytest.param(lambda inner: inner.partition(".")[0] + ".ü", id="non-ascii-signature"),
     ],
 )
 async def test_a_forged_state_is_a_clear_error_never_an_answer(change: Any) -> None:
@@ -237,6 +250,25 @@ async def test_a_declined_yes_no_question_is_a_no_and_a_cancel_is_ask_cancelled(
             cancelled
             == "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"
         )
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_after_a_cancel_the_calls_later_asks_are_cancelled_too_on_2026_07_28(
+    mode: str,
+) -> None:
+    calls = []
+
+    async def cancel(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        calls.append(params)
+        return mcp_types.ElicitResult(action="cancel")
+
+    async with Client(make_server(), mode=mode, elicitation_callback=cancel) as client:
+        text = text_of(await client.call_tool("persist", {}))
+    assert json.loads(text) == ["ASK_CANCELLED", "ASK_CANCELLED"]
+    # A push asks each time; a suspended call is not asked again once the user cancelled.
+    assert len(calls) == (1 if mode == "auto" else 2)
 
 
 async def test_a_declined_text_question_is_ask_cancelled() -> None:

@@ -89,12 +89,11 @@ class Suspension:
         pending, self.pending = self.pending, None
         if pending is None or pending[0] != digest:
             raise AskSuspended(request)
-        _, schema, fields = request_to_form(request, self.version)
-        del schema
+        _, _, fields = request_to_form(request, self.version)
         try:
             answer = outcome(request, fields, pending[1])
         except UserInteractionError as error:
-            if error.code is ErrorCode.ASK_CANCELLED:
+            if error.code == ErrorCode.ASK_CANCELLED:
                 self.cancelled = True
             raise
         self.collected.append(ResumedAnswer(digest, answer))
@@ -173,7 +172,8 @@ class InputRequiredBridge:
             body = _unb64(encoded)
         except (ValueError, binascii.Error):
             raise forged from None
-        if not dot or not hmac.compare_digest(self._sign(body), signature):
+        given = signature.encode("utf-8", "replace")  # compare_digest refuses non-ASCII str
+        if not dot or not hmac.compare_digest(self._sign(body).encode("ascii"), given):
             raise forged
         payload = json.loads(body)
         tool, arguments = _call_identity(ctx)
