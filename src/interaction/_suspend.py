@@ -18,8 +18,6 @@ by the code that asks and by every context copied from it, and by nothing else.
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -117,6 +115,11 @@ def request_digest(request: AskUserQuestionRequest) -> str:
             ErrorCode.BAD_REQUEST,
             path="request",
         )
+    # Imported here: json and hashlib (OpenSSL) would add ~40% to `import interaction`,
+    # and only hosts that suspend ever need a digest.
+    import hashlib
+    import json
+
     check_questions(request.questions)
     plain = [_plain_item(item) for item in request.questions]
     text = json.dumps(plain, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
