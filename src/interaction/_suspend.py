@@ -24,7 +24,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
-from ._errors import ErrorCode, HarnessError, UserInteractionError
+from ._errors import (
+    MISMATCH_MESSAGE,
+    SUSPENDED_MESSAGE,
+    ErrorCode,
+    HarnessError,
+    UserInteractionError,
+)
+from ._request_checks import check_questions
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionItem,
@@ -33,7 +40,6 @@ from ._types import (
     UnknownIntent,
     thaw,
 )
-from ._validation import check_questions
 
 __all__ = [
     "AskSuspended",
@@ -44,8 +50,6 @@ __all__ = [
     "take_resumed",
 ]
 
-SUSPENDED_MESSAGE: Final = "the question was suspended until the host resumes it"
-MISMATCH_MESSAGE: Final = "the resumed question is not the one that was asked"
 NESTED_MESSAGE: Final = "interaction.resume() is already active in this context"
 
 
