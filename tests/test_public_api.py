@@ -21,6 +21,7 @@ from interaction import (
 from .helpers import FakeAgent
 
 DOCUMENTED = [
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "AbortController",
     "AbortSignal",
@@ -45,6 +46,7 @@ DOCUMENTED = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",

@@ -26,7 +26,14 @@ from ._errors import (
     cancelled_error,
 )
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
-from ._presentation import RECOMMENDED_SUFFIX, escape_controls, is_plan_review, split_recommended
+from ._presentation import (
+    OTHER_LABEL,
+    RECOMMENDED_SUFFIX,
+    answer_item,
+    escape_controls,
+    is_plan_review,
+    split_recommended,
+)
 from ._registry import current_provider, provide, register_provider
 from ._request_checks import check_caller, check_questions, check_request
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
@@ -48,6 +55,7 @@ from ._version import __version__
 
 __all__ = [
     "DISPOSED_MESSAGE",
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "SURROGATE",
     "AbortController",
@@ -73,6 +81,7 @@ __all__ = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",
