@@ -11,6 +11,7 @@ from ._agents import AgentRegistry as AgentRegistry
 from ._agents import LiveAgents as LiveAgents
 from ._agents import current_agents as current_agents
 from ._agents import provide_agents as provide_agents
+from ._answer_checks import check_answer as check_answer
 from ._ask import ask as ask
 from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
@@ -22,18 +23,22 @@ from ._helpers import choose as choose
 from ._helpers import choose_many as choose_many
 from ._helpers import confirm as confirm
 from ._helpers import review_plan as review_plan
+from ._presentation import OTHER_LABEL as OTHER_LABEL
 from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
+from ._presentation import answer_item as answer_item
 from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
 from ._presentation import split_recommended as split_recommended
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
 from ._registry import register_provider as register_provider
+from ._request_checks import check_request as check_request
 from ._suspend import AskSuspended as AskSuspended
 from ._suspend import ResumedAnswer as ResumedAnswer
 from ._suspend import Resumption as Resumption
 from ._suspend import request_digest as request_digest
 from ._suspend import resume as resume
+from ._text_policy import label_key as label_key
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
 from ._types import AskUserQuestionIntent as AskUserQuestionIntent
@@ -44,12 +49,10 @@ from ._types import JSONValue as JSONValue
 from ._types import PlanReviewIntent as PlanReviewIntent
 from ._types import UnknownIntent as UnknownIntent
 from ._types import UserInteractionProvider as UserInteractionProvider
-from ._validation import check_answer as check_answer
-from ._validation import check_request as check_request
-from ._validation import label_key as label_key
 from ._version import __version__ as __version__
 
 __all__ = [
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "AbortController",
     "AbortSignal",
@@ -74,6 +77,7 @@ __all__ = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",

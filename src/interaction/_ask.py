@@ -6,21 +6,22 @@ import asyncio
 import contextlib
 from typing import Final, NoReturn
 
+from ._answer_checks import check_answer
 from ._errors import (
     DISPOSED_MESSAGE,
+    NO_PROVIDER_MESSAGE,
     ErrorCode,
     HarnessError,
     UserInteractionError,
     aborted_error,
 )
 from ._registry import Registration, current_registration
+from ._request_checks import check_request
 from ._suspend import AskSuspended, take_resumed
 from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
-from ._validation import check_answer, check_request
 
 __all__ = ["ask"]
 
-NO_PROVIDER_MESSAGE: Final = "no user-interaction provider is registered"
 ASYNCIO_REQUIRED_MESSAGE: Final = (
     "interaction.ask() must be awaited in an asyncio task; other event loops"
     " (trio, also through anyio) are not supported"

@@ -18,15 +18,20 @@ by the code that asks and by every context copied from it, and by nothing else.
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
-from ._errors import ErrorCode, HarnessError, UserInteractionError
+from ._errors import (
+    MISMATCH_MESSAGE,
+    SUSPENDED_MESSAGE,
+    ErrorCode,
+    HarnessError,
+    UserInteractionError,
+)
+from ._request_checks import check_questions
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionItem,
@@ -35,7 +40,6 @@ from ._types import (
     UnknownIntent,
     thaw,
 )
-from ._validation import check_questions
 
 __all__ = [
     "AskSuspended",
@@ -46,8 +50,6 @@ __all__ = [
     "take_resumed",
 ]
 
-SUSPENDED_MESSAGE: Final = "the question was suspended until the host resumes it"
-MISMATCH_MESSAGE: Final = "the resumed question is not the one that was asked"
 NESTED_MESSAGE: Final = "interaction.resume() is already active in this context"
 
 
@@ -117,6 +119,11 @@ def request_digest(request: AskUserQuestionRequest) -> str:
             ErrorCode.BAD_REQUEST,
             path="request",
         )
+    # Imported here: json and hashlib (OpenSSL) would add ~40% to `import interaction`,
+    # and only hosts that suspend ever need a digest.
+    import hashlib
+    import json
+
     check_questions(request.questions)
     plain = [_plain_item(item) for item in request.questions]
     text = json.dumps(plain, ensure_ascii=True, sort_keys=True, separators=(",", ":"))

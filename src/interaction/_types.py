@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
-from ._errors import ErrorCode, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError, fault
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -48,7 +48,7 @@ MAX_INTENT_DEPTH: Final = 64
 
 
 def _bad_intent_field(path: str, problem: str) -> UserInteractionError:
-    return UserInteractionError(f"{path}: {problem}", ErrorCode.BAD_INTENT, path=path)
+    return fault(ErrorCode.BAD_INTENT, path, problem)
 
 
 def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
