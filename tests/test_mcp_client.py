@@ -213,3 +213,27 @@ async def test_a_decline_never_comes_from_us_a_dismissal_is_cancel() -> None:
         ScriptedProvider(UserInteractionError("boom", ErrorCode.BAD_ANSWER)),
     )
     assert failed == mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message="boom (BAD_ANSWER)")
+
+
+async def test_typed_text_naming_an_option_selects_it_by_the_one_answer_rule() -> None:
+    params = form(
+        {
+            "color": {"type": "string", "enum": ["red", "green"]},
+            "tags": TAGS,
+            "ok": {"type": "boolean"},
+        }
+    )
+
+    def script(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        return AskUserQuestionAnswer(
+            [
+                AskUserQuestionAnswerItem("color", custom=" RED "),
+                AskUserQuestionAnswerItem("tags", ["a"], custom="c"),
+                AskUserQuestionAnswerItem("ok", custom="no"),
+            ]
+        )
+
+    result = await answer(params, ScriptedProvider(script))
+    assert result == mcp_types.ElicitResult(
+        action="accept", content={"color": "red", "tags": ["a", "c"], "ok": False}
+    )

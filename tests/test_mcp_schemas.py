@@ -139,3 +139,22 @@ def test_content_keys_we_did_not_send_are_bad_answer(
         form_to_answer(fields, content)
     assert caught.value.code == ErrorCode.BAD_ANSWER
     assert caught.value.message == message
+
+
+def test_other_text_follows_the_one_answer_rule() -> None:
+    _, _, fields = request_to_form(REQUEST)
+    answer = form_to_answer(
+        fields,
+        {
+            "pkg_manager_2": "pnpm",
+            "pkg_manager_2__other": " NPM ",
+            "checks": ["tests"],
+            "checks__other": "Lint",
+            "pkg_manager": "  npmjs  ",
+        },
+    )
+    assert answer.answers == (
+        AskUserQuestionAnswerItem("pkg-manager", ("npm",)),
+        AskUserQuestionAnswerItem("checks", ("tests", "lint")),
+        AskUserQuestionAnswerItem("pkg_manager", (), "npmjs"),
+    )

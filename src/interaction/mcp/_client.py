@@ -27,6 +27,7 @@ from .._core import (
     ErrorCode,
     UserInteractionError,
     UserInteractionProvider,
+    answer_item,
     ask,
     check_request,
     provide,
@@ -336,6 +337,8 @@ def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
 def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue, str | None]:
     """The content value for one answer, or why it does not satisfy the field."""
     spec = field.spec
+    if field.kind in ("choice", "boolean", "choices"):  # typed text naming an option selects it
+        answer = answer_item(field.item, answer.selected, answer.custom)
     if field.kind in ("choice", "boolean"):
         if answer.custom is not None:
             return None, "choose one of the options"

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.session import ServerSession
 
 from .._core import (
+    OTHER_LABEL,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
@@ -20,12 +21,13 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
+    answer_item,
     cancelled_error,
 )
 from ..wire import JSONObject
 
 OTHER_SUFFIX: Final = "__other"
-OTHER_TITLE: Final = "Other (your own answer)"
+OTHER_TITLE: Final = OTHER_LABEL
 
 ELICITATION_VERSION: Final = "2025-06-18"
 """The first protocol version with form elicitation: ``enum`` + ``enumNames`` only."""
@@ -195,6 +197,24 @@ def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
     return value if value.strip() else None
 
 
+def _with_other(
+    question: AskUserQuestionItem, selected: tuple[str, ...], other: str | None
+) -> AskUserQuestionAnswerItem:
+    """The item for the labels the content chose and the "Other" text beside them.
+
+    The labels are kept as sent (the seam refuses repeats and unknown ones); the text
+    follows the one answer rule (``answer_item``): text naming an option selects it, other
+    text is the custom answer, which replaces a single-select choice.
+    """
+    if other is None:
+        return AskUserQuestionAnswerItem(question.id, selected)
+    typed = answer_item(question, (), other)
+    if not question.multi_select:
+        return typed
+    extra = tuple(label for label in typed.selected if label not in selected)
+    return AskUserQuestionAnswerItem(question.id, selected + extra, typed.custom)
+
+
 def form_to_answer(
     fields: Sequence[FormField], content: Mapping[str, object]
 ) -> AskUserQuestionAnswer:
@@ -216,9 +236,7 @@ def form_to_answer(
         question = field.question
         other = _text_value(content, field.other_key)
         if not question.options:
-            items.append(
-                AskUserQuestionAnswerItem(question.id, (), _text_value(content, field.key))
-            )
+            items.append(answer_item(question, (), _text_value(content, field.key)))
             continue
         if field.option_keys:
             selected = []
@@ -228,7 +246,7 @@ def form_to_answer(
                     raise _bad(key, f"expected a boolean, got {type(flag).__name__}")
                 if flag:
                     selected.append(option.label)
-            items.append(AskUserQuestionAnswerItem(question.id, tuple(selected), other))
+            items.append(_with_other(question, tuple(selected), other))
             continue
         value = content.get(field.key)
         if question.multi_select:
@@ -236,14 +254,12 @@ def form_to_answer(
                 value = []
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _bad(field.key, "expected an array of option labels")
-            items.append(AskUserQuestionAnswerItem(question.id, tuple(value), other))
-        elif other is not None:  # an answer of one's own replaces the choice
-            items.append(AskUserQuestionAnswerItem(question.id, (), other))
+            items.append(_with_other(question, tuple(value), other))
         else:
             if value is not None and value != "" and not isinstance(value, str):
                 raise _bad(field.key, f"expected an option label, got {type(value).__name__}")
             chosen = (value,) if isinstance(value, str) and value else ()
-            items.append(AskUserQuestionAnswerItem(question.id, chosen))
+            items.append(_with_other(question, chosen, other))
     return AskUserQuestionAnswer(items)
 
 
