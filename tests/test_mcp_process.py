@@ -100,12 +100,28 @@ async def test_the_sdk_client_declines_cancels_and_sends_invalid_content(mode: s
     )
 
 
+class Tracked(BlockingProvider):
+    """A blocking provider that says when its cleanup ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cleaned = asyncio.Event()
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        try:
+            return await super().ask(request)
+        finally:
+            self.cleaned.set()
+
+
 async def test_a_legacy_push_times_out_and_the_clients_ask_is_cancelled() -> None:
-    blocking = BlockingProvider()
+    blocking = Tracked()
     request = json.dumps({"questions": [{"id": "q", "question": "Wait?"}]})
     callback = elicitation_callback(blocking)
     async with Client(server(BRIDGE), mode="legacy", elicitation_callback=callback) as client:
-        result = await client.call_tool("ask_batch", {"request_json": request, "timeout": 0.3})
+        # Long enough for the push to reach the client on a loaded machine.
+        result = await client.call_tool("ask_batch", {"request_json": request, "timeout": 2.0})
+        await asyncio.wait_for(blocking.cleaned.wait(), 30)
         assert len(blocking.requests) == 1
         assert blocking.pending == 0
     assert text_of(result) == (
