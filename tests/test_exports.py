@@ -71,7 +71,7 @@ def _imported_modules(path: Path) -> list[tuple[int, str]]:
 
 def test_the_scan_sees_every_extra() -> None:
     names = {path.relative_to(PACKAGE).as_posix() for path in _extras()}
-    assert {"wire.py", "tool.py", "console.py", "relay.py", "mcp.py", "cli.py"} <= names
+    assert {"wire.py", "tool.py", "console.py", "relay.py", "mcp/__init__.py", "cli.py"} <= names
     assert {"terminal/_app.py", "web/_app.py", "testing.py"} <= names
 
 

@@ -325,10 +325,11 @@ async def test_url_mode_and_unexpressible_schemas_are_refused_with_a_reason() ->
         == "interaction answers form elicitations only; URL-mode elicitation is declined"
     )
     for properties, reason in (
-        ({"where": {"type": "object", "properties": {}}}, "field 'where' has type 'object'"),
+        ({"where": {"type": "object", "properties": {}}}, "field 'where' has type \"object\""),
         (
             {"n": {"type": "array", "items": {"type": "integer"}}},
-            "field 'n' has an enum that is not a list of strings",
+            "field 'n' is an array without an enum of choices;"
+            " interaction asks arrays as multi-selects only",
         ),
         ({"s": {"type": "string", "enum": ["a", "A"]}}, "duplicate option label 'A'"),
         ({"t": {"type": "string", "title": "\x1b[2J"}}, "contains control character U+001B"),

@@ -1,0 +1,484 @@
+"""Client side: answer a server's form elicitation with the provider in context."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal, TypeAlias
+from urllib.parse import urlsplit
+
+import jsonschema
+import mcp.types as mcp_types
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ElicitationFnT
+
+from .._core import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    UserInteractionProvider,
+    answer_item,
+    ask,
+    check_request,
+    provide,
+)
+
+ElicitationCallback: TypeAlias = ElicitationFnT
+"""The SDK's type of an MCP client's ``elicitation_callback``."""
+
+FormValue: TypeAlias = str | int | float | bool | list[str] | None
+Primitive: TypeAlias = str | int | float | bool
+
+YES: Final = "Yes"
+NO: Final = "No"
+MAX_TRIES: Final = 3
+"""How many times a form is asked before an answer that still does not fit is an error."""
+
+FORMATS: Final = ("email", "uri", "date", "date-time")
+"""The string formats MCP form elicitation defines; each is checked before it is sent."""
+
+_SCHEMA_KEYWORDS: Final = frozenset(
+    {"type", "properties", "required", "$schema", "title", "description"}
+)
+_FIELD_KEYWORDS: Final = frozenset(
+    {
+        "type",
+        "title",
+        "description",
+        "default",
+        "enum",
+        "enumNames",
+        "oneOf",
+        "anyOf",
+        "items",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "format",
+    }
+)
+_ITEM_KEYWORDS: Final = frozenset({"type", "enum", "enumNames", "oneOf", "anyOf"})
+_CHOICE_KEYWORDS: Final = frozenset({"const", "title"})
+_BOUNDS: Final = ("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems")
+_INTEGER: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_NUMBER: Final = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+_EMAIL: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+_DATE_TIME: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+
+
+class _Unexpressible(Exception):
+    """A requested schema this bridge cannot put as questions."""
+
+
+class _TooManyTries(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------ formats
+
+
+def _is_email(text: str) -> bool:
+    return _EMAIL.fullmatch(text) is not None
+
+
+def _is_date(text: str) -> bool:
+    if not _DATE.fullmatch(text):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_date_time(text: str) -> bool:
+    if not _DATE_TIME.fullmatch(text):
+        return False
+    try:
+        datetime.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_uri(text: str) -> bool:
+    if any(c.isspace() for c in text) or not text.isascii():
+        return False
+    scheme = text.partition(":")[0]
+    if ":" not in text or not _SCHEME.fullmatch(scheme):
+        return False
+    try:
+        urlsplit(text)
+    except ValueError:
+        return False
+    return True
+
+
+_FORMAT_CHECKS: Final = {
+    "email": (_is_email, "an email address such as name@example.com"),
+    "uri": (_is_uri, "a URI such as https://example.com/page"),
+    "date": (_is_date, "a date such as 2026-07-28"),
+    "date-time": (_is_date_time, "a date and time such as 2026-07-28T09:30:00Z"),
+}
+
+
+def _on_strings(check: Callable[[str], bool]) -> Callable[[object], bool]:
+    return lambda value: not isinstance(value, str) or check(value)
+
+
+def _format_checker() -> jsonschema.FormatChecker:
+    checker = jsonschema.FormatChecker(())
+    for name, (check, _) in _FORMAT_CHECKS.items():
+        checker.checkers[name] = (_on_strings(check), ())
+    return checker
+
+
+# ------------------------------------------------------------------------------- fields
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    key: str
+    kind: Literal["text", "number", "integer", "boolean", "choice", "choices"]
+    required: bool
+    item: AskUserQuestionItem
+    values: Mapping[str, Primitive]  # option label -> content value
+    spec: Mapping[str, Any]
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _label(value: object) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+def _unknown(where: str, spec: Mapping[str, Any], known: frozenset[str]) -> None:
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise _Unexpressible(
+            f"{where} uses {', '.join(map(repr, unknown))}, which interaction cannot check"
+        )
+
+
+def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Primitive]]:
+    """(label, value) pairs of an enum field: titled (oneOf/anyOf) or plain (enum[, enumNames])."""
+    pairs: list[tuple[str, Primitive]]
+    if "oneOf" in spec or "anyOf" in spec:
+        entries = spec.get("oneOf") if "oneOf" in spec else spec.get("anyOf")
+        if (
+            not isinstance(entries, list)
+            or not entries
+            or not all(isinstance(e, dict) and isinstance(e.get("const"), str) for e in entries)
+        ):
+            raise _Unexpressible(f"field {key!r} has choices without string values")
+        for entry in entries:
+            _unknown(f"a choice of field {key!r}", entry, _CHOICE_KEYWORDS)
+        pairs = [
+            (str(e["title"]) if isinstance(e.get("title"), str) else e["const"], e["const"])
+            for e in entries
+        ]
+    else:
+        enum = spec.get("enum")
+        python: tuple[type, ...] = {"integer": (int,), "number": (int, float)}.get(kind, (str,))
+        if (
+            not isinstance(enum, list)
+            or not enum
+            or not all(isinstance(v, python) and not isinstance(v, bool) for v in enum)
+        ):
+            raise _Unexpressible(f"field {key!r} has an enum that is not a list of {kind}s")
+        names = spec.get("enumNames")
+        if names is None:
+            pairs = [(_label(v), v) for v in enum]
+        elif (
+            isinstance(names, list)
+            and len(names) == len(enum)
+            and all(isinstance(n, str) for n in names)
+        ):
+            pairs = list(zip(names, enum, strict=True))
+        else:
+            raise _Unexpressible(f"field {key!r} has enumNames that do not name each enum value")
+    seen: set[str] = set()
+    for label, _ in pairs:
+        if label in seen:
+            raise _Unexpressible(f"field {key!r} has two options titled {label!r}")
+        seen.add(label)
+    return pairs
+
+
+def _constraints(spec: Mapping[str, Any]) -> list[str]:
+    notes = []
+    for name, text in (
+        ("minLength", "at least {} characters"),
+        ("maxLength", "at most {} characters"),
+        ("minimum", "at least {}"),
+        ("maximum", "at most {}"),
+        ("minItems", "choose at least {}"),
+        ("maxItems", "choose at most {}"),
+    ):
+        if name in spec:
+            notes.append(text.format(_json(spec[name])))
+    if "format" in spec:
+        notes.append(_FORMAT_CHECKS[spec["format"]][1])
+    return notes
+
+
+def _field(key: str, spec: object, required: bool) -> _Field:
+    if not isinstance(spec, dict):
+        raise _Unexpressible(f"field {key!r} has no schema")
+    kind_name = spec.get("type")
+    if kind_name not in ("string", "number", "integer", "boolean", "array"):
+        raise _Unexpressible(
+            f"field {key!r} has type {_json(kind_name)}, which a question cannot carry"
+        )
+    _unknown(f"field {key!r}", spec, _FIELD_KEYWORDS)
+    for bound in _BOUNDS:
+        value = spec.get(bound, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Unexpressible(f"field {key!r} has a {bound} that is not a number")
+    if "format" in spec and (kind_name != "string" or spec["format"] not in _FORMAT_CHECKS):
+        raise _Unexpressible(
+            f"field {key!r} has format {_json(spec['format'])}; interaction checks"
+            f" {', '.join(FORMATS)} on strings only"
+        )
+    title = spec.get("title") if isinstance(spec.get("title"), str) else None
+    question = title or key
+    detail_parts = [spec["description"]] if isinstance(spec.get("description"), str) else []
+    notes = _constraints(spec)
+    if required:
+        notes.insert(0, "required")
+    if "default" in spec:
+        notes.append(f"default: {_json(spec['default'])}")
+    if notes:
+        detail_parts.append("(" + "; ".join(notes) + ")")
+    detail = "\n\n".join(detail_parts) or None
+    values: dict[str, Primitive] = {}
+    multi = False
+    kind: Literal["text", "number", "integer", "boolean", "choice", "choices"]
+    if kind_name in ("string", "number", "integer") and (
+        "enum" in spec or "oneOf" in spec or "anyOf" in spec
+    ):
+        kind = "choice"
+        values = dict(_choices(spec, key, kind_name))
+    elif kind_name == "array":
+        items = spec.get("items")
+        if not isinstance(items, dict) or not (
+            "enum" in items or "oneOf" in items or "anyOf" in items
+        ):
+            raise _Unexpressible(
+                f"field {key!r} is an array without an enum of choices;"
+                " interaction asks arrays as multi-selects only"
+            )
+        _unknown(f"the items of field {key!r}", items, _ITEM_KEYWORDS)
+        if items.get("type", "string") != "string":
+            raise _Unexpressible(
+                f"field {key!r} has items of type {_json(items['type'])}; MCP arrays hold strings"
+            )
+        kind, multi = "choices", True
+        values = dict(_choices(items, key, "string"))
+    elif kind_name == "boolean":
+        kind, values = "boolean", {YES: True, NO: False}
+    elif kind_name == "string":
+        kind = "text"
+    else:
+        kind = "number" if kind_name == "number" else "integer"
+    options = [AskUserQuestionOption(label) for label in values]
+    item = AskUserQuestionItem(key, question, detail, None, options, multi)
+    return _Field(key, kind, required, item, values, spec)
+
+
+def _with_note(field: _Field, note: str) -> _Field:
+    """The field with ``note`` put before its question's detail."""
+    detail = f"{note}\n\n{field.item.detail}" if field.item.detail else note
+    return replace(field, item=replace(field.item, detail=detail))
+
+
+def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
+    schema = params.requested_schema
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
+        raise _Unexpressible("the requested schema is not an object with properties")
+    _unknown("the requested schema", schema, _SCHEMA_KEYWORDS)
+    required = schema.get("required") or []
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise _Unexpressible("the requested schema's required is not a list of field names")
+    fields = [_field(key, spec, key in required) for key, spec in properties.items()]
+    first = fields[0]
+    message = params.message.strip()
+    if message and message != first.item.question:
+        fields[0] = _with_note(first, message)
+    return fields
+
+
+# ------------------------------------------------------------------------------- values
+
+
+def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue, str | None]:
+    """The content value for one answer, or why it does not satisfy the field."""
+    spec = field.spec
+    if field.kind in ("choice", "boolean", "choices"):  # typed text naming an option selects it
+        answer = answer_item(field.item, answer.selected, answer.custom)
+    if field.kind in ("choice", "boolean"):
+        if answer.custom is not None:
+            return None, "choose one of the options"
+        if not answer.selected:
+            return None, "this field is required" if field.required else None
+        return field.values[answer.selected[0]], None
+    if field.kind == "choices":
+        if answer.custom is not None:
+            return None, "choose from the options only"
+        chosen = [str(field.values[label]) for label in answer.selected]
+        if not chosen:  # a skip omits the key, so the server's default stands
+            return None, "this field is required" if field.required else None
+        if len(chosen) < spec.get("minItems", 0) or len(chosen) > spec.get("maxItems", math.inf):
+            return None, "; ".join(_constraints(spec))
+        return chosen, None
+    text = answer.custom
+    if text is None:
+        return None, "this field is required" if field.required else None
+    if field.kind in ("number", "integer"):
+        stripped = text.strip()
+        pattern = _INTEGER if field.kind == "integer" else _NUMBER
+        if not pattern.fullmatch(stripped):  # int()/float() take 1_000, "inf", non-ASCII digits
+            return None, f"enter {'a whole number' if field.kind == 'integer' else 'a number'}"
+        number: int | float = int(stripped) if field.kind == "integer" else float(stripped)
+        if (
+            not math.isfinite(number)
+            or number < spec.get("minimum", -math.inf)
+            or number > spec.get("maximum", math.inf)
+        ):
+            return None, "enter a number " + "; ".join(_constraints(spec))
+        return number, None
+    if len(text) < spec.get("minLength", 0) or len(text) > spec.get("maxLength", math.inf):
+        return None, "; ".join(_constraints(spec))
+    if "format" in spec:
+        check, example = _FORMAT_CHECKS[spec["format"]]
+        if not check(text):
+            return None, f"enter {example}"
+    return text, None
+
+
+async def _answer(
+    fields: list[_Field], provider: UserInteractionProvider | None
+) -> dict[str, FormValue]:
+    """Ask until every answer satisfies its field (a failing one is asked again, up to
+    ``MAX_TRIES`` asks in all; each re-ask carries one note, replacing the last)."""
+    pending = [(field, field) for field in fields]  # (original, as asked)
+    content: dict[str, FormValue] = {}
+    problems: list[str] = []
+    for _ in range(MAX_TRIES):
+        request = check_request(AskUserQuestionRequest([asked.item for _, asked in pending]))
+        answer = await _ask(request, provider)
+        retry = []
+        problems = []
+        for (field, _asked), item in zip(pending, answer.answers, strict=True):
+            value, problem = _value(field, item)
+            if problem is not None:
+                retry.append((field, _with_note(field, f"Please answer again: {problem}.")))
+                problems.append(f"{field.key}: {problem}")
+            elif value is not None:
+                content[field.key] = value
+        if not retry:
+            return content
+        pending = retry
+    raise _TooManyTries(f"no valid answer after {MAX_TRIES} tries ({'; '.join(problems)})")
+
+
+async def _ask(
+    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
+) -> AskUserQuestionAnswer:
+    if provider is None:
+        return await ask(request)
+
+    async def with_provider() -> AskUserQuestionAnswer:
+        with provide(provider):
+            return await ask(request)
+
+    # A fresh context, so the given provider is used whatever is registered around us.
+    return await asyncio.get_running_loop().create_task(
+        with_provider(), context=contextvars.Context()
+    )
+
+
+def _schema_problem(schema: Mapping[str, Any], content: Mapping[str, FormValue]) -> str | None:
+    """Why ``content`` does not satisfy ``schema`` (a last guard; None when it does)."""
+    validator = jsonschema.Draft202012Validator(dict(schema), format_checker=_format_checker())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(content)))
+    if error is None:
+        return None
+    where = ".".join(str(part) for part in error.absolute_path) or "content"
+    return f"{where}: {error.message}"
+
+
+def _error(code: int, message: str) -> mcp_types.ErrorData:
+    return mcp_types.ErrorData(code=code, message=message)
+
+
+def elicitation_callback(provider: UserInteractionProvider | None = None) -> ElicitationCallback:
+    """An MCP client ``elicitation_callback`` that asks a human through the seam.
+
+    It asks ``provider``, or else the provider active in the context where the MCP client
+    was entered. Form fields become questions (string, number, integer and boolean fields,
+    titled and untitled enums, single and multi); an answer that does not satisfy its field
+    is asked again, at most ``MAX_TRIES`` times in all. The result is ``accept`` with content
+    that satisfies the requested schema (checked with ``jsonschema`` before it is sent), or
+    ``cancel`` when the user dismisses it. A URL-mode elicitation, or a schema no question
+    can express (or that uses a keyword interaction cannot check), is refused with an error
+    that says why; nothing is guessed.
+    """
+
+    async def callback(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        del context
+        if not isinstance(params, mcp_types.ElicitRequestFormParams):
+            return _error(
+                mcp_types.INVALID_PARAMS,
+                "interaction answers form elicitations only; URL-mode elicitation is declined",
+            )
+        try:
+            fields = _fields(params)
+            check_request(AskUserQuestionRequest([f.item for f in fields]))
+        except (_Unexpressible, UserInteractionError) as exc:
+            return _error(mcp_types.INVALID_PARAMS, f"interaction cannot ask this form: {exc}")
+        try:
+            content = await _answer(fields, provider)
+        except _TooManyTries as exc:
+            return _error(mcp_types.INVALID_PARAMS, f"interaction could not fill this form: {exc}")
+        except UserInteractionError as error:
+            if error.code in (
+                ErrorCode.ASK_CANCELLED,
+                ErrorCode.ASK_ABORTED,
+                ErrorCode.ASK_TIMEOUT,
+            ):
+                return mcp_types.ElicitResult(action="cancel")
+            return _error(mcp_types.INTERNAL_ERROR, f"{error.message} ({error.code})")
+        problem = _schema_problem(params.requested_schema, content)
+        if problem is not None:  # pragma: no cover - the checks above make this unreachable
+            return _error(
+                mcp_types.INTERNAL_ERROR, f"interaction could not fill this form: {problem}"
+            )
+        return mcp_types.ElicitResult(action="accept", content=content)
+
+    return callback

@@ -1,0 +1,376 @@
+"""Server side: ask the connected MCP client through form elicitation."""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import mcp.types as mcp_types
+from mcp.server.mcpserver import Context
+from mcp.server.session import ServerSession
+
+from .._core import (
+    OTHER_LABEL,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    answer_item,
+    cancelled_error,
+)
+from ..wire import JSONObject
+
+OTHER_SUFFIX: Final = "__other"
+OTHER_TITLE: Final = OTHER_LABEL
+
+ELICITATION_VERSION: Final = "2025-06-18"
+"""The first protocol version with form elicitation: ``enum`` + ``enumNames`` only."""
+TITLED_VERSION: Final = "2025-11-25"
+"""The first version with titled ``oneOf`` choices and ``array`` multi-selects."""
+INPUT_REQUIRED_VERSION: Final = "2026-07-28"
+"""The first version where a server asks through an input-required result, not a push."""
+
+NO_ELICITATION: Final = (
+    "the MCP client cannot answer questions: it did not declare the form elicitation capability"
+)
+
+
+def _at_least(version: str, wanted: str) -> bool:
+    return version >= wanted  # protocol versions are ISO dates
+
+
+def old_protocol_message(version: str) -> str:
+    return (
+        f"the MCP client cannot answer questions: it speaks protocol {version},"
+        f" which has no elicitation (it came in {ELICITATION_VERSION})"
+    )
+
+
+NO_BACK_CHANNEL: Final = (
+    "the MCP client cannot answer questions: this connection has no channel for"
+    " server-to-client requests, so elicitation/create cannot reach it"
+)
+NOT_SUSPENDABLE: Final = (
+    f"the MCP client cannot answer questions pushed during a tool call: it speaks protocol"
+    f" {INPUT_REQUIRED_VERSION} or later, where a server asks through an input-required result;"
+    " serve the tool with @interaction.mcp.interactive"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FormField:
+    """Where one question's answer lives in the form content.
+
+    ``key`` holds the choice (or the text); ``other_key`` the "Other" text beside a choice;
+    ``option_keys`` the one-boolean-per-option fields of a multi-select sent to a 2025-06-18
+    peer (``key`` then holds nothing).
+    """
+
+    question: AskUserQuestionItem
+    key: str
+    other_key: str | None
+    option_keys: tuple[str, ...] = ()
+
+
+def _title(item: AskUserQuestionItem) -> str:
+    return f"{item.header}: {item.question}" if item.header else item.question
+
+
+def _option_title(option: AskUserQuestionOption) -> str:
+    return f"{option.label} — {option.description}" if option.description else option.label
+
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_]", re.ASCII)
+
+
+def _is_identifier(name: str) -> bool:
+    return bool(name) and _UNSAFE.search(name) is None and not name[0].isdigit()
+
+
+class _Keys:
+    """Identifier-safe, unique property names (typed handlers, e.g. fastmcp's, rename
+    ``pkg-manager`` to ``pkg_manager``; a name that is already an identifier survives)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def make(self, wanted: str) -> str:
+        base = _UNSAFE.sub("_", wanted) or "q"
+        if base[0].isdigit():
+            base = "q_" + base
+        key, n = base, 1
+        while key in self.taken:
+            n += 1
+            key = f"{base}_{n}"
+        self.taken.add(key)
+        return key
+
+
+def request_to_form(
+    request: AskUserQuestionRequest, protocol_version: str = TITLED_VERSION
+) -> tuple[str, JSONObject, list[FormField]]:
+    """The elicitation message, the requested schema, and where each answer is found.
+
+    The schema uses only what ``protocol_version`` defines: a 2025-06-18 peer gets
+    ``enum`` + ``enumNames`` for a single-select and one boolean per option for a
+    multi-select; 2025-11-25 and later get titled ``oneOf`` and an ``array``. No field is
+    required: leaving one empty skips its question.
+    """
+    titled = _at_least(protocol_version, TITLED_VERSION)
+    properties: dict[str, Any] = {}
+    fields: list[FormField] = []
+    keys = _Keys()
+    safe = {item.id for item in request.questions if _is_identifier(item.id)}
+    keys.taken.update(safe)  # an id that is already an identifier keeps its name
+    for item in request.questions:
+        key = item.id if item.id in safe else keys.make(item.id)
+        prop: dict[str, Any] = {"title": _title(item)}
+        if item.detail:
+            prop["description"] = item.detail
+        if not item.options:
+            properties[key] = {**prop, "type": "string"}
+            fields.append(FormField(item, key, None))
+            continue
+        option_keys: tuple[str, ...] = ()
+        if item.multi_select and titled:
+            choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
+            properties[key] = {
+                **prop,
+                "type": "array",
+                "items": {"anyOf": choices},
+                "uniqueItems": True,
+            }
+        elif item.multi_select:
+            option_keys = tuple(keys.make(f"{key}__{n}") for n in range(1, len(item.options) + 1))
+            for option, option_key in zip(item.options, option_keys, strict=True):
+                option_prop: dict[str, Any] = {
+                    "type": "boolean",
+                    "title": f"{_title(item)} — {_option_title(option)}",
+                    "default": False,
+                }
+                if item.detail:
+                    option_prop["description"] = item.detail
+                properties[option_key] = option_prop
+        elif titled:
+            choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
+            properties[key] = {**prop, "type": "string", "oneOf": choices}
+        else:
+            properties[key] = {
+                **prop,
+                "type": "string",
+                "enum": [o.label for o in item.options],
+                "enumNames": [_option_title(o) for o in item.options],
+            }
+        other_key = keys.make(key + OTHER_SUFFIX)
+        properties[other_key] = {"type": "string", "title": f"{OTHER_TITLE} — {item.question}"}
+        fields.append(FormField(item, key, other_key, option_keys))
+    if len(request.questions) == 1:
+        only = request.questions[0]
+        message = _title(only) + (f"\n\n{only.detail}" if only.detail else "")
+    else:
+        lines = [f"Please answer {len(request.questions)} questions (leave one empty to skip it):"]
+        lines.extend(f"- {_title(item)}" for item in request.questions)
+        message = "\n".join(lines)
+    return message, {"type": "object", "properties": properties, "required": []}, fields
+
+
+def _bad(key: str, problem: str) -> UserInteractionError:
+    return UserInteractionError(
+        f"elicitation content {key}: {problem}", ErrorCode.BAD_ANSWER, path=f"content.{key}"
+    )
+
+
+def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
+    if key is None:
+        return None
+    value = content.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _bad(key, f"expected a string, got {type(value).__name__}")
+    return value if value.strip() else None
+
+
+def _with_other(
+    question: AskUserQuestionItem, selected: tuple[str, ...], other: str | None
+) -> AskUserQuestionAnswerItem:
+    """The item for the labels the content chose and the "Other" text beside them.
+
+    The labels are kept as sent (the seam refuses repeats and unknown ones); the text
+    follows the one answer rule (``answer_item``): text naming an option selects it, other
+    text is the custom answer, which replaces a single-select choice.
+    """
+    if other is None:
+        return AskUserQuestionAnswerItem(question.id, selected)
+    typed = answer_item(question, (), other)
+    if not question.multi_select:
+        return typed
+    extra = tuple(label for label in typed.selected if label not in selected)
+    return AskUserQuestionAnswerItem(question.id, selected + extra, typed.custom)
+
+
+def form_to_answer(
+    fields: Sequence[FormField], content: Mapping[str, object]
+) -> AskUserQuestionAnswer:
+    """The answer an accepted form's ``content`` gives; the seam then checks it.
+
+    A content key the form did not ask for is ``BAD_ANSWER``: a client that renamed a
+    field must not turn an answer into a silent skip.
+    """
+    sent: set[str] = set()
+    for field in fields:
+        sent.update(field.option_keys or (field.key,))
+        if field.other_key is not None:
+            sent.add(field.other_key)
+    for key in content:
+        if key not in sent:
+            raise _bad(key, "the form has no such field")
+    items = []
+    for field in fields:
+        question = field.question
+        other = _text_value(content, field.other_key)
+        if not question.options:
+            items.append(answer_item(question, (), _text_value(content, field.key)))
+            continue
+        if field.option_keys:
+            selected = []
+            for option, key in zip(question.options, field.option_keys, strict=True):
+                flag = content.get(key)
+                if flag is not None and not isinstance(flag, bool):
+                    raise _bad(key, f"expected a boolean, got {type(flag).__name__}")
+                if flag:
+                    selected.append(option.label)
+            items.append(_with_other(question, tuple(selected), other))
+            continue
+        value = content.get(field.key)
+        if question.multi_select:
+            if value is None:
+                value = []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _bad(field.key, "expected an array of option labels")
+            items.append(_with_other(question, tuple(value), other))
+        else:
+            if value is not None and value != "" and not isinstance(value, str):
+                raise _bad(field.key, f"expected an option label, got {type(value).__name__}")
+            chosen = (value,) if isinstance(value, str) and value else ()
+            items.append(_with_other(question, chosen, other))
+    return AskUserQuestionAnswer(items)
+
+
+def is_yes_no(request: AskUserQuestionRequest) -> bool:
+    """One single-select question with two options: what ``confirm()`` asks."""
+    if len(request.questions) != 1:
+        return False
+    only = request.questions[0]
+    return not only.multi_select and len(only.options) == 2
+
+
+def outcome(
+    request: AskUserQuestionRequest,
+    fields: Sequence[FormField],
+    result: mcp_types.ElicitResult,
+) -> AskUserQuestionAnswer:
+    """The answer an elicitation result gives, or the error it is.
+
+    ``accept`` is the content's answer; ``decline`` on a yes/no form is a skip, which
+    ``confirm()`` reads as "no"; any other ``decline``, and every ``cancel``, is
+    ``ASK_CANCELLED``.
+    """
+    if result.action == "accept":
+        return form_to_answer(fields, result.content or {})
+    if result.action == "decline" and is_yes_no(request):
+        return AskUserQuestionAnswer([AskUserQuestionAnswerItem(request.questions[0].id)])
+    raise cancelled_error()
+
+
+def supports_form_elicitation(session: ServerSession) -> bool:
+    """Whether the client declared form elicitation (a bare ``elicitation: {}`` counts)."""
+    declared = session.client_capabilities
+    elicitation = declared.elicitation if declared is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+class Round(Protocol):
+    """One round of an ``@interactive`` tool on a 2026-07-28 connection (see ``_suspend``)."""
+
+    session: object
+
+    def ask(
+        self, provider: ElicitationProvider, request: AskUserQuestionRequest
+    ) -> AskUserQuestionAnswer: ...
+
+
+ACTIVE_ROUND: Final[contextvars.ContextVar[Round | None]] = contextvars.ContextVar(
+    "interaction_mcp_round", default=None
+)
+
+
+def round_for(provider: ElicitationProvider) -> Round | None:
+    """The round an ``@interactive`` tool is running for ``provider``'s client, if any."""
+    active = ACTIVE_ROUND.get()
+    return active if active is not None and active.session is provider.session else None
+
+
+class ElicitationProvider:
+    """Asks the MCP client connected to a server session, through form elicitation.
+
+    Make one from a tool's context (:meth:`from_context`) and register it for the tool's
+    work. On a legacy connection (up to 2025-11-25) it pushes ``elicitation/create``; in a
+    tool served with :func:`interactive` on a 2026-07-28 connection it suspends the ask,
+    and the tool answers with an input-required result. ``accept`` gives the answer
+    (checked by the seam); ``decline`` on a yes/no question is a skip (``confirm()`` is
+    ``False``), any other ``decline`` and every ``cancel`` is ``ASK_CANCELLED``; a client
+    that cannot be asked is ``NO_PROVIDER`` with what it lacks. An abort or timeout of the
+    request's signal cancels a pending push.
+    """
+
+    def __init__(
+        self, session: ServerSession, related_request_id: mcp_types.RequestId | None = None
+    ) -> None:
+        self.session = session
+        self.related_request_id = related_request_id
+
+    @classmethod
+    def from_context(cls, ctx: Context[Any, Any]) -> ElicitationProvider:
+        """The provider for the client that called the tool whose context is ``ctx``."""
+        return cls(ctx.request_context.session, ctx.request_id)
+
+    @property
+    def protocol_version(self) -> str:
+        return self.session.protocol_version
+
+    def unavailable(self) -> str | None:
+        """Why this client cannot be asked by a push, or ``None`` when it can."""
+        version = self.protocol_version
+        if not _at_least(version, ELICITATION_VERSION):
+            return old_protocol_message(version)
+        if not supports_form_elicitation(self.session):
+            return NO_ELICITATION
+        if not self.session.can_send_request:
+            return (
+                NOT_SUSPENDABLE if _at_least(version, INPUT_REQUIRED_VERSION) else NO_BACK_CHANNEL
+            )
+        return None
+
+    def supports_elicitation(self) -> bool:
+        """Whether an ask through this provider can reach the client now (push or suspend)."""
+        if round_for(self) is not None:
+            return supports_form_elicitation(self.session)
+        return self.unavailable() is None
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        active = round_for(self)
+        if active is not None:
+            return active.ask(self, request)
+        problem = self.unavailable()
+        if problem is not None:
+            raise UserInteractionError(problem, ErrorCode.NO_PROVIDER)
+        message, schema, fields = request_to_form(request, self.protocol_version)
+        result = await self.session.elicit_form(message, schema, self.related_request_id)
+        return outcome(request, fields, result)

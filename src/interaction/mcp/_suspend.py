@@ -1,0 +1,272 @@
+"""2026-07-28: a tool's asks suspended into input-required results, then resumed.
+
+On a 2026-07-28 connection a server cannot push ``elicitation/create`` during a tool call.
+A tool served with :func:`interactive` answers instead with an ``InputRequiredResult``
+that carries the elicitation form and a ``request_state``; when the client calls again
+with the user's response, the tool runs again from its top under
+``interaction.resume(...)``: the asks it already made get their stored answers, the one
+that was pending gets the client's response, and the next new ask suspends again.
+
+The ``request_state`` is the answers so far, signed with HMAC-SHA256 under a key only the
+server holds, bound to the tool and its arguments, with an expiry and a single-use nonce:
+a forged, altered, expired, misdirected or replayed state is ``BAD_REQUEST``, never an
+answer. (The SDK's own ``RequestStateBoundary`` also seals it; this does not rely on it.)
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, ParamSpec, TypeVar
+
+import mcp.types as mcp_types
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+
+from .._core import (
+    AskSuspended,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    ResumedAnswer,
+    UserInteractionError,
+    cancelled_error,
+    request_digest,
+    resume,
+)
+from ..wire import decode_answer, encode_answer
+from ._server import (
+    ACTIVE_ROUND,
+    INPUT_REQUIRED_VERSION,
+    NO_ELICITATION,
+    ElicitationProvider,
+    outcome,
+    request_to_form,
+    supports_form_elicitation,
+)
+
+__all__ = ["InputRequiredBridge", "interactive"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+STATE_VERSION: Final = 1
+BAD_STATE: Final = "the request state is not one this server issued for this tool call"
+USED_STATE: Final = "the request state was already used; call the tool again without it"
+EXPIRED_STATE: Final = "the request state has expired; call the tool again without it"
+NO_CONTEXT: Final = "an @interactive tool takes the MCP Context as a parameter"
+
+
+@dataclass(slots=True)
+class Suspension:
+    """What one round of an interactive tool call knows: the client's response to the ask
+    that was pending, and the answers this round produced."""
+
+    session: object
+    version: str
+    pending: tuple[str, mcp_types.ElicitResult] | None
+    collected: list[ResumedAnswer] = field(default_factory=list)
+    cancelled: bool = False
+
+    def ask(
+        self, provider: ElicitationProvider, request: AskUserQuestionRequest
+    ) -> AskUserQuestionAnswer:
+        if not supports_form_elicitation(provider.session):
+            raise UserInteractionError(NO_ELICITATION, ErrorCode.NO_PROVIDER)
+        if self.cancelled:  # the user cancelled this call's questions: no more of them
+            raise cancelled_error()
+        digest = request_digest(request)
+        pending, self.pending = self.pending, None
+        if pending is None or pending[0] != digest:
+            raise AskSuspended(request)
+        _, _, fields = request_to_form(request, self.version)
+        try:
+            answer = outcome(request, fields, pending[1])
+        except UserInteractionError as error:
+            if error.code == ErrorCode.ASK_CANCELLED:
+                self.cancelled = True
+            raise
+        self.collected.append(ResumedAnswer(digest, answer))
+        return answer
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    answers: tuple[ResumedAnswer, ...]
+    pending_key: str | None
+    pending_digest: str | None
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _call_identity(ctx: Context[Any, Any]) -> tuple[str, str]:
+    params: Mapping[str, Any] = ctx.request_context.params or {}
+    name = params.get("name")
+    arguments = json.dumps(params.get("arguments") or {}, sort_keys=True, separators=(",", ":"))
+    return str(name), hashlib.sha256(arguments.encode()).hexdigest()
+
+
+class InputRequiredBridge:
+    """Serves tools whose asks must work on every protocol generation.
+
+    ``key`` (at least 32 bytes) signs the ``request_state``; by default a key made now and
+    held only by this process, which suits stdio and single-worker servers. Servers behind
+    several workers pass the same key to each. ``ttl`` is how long a state stays valid.
+    """
+
+    def __init__(self, key: bytes | None = None, *, ttl: float = 600.0) -> None:
+        if key is not None and len(key) < 32:
+            raise ValueError("the request-state key must be at least 32 bytes")
+        if not ttl > 0:
+            raise ValueError("the request-state ttl must be positive")
+        self._key = key if key is not None else os.urandom(32)
+        self._ttl = ttl
+        self._spent: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------------- the state
+
+    def _sign(self, body: bytes) -> str:
+        return hmac.new(self._key, body, hashlib.sha256).hexdigest()
+
+    def seal(
+        self, ctx: Context[Any, Any], answers: list[ResumedAnswer], key: str, digest: str
+    ) -> str:
+        tool, arguments = _call_identity(ctx)
+        payload = {
+            "v": STATE_VERSION,
+            "n": secrets.token_hex(16),
+            "exp": time.time() + self._ttl,
+            "t": tool,
+            "a": arguments,
+            "answers": [[entry.digest, encode_answer(entry.answer)] for entry in answers],
+            "pending": [key, digest],
+        }
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+        return f"{_b64(body)}.{self._sign(body)}"
+
+    def open(self, ctx: Context[Any, Any]) -> _State:
+        """The verified state the client echoed (empty on the first round)."""
+        token = ctx.request_state
+        if token is None:
+            return _State((), None, None)
+        forged = UserInteractionError(BAD_STATE, ErrorCode.BAD_REQUEST, path="requestState")
+        encoded, dot, signature = token.partition(".")
+        try:
+            body = _unb64(encoded)
+        except (ValueError, binascii.Error):
+            raise forged from None
+        given = signature.encode("utf-8", "replace")  # compare_digest refuses non-ASCII str
+        if not dot or not hmac.compare_digest(self._sign(body).encode("ascii"), given):
+            raise forged
+        payload = json.loads(body)
+        tool, arguments = _call_identity(ctx)
+        if (
+            payload.get("v") != STATE_VERSION
+            or payload.get("t") != tool
+            or payload.get("a") != arguments
+        ):
+            raise forged
+        if not time.time() < payload["exp"]:
+            raise UserInteractionError(EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
+        self._spend(payload["n"], payload["exp"])
+        answers = tuple(
+            ResumedAnswer(str(digest), decode_answer(answer))
+            for digest, answer in payload["answers"]
+        )
+        key, digest = payload["pending"]
+        return _State(answers, str(key), str(digest))
+
+    def _spend(self, nonce: str, expires: float) -> None:
+        now = time.time()
+        with self._lock:
+            for old in [n for n, exp in self._spent.items() if exp <= now]:
+                del self._spent[old]
+            if nonce in self._spent:
+                raise UserInteractionError(USED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
+            self._spent[nonce] = expires
+
+    # ----------------------------------------------------------------------- the tool
+
+    def __call__(
+        self, tool: Callable[P, Awaitable[R]]
+    ) -> Callable[P, Coroutine[Any, Any, R | mcp_types.InputRequiredResult]]:
+        """Wrap an MCP tool (one that takes the ``Context``) so its asks work on 2026-07-28."""
+
+        @functools.wraps(tool)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | mcp_types.InputRequiredResult:
+            ctx = next((v for v in (*args, *kwargs.values()) if isinstance(v, Context)), None)
+            if ctx is None:
+                raise TypeError(NO_CONTEXT)
+            version = ctx.protocol_version or ""
+            if version < INPUT_REQUIRED_VERSION:
+                return await tool(*args, **kwargs)  # legacy: the provider pushes
+            return await self._round(ctx, version, tool, *args, **kwargs)
+
+        return wrapper
+
+    async def _round(
+        self,
+        ctx: Context[Any, Any],
+        version: str,
+        tool: Callable[P, Awaitable[R]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R | mcp_types.InputRequiredResult:
+        try:
+            state = self.open(ctx)
+        except UserInteractionError as error:  # a protocol error, not the tool's result
+            raise MCPError(
+                mcp_types.INVALID_PARAMS, error.message, {"code": str(error.code)}
+            ) from None
+        pending = None
+        if state.pending_key is not None and state.pending_digest is not None:
+            response = (ctx.input_responses or {}).get(state.pending_key)
+            if response is not None and not isinstance(response, mcp_types.ElicitResult):
+                raise MCPError(
+                    mcp_types.INVALID_PARAMS,
+                    f"input response {state.pending_key} is not an elicitation result",
+                    {"code": str(ErrorCode.BAD_ANSWER)},
+                )
+            if response is not None:
+                pending = (state.pending_digest, response)
+        suspension = Suspension(ctx.request_context.session, version, pending)
+        token = ACTIVE_ROUND.set(suspension)
+        try:
+            with resume(state.answers):
+                return await tool(*args, **kwargs)
+        except AskSuspended as suspended:
+            request = suspended.request
+            message, schema, _ = request_to_form(request, version)
+            answers = [*state.answers, *suspension.collected]
+            key = f"ask{len(answers) + 1}"
+            form = mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=schema)
+            )
+            return mcp_types.InputRequiredResult(
+                input_requests={key: form},
+                request_state=self.seal(ctx, answers, key, suspended.digest),
+            )
+        finally:
+            ACTIVE_ROUND.reset(token)
+
+
+interactive: Final = InputRequiredBridge()
+"""The default bridge, under a key made when the process starts: ``@interactive``."""

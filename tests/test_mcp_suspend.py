@@ -1,0 +1,387 @@
+"""2026-07-28 connections: asks become input-required results and resume the tool."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any, cast
+
+import mcp.types as mcp_types
+import pytest
+from mcp.client import Client
+from mcp.client.context import ClientRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+import interaction
+from interaction import ErrorCode, UserInteractionError
+from interaction.mcp import (
+    ElicitationProvider,
+    InputRequiredBridge,
+    elicitation_callback,
+    interactive,
+)
+from interaction.testing import ScriptedProvider
+
+
+class PlainCodec:
+    """A codec that does not protect anything, so the tests can forge what is under it."""
+
+    def seal(self, payload: bytes) -> str:
+        return base64.urlsafe_b64encode(payload).decode()
+
+    def unseal(self, token: str) -> bytes:
+        return base64.urlsafe_b64decode(token)
+
+
+def make_server(bridge: InputRequiredBridge = interactive, *, plain: bool = False) -> MCPServer:
+    security = RequestStateSecurity(codec=PlainCodec()) if plain else None
+    server = MCPServer("releaser", request_state_security=security)
+    runs: list[str] = []
+
+    @server.tool()
+    @bridge
+    async def release(version: str, ctx: Context) -> str:
+        runs.append(version)
+        try:
+            with interaction.provide(ElicitationProvider.from_context(ctx)):
+                if not await interaction.confirm(f"Publish {version}?"):
+                    return "not published"
+                name = await interaction.ask_text("Release name?")
+                tags = await interaction.choose_many("Tags?", ["fast", "safe", "small"])
+        except UserInteractionError as error:
+            return f"error:{error.code}:{error.message}"
+        return json.dumps({"name": name, "tags": list(tags.selected), "runs": len(runs)})
+
+    @server.tool()
+    @bridge
+    async def persist(ctx: Context) -> str:
+        outcomes = []
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            for n in range(2):
+                try:
+                    outcomes.append(await interaction.ask_text(f"Name {n}?"))
+                except UserInteractionError as error:
+                    outcomes.append(error.code)
+        return json.dumps(outcomes)
+
+    @server.tool()
+    @bridge
+    async def can_ask(ctx: Context) -> str:
+        return str(ElicitationProvider.from_context(ctx).supports_elicitation())
+
+    @server.tool()
+    async def can_push(ctx: Context) -> str:
+        return str(ElicitationProvider.from_context(ctx).supports_elicitation())
+
+    @server.tool()
+    async def unwrapped(ctx: Context) -> str:
+        try:
+            with interaction.provide(ElicitationProvider.from_context(ctx)):
+                return str(await interaction.confirm("Go?"))
+        except UserInteractionError as error:
+            return f"error:{error.code}:{error.message}"
+
+    return server
+
+
+def text_of(result: mcp_types.CallToolResult) -> str:
+    content = result.content[0]
+    assert isinstance(content, mcp_types.TextContent)
+    return content.text
+
+
+UNUSED = elicitation_callback(ScriptedProvider())
+"""Declares the capability; the tests that drive rounds by hand never reach it."""
+
+SCRIPT: dict[str, Any] = {"confirm": "Yes", "text": "Nova", "choices": ["safe", "fast"]}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_same_tool_asks_three_times_on_both_generations(mode: str) -> None:
+    provider = ScriptedProvider(SCRIPT)
+    callback = elicitation_callback(provider)
+    async with Client(make_server(), mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("release", {"version": "2.0"})
+    answer = json.loads(text_of(result))
+    assert answer["name"] == "Nova"
+    assert sorted(answer["tags"]) == ["fast", "safe"]
+    # A push runs the tool once; input-required rounds run it once per question plus one.
+    assert answer["runs"] == (4 if mode == "auto" else 1)
+    assert [r.questions[0].question for r in provider.requests] == [
+        "Publish 2.0?",
+        "Release name?",
+        "Tags?",
+    ]
+
+
+async def test_each_round_is_an_input_required_result_with_the_form_and_a_state() -> None:
+    async with Client(make_server(), elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool(
+            "release", {"version": "2.0"}, allow_input_required=True
+        )
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        assert first.input_requests is not None
+        assert list(first.input_requests) == ["ask1"]
+        form = first.input_requests["ask1"]
+        assert isinstance(form, mcp_types.ElicitRequest)
+        assert isinstance(form.params, mcp_types.ElicitRequestFormParams)
+        assert form.params.message == "Publish 2.0?"
+        assert form.params.requested_schema["properties"]["confirm"]["oneOf"] == [
+            {"const": "Yes", "title": "Yes"},
+            {"const": "No", "title": "No"},
+        ]
+        assert first.request_state
+        second = await client.session.call_tool(
+            "release",
+            {"version": "2.0"},
+            input_responses={
+                "ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
+            },
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(second, mcp_types.InputRequiredResult)
+        assert second.input_requests is not None
+        assert list(second.input_requests) == ["ask2"]
+
+        # The same state again is a replay: refused, whatever the response says.
+        with pytest.raises(MCPError) as replayed:
+            await client.session.call_tool(
+                "release",
+                {"version": "2.0"},
+                input_responses={
+                    "ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "No"})
+                },
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+    assert replayed.value.error.message == (
+        "the request state was already used; call the tool again without it"
+    )
+    assert replayed.value.error.data == {"code": "BAD_REQUEST"}
+
+
+def forge(token: str, change: Any) -> str:
+    """The token with the bridge's state under it changed (the SDK codec here is plain)."""
+    envelope = json.loads(base64.urlsafe_b64decode(token))
+    envelope["s"] = change(envelope["s"])
+    return base64.urlsafe_b64encode(json.dumps(envelope).encode()).decode()
+
+
+def tamper_answer(inner: str) -> str:
+    encoded, _, signature = inner.partition(".")
+    body = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    body["answers"] = [["0" * 64, {"answers": [{"id": "confirm", "selected": ["Yes"]}]}]]
+    raw = base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return f"{raw}.{signature}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(tamper_answer, id="altered-answers"),
+        pytest.param(lambda inner: inner[:-4] + "0000", id="altered-signature"),
+        pytest.param(lambda inner: "not a state", id="garbage"),
+        pytest.param(lambda inner: inner.partition(".")[0] + ".ü", id="non-ascii-signature"),
+    ],
+)
+async def test_a_forged_state_is_a_clear_error_never_an_answer(change: Any) -> None:
+    async with Client(make_server(plain=True), elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool(
+            "release", {"version": "2.0"}, allow_input_required=True
+        )
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        assert first.request_state is not None
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool(
+                "release",
+                {"version": "2.0"},
+                input_responses={
+                    "ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
+                },
+                request_state=forge(first.request_state, change),
+                allow_input_required=True,
+            )
+    assert refused.value.error.message == (
+        "the request state is not one this server issued for this tool call"
+    )
+    assert refused.value.error.data == {"code": "BAD_REQUEST"}
+
+
+async def test_a_state_signed_under_another_key_is_refused() -> None:
+    other = InputRequiredBridge(b"k" * 32)
+    async with Client(make_server(other, plain=True), elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool(
+            "release", {"version": "2.0"}, allow_input_required=True
+        )
+    assert isinstance(first, mcp_types.InputRequiredResult)
+    assert first.request_state is not None
+    again = make_server(InputRequiredBridge(b"j" * 32), plain=True)
+    async with Client(again, elicitation_callback=UNUSED) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool(
+                "release", {"version": "2.0"}, request_state=first.request_state
+            )
+    assert refused.value.error.data == {"code": "BAD_REQUEST"}
+
+
+async def test_a_declined_yes_no_question_is_a_no_and_a_cancel_is_ask_cancelled() -> None:
+    async def decline(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="decline")
+
+    async def cancel(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="cancel")
+
+    for mode in ("auto", "legacy"):
+        async with Client(make_server(), mode=mode, elicitation_callback=decline) as client:
+            declined = text_of(await client.call_tool("release", {"version": "2.0"}))
+        async with Client(make_server(), mode=mode, elicitation_callback=cancel) as client:
+            cancelled = text_of(await client.call_tool("release", {"version": "2.0"}))
+        assert declined == "not published"
+        assert (
+            cancelled
+            == "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"
+        )
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_after_a_cancel_the_calls_later_asks_are_cancelled_too_on_2026_07_28(
+    mode: str,
+) -> None:
+    calls = []
+
+    async def cancel(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        calls.append(params)
+        return mcp_types.ElicitResult(action="cancel")
+
+    async with Client(make_server(), mode=mode, elicitation_callback=cancel) as client:
+        text = text_of(await client.call_tool("persist", {}))
+    assert json.loads(text) == ["ASK_CANCELLED", "ASK_CANCELLED"]
+    # A push asks each time; a suspended call is not asked again once the user cancelled.
+    assert len(calls) == (1 if mode == "auto" else 2)
+
+
+async def test_a_declined_text_question_is_ask_cancelled() -> None:
+    async def script(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        assert isinstance(params, mcp_types.ElicitRequestFormParams)
+        if "confirm" in params.requested_schema["properties"]:
+            return mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
+        return mcp_types.ElicitResult(action="decline")
+
+    async with Client(make_server(), elicitation_callback=script) as client:
+        text = text_of(await client.call_tool("release", {"version": "2.0"}))
+    assert text == "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"
+
+
+async def test_without_the_bridge_or_the_capability_it_is_no_provider_saying_what_lacks() -> None:
+    callback = elicitation_callback(ScriptedProvider({"confirm": "Yes"}))
+    async with Client(make_server(), elicitation_callback=callback) as client:
+        unwrapped = text_of(await client.call_tool("unwrapped", {}))
+    async with Client(make_server()) as client:
+        incapable = text_of(await client.call_tool("release", {"version": "2.0"}))
+    assert unwrapped == (
+        "error:NO_PROVIDER:the MCP client cannot answer questions pushed during a tool call:"
+        " it speaks protocol 2026-07-28 or later, where a server asks through an"
+        " input-required result; serve the tool with @interaction.mcp.interactive"
+    )
+    assert incapable == (
+        "error:NO_PROVIDER:the MCP client cannot answer questions:"
+        " it did not declare the form elicitation capability"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("auto", {"can_ask": "True", "can_push": "False"}),
+        ("legacy", {"can_ask": "True", "can_push": "True"}),
+    ],
+)
+async def test_supports_elicitation_says_whether_an_ask_can_reach_the_client(
+    mode: str, expected: dict[str, str]
+) -> None:
+    async with Client(make_server(), mode=mode, elicitation_callback=UNUSED) as client:
+        seen = {name: text_of(await client.call_tool(name, {})) for name in expected}
+    async with Client(make_server(), mode=mode) as client:
+        incapable = {name: text_of(await client.call_tool(name, {})) for name in expected}
+    assert seen == expected
+    assert incapable == {"can_ask": "False", "can_push": "False"}
+
+
+def test_a_short_key_and_a_tool_without_context_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        InputRequiredBridge(b"short")
+
+    async def no_context(version: str) -> str:
+        return version
+
+    with pytest.raises(TypeError, match="takes the MCP Context"):
+        asyncio.run(interactive(no_context)("2.0"))
+    assert ErrorCode.ASK_SUSPENDED == "ASK_SUSPENDED"
+
+
+class FakeSession:
+    """Just what ElicitationProvider reads from a ServerSession."""
+
+    def __init__(
+        self, version: str, can_send: bool, capabilities: mcp_types.ClientCapabilities
+    ) -> None:
+        self.protocol_version = version
+        self.can_send_request = can_send
+        self.client_capabilities = capabilities
+
+
+FORM = mcp_types.ClientCapabilities(elicitation=mcp_types.ElicitationCapability())
+URL_ONLY = mcp_types.ClientCapabilities(
+    elicitation=mcp_types.ElicitationCapability(url=mcp_types.UrlElicitationCapability())
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "can_send", "capabilities", "message"),
+    [
+        (
+            "2025-11-25",
+            False,
+            FORM,
+            "the MCP client cannot answer questions: this connection has no channel for"
+            " server-to-client requests, so elicitation/create cannot reach it",
+        ),
+        (
+            "2024-11-05",
+            True,
+            FORM,
+            "the MCP client cannot answer questions: it speaks protocol 2024-11-05,"
+            " which has no elicitation (it came in 2025-06-18)",
+        ),
+        (
+            "2025-11-25",
+            True,
+            URL_ONLY,
+            "the MCP client cannot answer questions:"
+            " it did not declare the form elicitation capability",
+        ),
+    ],
+)
+async def test_a_client_that_cannot_be_asked_is_no_provider_naming_what_it_lacks(
+    version: str, can_send: bool, capabilities: mcp_types.ClientCapabilities, message: str
+) -> None:
+    provider = ElicitationProvider(
+        cast(ServerSession, FakeSession(version, can_send, capabilities))
+    )
+    assert not provider.supports_elicitation()
+    with interaction.provide(provider), pytest.raises(UserInteractionError) as caught:
+        await interaction.confirm("Go?")
+    assert (caught.value.code, caught.value.message) == (ErrorCode.NO_PROVIDER, message)
