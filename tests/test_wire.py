@@ -290,8 +290,9 @@ def near_valid_documents(draw: st.DrawFn) -> dict[str, Any]:
             break
         question = draw(st.sampled_from(questions))
         target = question
-        if question.get("options") and draw(st.booleans()):
-            target = draw(st.sampled_from(question["options"]))
+        options = question.get("options")  # an earlier mutation may have replaced the list
+        if type(options) is list and options and draw(st.booleans()):
+            target = draw(st.sampled_from(options))
         key = draw(st.sampled_from([*target, "id", "label", "detail", "header", "multiSelect"]))
         action = draw(st.sampled_from(["set", "delete", "copy"]))
         if action == "delete":
