@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -209,18 +210,115 @@ def test_a_batch_with_an_intent_is_asked_as_the_generic_flow(terminal: Terminal)
     assert "  2. Approve" in screen
 
 
+DISMISSED = (
+    "✗ dismissed\n"
+    "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)"
+)
+
+
 @pytest.mark.parametrize("key", ["Escape", "C-c"])
-def test_escape_and_ctrl_c_dismiss(terminal: Terminal, key: str) -> None:
+def test_escape_and_ctrl_c_dismiss_an_untouched_batch_at_once(terminal: Terminal, key: str) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, NOTES)
     pane.wait_for("Question 1/2")
-    pane.keys("Enter")
-    pane.wait_for("Question 2/2")
     pane.keys(key)
     assert pane.finish() == (1, "")
+    assert pane.screen() == DISMISSED
+
+
+@pytest.mark.parametrize("keys", [("Escape", "y"), ("C-c", "C-c")], ids=["Esc y", "Ctrl-C twice"])
+def test_dismissing_answered_work_asks_first(terminal: Terminal, keys: tuple[str, str]) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, CHECKS, NOTES)
+    pane.wait_for("Question 1/3")
+    pane.keys("Enter")
+    pane.wait_for("Question 2/3")
+    pane.keys("Space")
+    pane.wait_for("❯ [x] 1. tests")
+    pane.keys(keys[0])
+    screen = pane.wait_for("Discard 2 answers? y/N")
+    assert screen.endswith(
+        "Discard 2 answers? y/N\n\ny discard and dismiss · any other key keeps them"
+    )
+    pane.keys(keys[1])
+    assert pane.finish() == (1, "")
+    assert pane.screen() == DISMISSED
+
+
+def test_any_other_key_keeps_the_answers_and_esc_in_a_field_closes_it(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, NOTES)
+    pane.wait_for("Question 1/2")
+    pane.keys("Tab")
+    pane.wait_for("❯ 4. Other:")
+    pane.type("bun")
+    pane.keys("Escape")
+    pane.wait_for("❯ 4. Other: bun")  # back on the options, the text kept
+    pane.keys("Escape")
+    pane.wait_for("Discard 1 answer? y/N")
+    pane.keys("n")
+    screen = pane.wait_for("Tab own answer")
+    assert "Discard" not in screen
+    assert "❯ 4. Other: bun" in screen
+    pane.keys("Enter")
+    pane.wait_for("❯ 4. Other: bun")  # Enter on the row opens the field with the text
+    pane.keys("Enter")
+    pane.wait_for("Question 2/2")
+    pane.type("la")
+    pane.keys("C-c")
+    pane.wait_for("Discard 2 answers? y/N")
+    pane.keys("Escape")  # Esc answers no, too
+    pane.wait_for("Shift-Tab back")
+    pane.type("ter")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": [], "custom": "bun"},
+        {"id": "notes", "selected": [], "custom": "later"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (("M-b", "x"), "one xtwo"),
+        (("M-b", "M-f", "x"), "one twox"),
+        (("M-BSpace",), "one "),
+        (("M-b", "M-d"), "one "),
+    ],
+    ids=["Alt-b", "Alt-f", "Alt-Backspace", "Alt-d"],
+)
+def test_meta_keys_edit_the_text(terminal: Terminal, keys: tuple[str, ...], expected: str) -> None:
+    pane = terminal()
+    ask(pane, NOTES)
+    pane.wait_for("Question 1/1")
+    pane.type("one two")
+    pane.wait_for("❯ one two")
+    for key in keys:
+        if len(key) == 1:
+            pane.type(key)
+        else:
+            pane.keys(key)
+    pane.wait_for(f"❯ {expected}".rstrip())
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "notes", "selected": [], "custom": expected}]
+
+
+@pytest.mark.parametrize("name", ["TERM", "HUP"])
+def test_sigterm_and_sighup_restore_the_terminal_and_abort(terminal: Terminal, name: str) -> None:
+    pane = terminal(120, 24)
+    pid = pane.directory / "pid"
+    request = pane.directory / "request.json"
+    request.write_text(json.dumps({"questions": [PKG]}))
+    script = f'echo $$ > {pid}; exec "$@"'
+    pane.start("sh", "-c", script, "sh", *INTERACTION, "ask", str(request))
+    pane.wait_for("Question 1/1")
+    assert pane.flag("cursor_flag") == "0"
+    os.kill(int(pid.read_text()), getattr(signal, f"SIG{name}"))
+    assert pane.finish() == (1, "")  # finish() checks the stty settings and the cursor
     assert pane.screen() == (
-        "✗ dismissed\n"
-        "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)"
+        "✗ stopped by a signal\n"
+        f"interaction: ask_user_question was aborted: the process got SIG{name}"
+        " before the user answered (ASK_ABORTED)"
     )
 
 

@@ -157,7 +157,7 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
         "❯ [x] 3. Other: c\n"
         "Chosen: b, a\n"
         "\n"
-        "Enter confirm · Tab options · Ctrl-S skip · Shift-Tab back · Esc dismiss"
+        "Enter confirm · Tab/Esc options · Ctrl-S skip · Shift-Tab back"
     )
 
 

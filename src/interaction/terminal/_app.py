@@ -104,7 +104,9 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
         """Bring the application in line with the flow after a key."""
         if flow.done:
             app.exit(result=flow.answer())
-        elif flow.mode == "text":
+        elif flow.dismissed:
+            app.exit(exception=cancelled_error())
+        elif flow.mode == "text" and not flow.confirming:
             if buffer.text != flow.draft.text:
                 text = flow.draft.text
                 buffer.set_document(Document(text, len(text)), bypass_readonly=True)
@@ -129,12 +131,13 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
 
 def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyBindings:
     keys = KeyBindings()
-    listing = Condition(lambda: flow.mode == "list")
-    typing = ~listing
+    confirming = Condition(lambda: flow.confirming)
+    listing = Condition(lambda: flow.mode == "list") & ~confirming
+    typing = Condition(lambda: flow.mode == "text") & ~confirming
     plan = Condition(lambda: flow.plan_review)
     multi = Condition(lambda: flow.multi)
 
-    def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = True) -> None:
+    def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = ~confirming) -> None:
         def handler(event: KeyPressEvent) -> None:
             action()
             sync()
@@ -163,10 +166,9 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     # Not eager: Alt-b, Alt-f, Alt-Backspace and Alt-arrows arrive as ESC
     # followed by a key, and must reach prompt_toolkit's Meta bindings to
     # edit text instead of dismissing the batch and every answer in it.
-    @keys.add("escape")
-    @keys.add("c-c")
-    @keys.add("<sigint>")
-    def dismiss(event: KeyPressEvent) -> None:
-        event.app.exit(exception=cancelled_error())
-
+    bind("escape", action=flow.escape, filter=True)
+    bind("c-c", "<sigint>", action=flow.interrupt, filter=True)
+    # "Discard N answers? y/N": y discards, any other key keeps them.
+    bind("y", "Y", action=flow.discard, filter=confirming)
+    bind("<any>", action=flow.keep, filter=confirming)
     return keys

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from functools import partial
+from types import FrameType
 from typing import Final, TextIO, overload
 
 from prompt_toolkit.formatted_text import FormattedText
@@ -14,6 +20,7 @@ from prompt_toolkit.renderer import print_formatted_text
 from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     cancelled_error,
 )
@@ -27,6 +34,18 @@ __all__ = ["TerminalProvider"]
 WITHDRAWN: Final = "the question was withdrawn before you answered"
 TIMED_OUT: Final = "the question timed out before you answered"
 DISMISSED: Final = "dismissed"
+ENDING_SIGNALS: Final = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that end the ask as ``ASK_ABORTED`` with the terminal restored, not mid-frame."""
+
+
+def signalled_error(signum: int) -> UserInteractionError:
+    name = signal.Signals(signum).name
+    return UserInteractionError(
+        f"ask_user_question was aborted: the process got {name} before the user answered",
+        ErrorCode.ASK_ABORTED,
+    )
 
 
 class TerminalProvider:
@@ -93,8 +112,15 @@ class TerminalProvider:
     ) -> AskUserQuestionAnswer:
         flow = BatchFlow(request)
         app = build_app(flow, input, output)
+        loop = asyncio.get_running_loop()
+
+        def ended(signum: int) -> None:
+            if app.future is not None and not app.future.done():
+                app.exit(exception=signalled_error(signum))
+
         try:
-            answer = await app.run_async(set_exception_handler=False)
+            with _on_signals(lambda signum: loop.call_soon_threadsafe(partial(ended, signum))):
+                answer = await app.run_async(set_exception_handler=False)
         except asyncio.CancelledError:
             signal = request.signal
             timed_out = signal is not None and isinstance(signal.reason, TimeoutError)
@@ -102,16 +128,37 @@ class TerminalProvider:
             raise
         except EOFError:  # the terminal went away
             raise cancelled_error() from None
-        except UserInteractionError:  # dismissed
-            _stopped(output, DISMISSED)
+        except UserInteractionError as error:  # dismissed, or a signal
+            signalled = error.code == ErrorCode.ASK_ABORTED
+            _stopped(output, "stopped by a signal" if signalled else DISMISSED)
             raise
         for line in summary(flow, output.get_size().columns):
             _say(output, line)
         return answer
 
 
+@contextlib.contextmanager
+def _on_signals(handler: Callable[[int], object]) -> Iterator[None]:
+    """Route SIGTERM and SIGHUP to ``handler`` while the prompt shows (main thread only),
+    then put back whatever handled them before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def received(signum: int, frame: FrameType | None) -> None:
+        handler(signum)
+
+    previous = {signum: signal.signal(signum, received) for signum in ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)
+
+
 def _stopped(output: Output, why: str) -> None:
-    _say(output, [("class:summary.stop", "✗ "), ("", why)])
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        _say(output, [("class:summary.stop", "✗ "), ("", why)])
 
 
 def _say(output: Output, fragments: list[tuple[str, str]]) -> None:

@@ -264,10 +264,14 @@ def _status(flow: BatchFlow) -> list[Line]:
 
 
 def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
+    if flow.confirming:
+        return ["y discard and dismiss", "any other key keeps them"]
+    dismiss = "Esc dismiss"
     if flow.mode == "text":
         keys = ["Enter confirm (empty skips)"] if not flow.rows else ["Enter confirm"]
         if flow.rows:
-            keys += ["Tab options", "Ctrl-S skip"]
+            keys += ["Tab/Esc options", "Ctrl-S skip"]
+            dismiss = ""
         back = "Shift-Tab back"
     elif flow.plan_review:
         keys = ["←→ choose", "Enter confirm", "Tab own words", "s skip"]
@@ -281,7 +285,8 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
         keys.append(back)
     if paged:
         keys.append("PgUp/PgDn scroll")
-    keys.append("Esc dismiss")
+    if dismiss:
+        keys.append(dismiss)
     return keys
 
 
