@@ -270,6 +270,7 @@ async def test_the_end_of_input_dismisses(keyboard: PipeInput) -> None:
     ):
         await ask(AskUserQuestionRequest([pkg_question()]))
     assert info.value.code == ErrorCode.ASK_CANCELLED
+    assert info.value.message == "input ended before the question was answered"
 
 
 async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
@@ -285,7 +286,7 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
     assert capsys.readouterr().err == (
         "interaction: the input is not a terminal; asking line by line instead\n"
     )
-    assert "Choose 1-3, or type an answer of your own" in output.getvalue()
+    assert "Choose 1-4, or type an answer of your own" in output.getvalue()
 
 
 ANY_KEY = st.sampled_from(

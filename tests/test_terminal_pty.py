@@ -417,7 +417,7 @@ def test_a_terminal_gets_the_console_provider_with_plain_or_without_the_extra(
 ) -> None:
     pane = terminal()
     ask(pane, PKG, options=options, command=command)
-    pane.wait_for("Choose 1-3, or type an answer of your own")
+    pane.wait_for("Choose 1-4, or type an answer of your own")
     pane.type("2")
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]
@@ -460,3 +460,18 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
         SCREENS.write_text(page, "utf-8")
     documented = {m["name"]: m["body"].removesuffix("\n") for m in SCREEN_BLOCK.finditer(page)}
     assert documented == captured, "run with INTERACTION_WRITE_SCREENS=1 to update the docs"
+
+
+def test_ask_on_a_terminal_without_a_file_says_it_reads_stdin_and_how_to_end(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(100, 24)
+    pane.start(*INTERACTION, "ask")
+    assert pane.wait_for("reading a request") == (
+        "interaction: reading a request (wire JSON) from stdin; end it with Ctrl-D, or pass a FILE"
+    )
+    pane.type(json.dumps({"questions": [PKG]}))
+    pane.keys("Enter", "C-d")
+    pane.wait_for("❯ 1. pnpm [recommended]")  # then the answers come from the terminal
+    pane.keys("2", "Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]

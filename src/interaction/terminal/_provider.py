@@ -22,9 +22,8 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
-    cancelled_error,
 )
-from ..console import ConsoleProvider
+from ..console import ConsoleProvider, input_ended
 from ._app import STYLE, build_app
 from ._flow import BatchFlow
 from ._view import summary
@@ -127,7 +126,7 @@ class TerminalProvider:
             _stopped(output, TIMED_OUT if timed_out else WITHDRAWN)
             raise
         except EOFError:  # the terminal went away
-            raise cancelled_error() from None
+            raise input_ended() from None
         except UserInteractionError as error:  # dismissed, or a signal
             signalled = error.code == ErrorCode.ASK_ABORTED
             _stopped(output, "stopped by a signal" if signalled else DISMISSED)
