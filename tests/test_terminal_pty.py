@@ -475,3 +475,28 @@ def test_ask_on_a_terminal_without_a_file_says_it_reads_stdin_and_how_to_end(
     pane.wait_for("❯ 1. pnpm [recommended]")  # then the answers come from the terminal
     pane.keys("2", "Enter")
     assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]
+
+
+def test_term_dumb_falls_back_to_the_console_provider(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, command=("env", "TERM=dumb", *INTERACTION))
+    screen = pane.wait_for("Choose 1-4, or type an answer of your own")
+    assert screen.startswith(
+        "interaction: TERM=dumb cannot draw the terminal UI; asking line by line instead\n"
+    )
+    pane.type("3")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["yarn"]}]
+
+
+def test_a_timeout_counts_down_while_asking(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, options=("--timeout", "90"))
+    first = pane.wait_for("Time left: 1:")
+    assert re.search(r"^Time left: 1:(30|2\d)$", first, re.M), first
+    assert first.endswith(
+        "\n\n↑↓ move · 1-4 jump · Enter choose · Tab own answer · s skip · Esc dismiss"
+    )
+    pane.wait_for("Time left: 1:2")  # it counts down while nothing is pressed
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]

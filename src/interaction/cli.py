@@ -15,6 +15,7 @@ import math
 import socket
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, TextIO
@@ -55,13 +56,14 @@ class _DemoAgent:
 
 
 def choose_provider(
-    answers: TextIO | None = None, *, plain: bool = False
+    answers: TextIO | None = None, *, plain: bool = False, deadline: float | None = None
 ) -> UserInteractionProvider:
     """The provider for this session, reading answers from ``answers`` (stdin by default).
 
     The terminal UI when the ``[terminal]`` extra is installed and both ``answers`` and
     stderr are terminals, unless ``plain``; the console provider otherwise. Prompts go to
-    stderr, so stdout carries only the answer.
+    stderr, so stdout carries only the answer. The terminal UI counts down to ``deadline``
+    (a ``time.monotonic()`` instant).
     """
     source = answers if answers is not None else sys.stdin
     if not plain and source.isatty() and sys.stderr.isatty():
@@ -70,7 +72,7 @@ def choose_provider(
         except ImportError:
             pass
         else:
-            return TerminalProvider(source, sys.stderr)
+            return TerminalProvider(source, sys.stderr, deadline=deadline)
     return ConsoleProvider(source, sys.stderr)
 
 
@@ -279,10 +281,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             answer = asyncio.run(_demo(choose_provider(plain=args.plain)))
         else:
             signal = _timeout(args.timeout)
+            deadline = None if signal is None else time.monotonic() + args.timeout
             request, answers = _read_request(args.file)
             if signal is not None:
                 request = AskUserQuestionRequest(request.questions, signal=signal)
-            provider = choose_provider(answers, plain=args.plain)
+            provider = choose_provider(answers, plain=args.plain, deadline=deadline)
             answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
         return _fail(exc)

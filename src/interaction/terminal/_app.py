@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Final
@@ -55,18 +57,28 @@ STYLE: Final = Style.from_dict(
         "button.focused": "reverse bold",
         "summary.ok": "ansigreen bold",
         "summary.stop": "ansired bold",
+        "summary.skip": "ansiyellow bold",
+        "countdown": "ansiyellow",
     }
 )
 
 
-def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskUserQuestionAnswer]:
-    """An inline application that ends with ``flow``'s answer, or ``ASK_CANCELLED``."""
+def build_app(
+    flow: BatchFlow, input: Input, output: Output, deadline: float | None = None
+) -> Application[AskUserQuestionAnswer]:
+    """An inline application that ends with ``flow``'s answer, or ``ASK_CANCELLED``.
+
+    With a ``deadline`` (a ``time.monotonic()`` instant) it repaints every second, and
+    the flow's ``seconds_left`` counts down to it.
+    """
     viewport = Viewport()
     painted: dict[int, Screen] = {}
 
     def screen() -> Screen:
         counter = app.render_counter
         if counter not in painted:  # one paint per render, shared by the three controls
+            if deadline is not None:
+                flow.seconds_left = math.ceil(deadline - time.monotonic())
             size = output.get_size()
             painted.clear()
             painted[counter] = paint(flow, viewport, size.columns, size.rows)
@@ -124,6 +136,7 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
         include_default_pygments_style=False,
         input=input,
         output=output,
+        refresh_interval=None if deadline is None else 1.0,
     )
     sync()
     return app

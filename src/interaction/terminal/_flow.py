@@ -67,6 +67,8 @@ class BatchFlow:
         self.notice = ""
         self.done = False
         self.dismissed = False
+        self.seconds_left: int | None = None
+        """Whole seconds until the ask times out, when the UI knows its deadline."""
         self.confirming = False
         """Waiting for y/N: would the user throw away what they have answered or typed?"""
         self._answers: list[AskUserQuestionAnswerItem | None] = [None] * len(self.questions)

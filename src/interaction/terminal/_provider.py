@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -53,16 +54,29 @@ class TerminalProvider:
     ``input`` and ``output`` are text streams (``sys.stdin`` and ``sys.stdout`` by default)
     or, both of them, prompt_toolkit's own ``Input`` and ``Output`` (a pipe input and a
     dummy output in tests). When a stream is not a terminal, the provider says so once on
-    stderr and asks through :class:`~interaction.console.ConsoleProvider` instead. Asks
+    stderr and asks through :class:`~interaction.console.ConsoleProvider` instead; so it
+    does under ``TERM=dumb`` (an Emacs shell buffer), which cannot draw the UI. With a
+    ``deadline`` (a ``time.monotonic()`` instant, such as the one of the request's
+    timeout) a countdown shows while asking. Asks
     are served one at a time in arrival order; an ask aborted while it waits is never shown.
     """
 
     @overload
-    def __init__(self, input: TextIO | None = None, output: TextIO | None = None) -> None: ...
-    @overload
-    def __init__(self, input: Input, output: Output) -> None: ...
     def __init__(
-        self, input: TextIO | Input | None = None, output: TextIO | Output | None = None
+        self,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(self, input: Input, output: Output, *, deadline: float | None = None) -> None: ...
+    def __init__(
+        self,
+        input: TextIO | Input | None = None,
+        output: TextIO | Output | None = None,
+        *,
+        deadline: float | None = None,
     ) -> None:
         if isinstance(input, Input) != isinstance(output, Output):
             raise TypeError(
@@ -71,6 +85,7 @@ class TerminalProvider:
             )
         self._input = input
         self._output = output
+        self._deadline = deadline
         self._terminal: tuple[Input, Output] | None = None
         self._fallback: ConsoleProvider | None = None
         self._turn: asyncio.Lock | None = None
@@ -95,22 +110,23 @@ class TerminalProvider:
         assert not isinstance(self._output, Output)
         input = self._input if self._input is not None else sys.stdin
         output = self._output if self._output is not None else sys.stdout
+        why = None
         for name, stream in (("input", input), ("output", output)):
-            if not _is_terminal(stream):
-                print(
-                    f"interaction: the {name} is not a terminal; asking line by line instead",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                self._fallback = ConsoleProvider(input, output)
-                return
+            if why is None and not _is_terminal(stream):
+                why = f"the {name} is not a terminal"
+        if why is None and os.environ.get("TERM") == "dumb":
+            why = "TERM=dumb cannot draw the terminal UI"
+        if why is not None:
+            print(f"interaction: {why}; asking line by line instead", file=sys.stderr, flush=True)
+            self._fallback = ConsoleProvider(input, output)
+            return
         self._terminal = (create_input(input), create_output(output))
 
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
     ) -> AskUserQuestionAnswer:
         flow = BatchFlow(request)
-        app = build_app(flow, input, output)
+        app = build_app(flow, input, output, self._deadline)
         loop = asyncio.get_running_loop()
 
         def ended(signum: int) -> None:
