@@ -109,6 +109,7 @@ async def answer(
             [Item("pkg", ["yarn"]), Item("checks"), Item("notes")],
         ),
         (PAGE_DOWN + ENTER, [PLAN], [Item("plan", ["Approve"])]),
+        ("jj" + DOWN + UP + "k" + ENTER, [PLAN], [Item("plan", ["Approve"])]),  # scroll only
         (RIGHT + ENTER, [PLAN], [Item("plan", ["Revise"])]),
         ("ll" + "h" + ENTER, [PLAN], [Item("plan", ["Revise"])]),
         (TAB + "shorter" + ENTER, [PLAN], [Item("plan", custom="shorter")]),

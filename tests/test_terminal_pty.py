@@ -436,6 +436,10 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
     captured = {"single-select": pane.wait_for("Question 1/3")}
     pane.keys("Enter", "Space", "j", "j", "Space")
     captured["multi-select"] = pane.wait_for("❯ [x] 3. types")
+    pane.keys("Escape")
+    captured["discard"] = pane.wait_for("Discard 2 answers? y/N")
+    pane.keys("n")
+    pane.wait_for("Tab own answer")
     pane.keys("Tab")
     pane.type("docs")
     captured["other"] = pane.wait_for("❯ [x] 4. Other: docs")
@@ -454,6 +458,11 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
         {"id": "notes", "selected": [], "custom": "Ship it on Friday"},
         {"id": "plan", "selected": ["Approve"]},
     ]
+    small = terminal(40, 12)
+    small.start(*INTERACTION, "demo")
+    captured["small"] = small.wait_for("Esc dismiss")
+    small.keys("C-c")
+    assert small.finish()[0] == 1
     page = SCREENS.read_text("utf-8")
     if os.environ.get("INTERACTION_WRITE_SCREENS"):
         page = SCREEN_BLOCK.sub(lambda m: f"{m[1]}{captured[m['name']]}\n{m[4]}", page)
@@ -500,3 +509,60 @@ def test_a_timeout_counts_down_while_asking(terminal: Terminal) -> None:
     pane.wait_for("Time left: 1:2")  # it counts down while nothing is pressed
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
+
+
+@pytest.mark.parametrize(("width", "height"), [(60, 15), (40, 12)])
+def test_small_terminals_keep_the_header_the_markers_and_the_hints(
+    terminal: Terminal, width: int, height: int
+) -> None:
+    pane = terminal(width, height)
+    pane.start(*INTERACTION, "demo")
+    first = pane.wait_for("Esc dismiss")
+    rows = first.split("\n")
+    assert rows[0] == "── Question 1/3 · Package manager ──"
+    assert len(rows) < height
+    assert all(len(row) <= width for row in rows)
+    if height == 12:
+        assert "  ↓ 3 more" in rows
+    pane.keys("Up")  # wraps to the last row, Other
+    last = pane.wait_for("❯ 4. Other…")
+    assert last.split("\n")[0] == "── Question 1/3 · Package manager ──"
+    assert "Esc dismiss" in last
+    if height == 12:
+        assert "  ↑ 2 more" in last.split("\n")
+    pane.keys("Down", "s", "s", "Enter")
+    plan = pane.wait_for("[ Approve ]")
+    rows = plan.split("\n")
+    assert "── Plan review · Plan ──" in rows
+    assert rows[-1].endswith("Esc dismiss")
+    assert len(rows) < height + 3  # the summary lines of the batch are above it
+    pane.keys("Enter")
+    assert answers(pane.finish()[1])[-1] == {"id": "plan", "selected": ["Approve"]}
+
+
+def test_a_long_plan_scrolls_with_arrows_home_and_end_and_the_focus_is_not_red(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(40, 12)
+    steps = "\n".join(f"{n}. step {n}" for n in range(1, 21))
+    ask(pane, {**PLAN, "detail": f"# Plan\n{steps}"})
+    first = pane.wait_for("⋯ lines 1-")
+    found = re.search(r"⋯ lines 1-(\d+) of 21", first)
+    assert found is not None
+    shown = int(found[1])
+    assert "↑↓ Home End scroll" in first
+    pane.keys("j")
+    pane.wait_for(f"⋯ lines 2-{shown + 1} of 21")
+    pane.keys("Down", "k")
+    pane.wait_for(f"⋯ lines 2-{shown + 1} of 21")
+    pane.keys("End")
+    assert "  20. step 20" in pane.wait_for("-21 of 21")
+    pane.keys("Home")
+    pane.wait_for(f"⋯ lines 1-{shown} of 21")
+    assert "❯[ Approve ]" in pane.screen()  # scrolling never moved the focus
+    colours = pane.screen(escapes=True)
+    assert "48;5;124" not in colours, "the focus is drawn red"
+    assert "\x1b[41m" not in colours, "the focus is drawn red"
+    assert "\x1b[7m" in colours  # drawn reversed instead
+    pane.keys("Right", "Enter")
+    assert answers(pane.finish()[1]) == [{"id": "plan", "selected": ["Revise"]}]

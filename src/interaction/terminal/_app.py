@@ -53,8 +53,8 @@ STYLE: Final = Style.from_dict(
         "more": "ansibrightblack italic",
         "notice": "ansiyellow",
         "hint": "ansibrightblack",
-        "button": "",
-        "button.focused": "reverse bold",
+        "action": "",
+        "action.focused": "reverse bold",
         "summary.ok": "ansigreen bold",
         "summary.stop": "ansired bold",
         "summary.skip": "ansiyellow bold",
@@ -158,8 +158,13 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
         for name in names:
             keys.add(name, filter=filter)(handler)
 
-    bind("up", "k", action=lambda: flow.move(-1), filter=listing)
-    bind("down", "j", action=lambda: flow.move(1), filter=listing)
+    bind("up", "k", action=lambda: flow.move(-1), filter=listing & ~plan)
+    bind("down", "j", action=lambda: flow.move(1), filter=listing & ~plan)
+    # A plan review's arrows scroll the plan; its buttons keep Left/Right.
+    bind("up", "k", action=lambda: viewport.scroll_rows(-1), filter=listing & plan)
+    bind("down", "j", action=lambda: viewport.scroll_rows(1), filter=listing & plan)
+    bind("home", action=viewport.home, filter=listing & plan)
+    bind("end", action=viewport.end, filter=listing & plan)
     bind("left", "h", action=lambda: flow.move(-1), filter=listing & plan)
     bind("right", "l", action=lambda: flow.move(1), filter=listing & plan)
     bind("left", "b", action=flow.back, filter=listing & ~plan)

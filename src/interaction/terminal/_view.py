@@ -33,6 +33,7 @@ MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 MIN_FIELD: Final = 12
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
+_FAR: Final = 1 << 30
 
 
 @dataclass
@@ -47,6 +48,16 @@ class Viewport:
     def scroll(self, pages: int) -> None:
         """Move the detail by whole pages (PgUp/PgDn); the next paint clamps it."""
         self.detail_top = max(0, self.detail_top + pages * self.page)
+
+    def scroll_rows(self, rows: int) -> None:
+        """Move the detail by rows (↑/↓ in a plan review); the next paint clamps it."""
+        self.detail_top = max(0, self.detail_top + rows)
+
+    def home(self) -> None:
+        self.detail_top = 0
+
+    def end(self) -> None:
+        self.detail_top = _FAR  # clamped to the last page by the next paint
 
 
 @dataclass(frozen=True)
@@ -242,7 +253,8 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
         focused = flow.mode == "list" and flow.draft.cursor == index
         text = OTHER_LABEL if row is OTHER else split_recommended(_safe(row.label))[0]
         fragments.append(("class:cursor", CURSOR.strip()) if focused else ("", " "))
-        fragments.append(("class:button.focused" if focused else "class:button", f"[ {text} ]"))
+        # Not "button": prompt_toolkit's own style paints class:button.focused red.
+        fragments.append(("class:action.focused" if focused else "class:action", f"[ {text} ]"))
         fragments.append(("", " "))
     lines = [Line(fragments, hang=" ")]
     focus = rows[flow.draft.cursor]
@@ -295,6 +307,9 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
         back = "Shift-Tab back"
     elif flow.plan_review:
         keys = ["←→ choose", "Enter confirm", "Tab own words", "s skip"]
+        if paged:
+            keys.append("↑↓ Home End scroll")
+            paged = False
         back = ""
     else:
         keys = ["↑↓ move", f"1-{len(flow.rows)} jump"]
