@@ -72,7 +72,8 @@ async def test_prints_header_question_detail_and_numbered_options() -> None:
         "     fast\n"
         "     strict\n"
         "  2. npm\n"
-        "Choose 1-2, or type an answer of your own (an empty line skips).\n"
+        "  3. Other (type your own answer)\n"
+        "Choose 1-3, or type an answer of your own (an empty line skips).\n"
         "> "
     )
 
@@ -86,6 +87,8 @@ async def test_prints_header_question_detail_and_numbered_options() -> None:
         ("bun, please\n", Item("pkg", custom="bun, please")),
         ("\n", Item("pkg")),
         ("9\n0\n1\n", Item("pkg", ["pnpm (Recommended)"])),
+        ("4\nbun\n", Item("pkg", custom="bun")),  # the Other entry asks for the text
+        ("4\n\n", Item("pkg")),
     ],
 )
 async def test_single_select_takes_a_number_a_label_or_text_of_ones_own(
@@ -95,9 +98,20 @@ async def test_single_select_takes_a_number_a_label_or_text_of_ones_own(
     assert answer == AskUserQuestionAnswer([expected])
 
 
-async def test_a_number_out_of_range_re_prompts_clearly() -> None:
+async def test_a_number_out_of_range_re_prompts_with_one_message_for_both_kinds() -> None:
     _, screen = await run_console("9\n2\n")
-    assert "There is no option 9: choose 1-3, or type an answer of your own.\n> " in screen
+    assert "There is no option 9: the options are numbered 1-4.\n> " in screen
+    assert "  4. Other (type your own answer)\n" in screen
+    _, screen = await run_console("1 9\n2\n", MULTI)
+    assert "There is no option 9: the options are numbered 1-4.\n> " in screen
+
+
+async def test_a_single_option_still_offers_other_and_a_range() -> None:
+    only = AskUserQuestionItem("only", "Go?", options=[Option("yes")])
+    answer, screen = await run_console("2\nlater\n", only)
+    assert answer == AskUserQuestionAnswer([Item("only", custom="later")])
+    assert "Choose 1-2, or type an answer of your own (an empty line skips).\n" in screen
+    assert "Choose 1-1" not in screen
 
 
 @pytest.mark.parametrize(
@@ -150,7 +164,7 @@ async def test_end_of_input_cancels(typed: str) -> None:
     error, _ = await run_console(typed, pkg_question(), MULTI)
     assert isinstance(error, UserInteractionError)
     assert error.code == ErrorCode.ASK_CANCELLED
-    assert error.message == "the user dismissed ask_user_question without answering"
+    assert error.message == "input ended before the question was answered"
 
 
 async def test_a_last_line_without_newline_is_still_read() -> None:
@@ -313,7 +327,7 @@ def test_the_demo_with_bad_input_skips_and_custom_text() -> None:
     result = run_command("demo", typed="7\nbun\n9\n\n\nRevise it\n")
     assert result.returncode == 0, result.stderr
     assert "There is no option 7" in result.stderr
-    assert "Not understood: '9'" in result.stderr
+    assert "There is no option 9: the options are numbered 1-4." in result.stderr
     assert json.loads(result.stdout)["answers"] == [
         {"id": "pkg", "selected": [], "custom": "bun"},
         {"id": "checks", "selected": []},
@@ -327,7 +341,7 @@ def test_the_demo_at_end_of_input_exits_1_with_the_code() -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.endswith(
-        "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)\n"
+        "interaction: input ended before the question was answered (ASK_CANCELLED)\n"
     )
 
 

@@ -229,3 +229,25 @@ def test_any_keys_give_an_answer_that_fits_the_request(
     assert batch.done
     answer = batch.answer()
     assert check_answer(request, answer) == answer
+
+
+def test_esc_closes_a_field_and_dismissing_work_asks_first() -> None:
+    batch = flow(pkg_question(), NOTES)
+    batch.escape()
+    assert (batch.dismissed, batch.confirming) == (True, False)  # untouched: at once
+    batch = flow(pkg_question(), NOTES)
+    batch.open_text()
+    batch.set_text("bun")
+    batch.escape()
+    assert (batch.mode, batch.draft.text, batch.dismissed) == ("list", "bun", False)
+    batch.escape()
+    assert (batch.confirming, batch.notice) == (True, "Discard 1 answer? y/N")
+    batch.escape()  # Esc answers no
+    assert (batch.confirming, batch.notice, batch.dismissed) == (False, "", False)
+    batch.enter()
+    batch.submit_text()
+    batch.set_text("x")
+    batch.interrupt()
+    assert batch.notice == "Discard 2 answers? y/N"
+    batch.interrupt()  # Ctrl-C twice
+    assert (batch.dismissed, batch.done) == (True, False)

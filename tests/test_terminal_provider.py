@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,6 +109,7 @@ async def answer(
             [Item("pkg", ["yarn"]), Item("checks"), Item("notes")],
         ),
         (PAGE_DOWN + ENTER, [PLAN], [Item("plan", ["Approve"])]),
+        ("jj" + DOWN + UP + "k" + ENTER, [PLAN], [Item("plan", ["Approve"])]),  # scroll only
         (RIGHT + ENTER, [PLAN], [Item("plan", ["Revise"])]),
         ("ll" + "h" + ENTER, [PLAN], [Item("plan", ["Revise"])]),
         (TAB + "shorter" + ENTER, [PLAN], [Item("plan", custom="shorter")]),
@@ -124,15 +127,54 @@ async def test_keys_drive_each_flow(
     assert (await answer(keyboard, keys, *questions)).answers == tuple(expected)
 
 
-@pytest.mark.parametrize("key", [ESC, CTRL_C])
-async def test_escape_and_ctrl_c_dismiss_the_batch(keyboard: PipeInput, key: str) -> None:
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ESC,  # nothing answered or typed: at once
+        CTRL_C,
+        "2" + ENTER + CTRL_C + "Y",  # one answer: after y to "Discard 1 answer? y/N"
+        "2" + ENTER + CTRL_C + CTRL_C,  # Ctrl-C twice
+        "2" + ENTER + "typed" + CTRL_C + "n" + CTRL_C + CTRL_C,
+        "typed" + ENTER + ESC + "y",  # Esc on the options of the second question
+    ],
+    ids=repr,
+)
+async def test_escape_and_ctrl_c_dismiss_the_batch(keyboard: PipeInput, keys: str) -> None:
     screen = Recorder()
-    keyboard.send_text("2" + ENTER + key)
+    keyboard.send_text(keys)
+    questions = [NOTES, pkg_question()] if keys.startswith("typed") else [pkg_question(), NOTES]
     with provide(TerminalProvider(keyboard, screen)), pytest.raises(UserInteractionError) as info:
-        await ask(AskUserQuestionRequest([pkg_question(), NOTES]))
+        await asyncio.wait_for(ask(AskUserQuestionRequest(questions)), 10)
     assert info.value.code == ErrorCode.ASK_CANCELLED
     assert info.value.message == "the user dismissed ask_user_question without answering"
     assert screen.text.endswith("✗ dismissed\n")
+
+
+# A lone Esc in a text field followed at once by a key is a Meta key (ESC y is Alt-y),
+# as a terminal sends it; tests/test_terminal_pty.py presses Esc there as a person does.
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        # Esc in the field goes back to the options, the text kept for the Other row.
+        (TAB + "bun" + ESC + UP + DOWN + ENTER + ENTER, [Item("pkg", custom="bun")]),
+        (TAB + "bun" + ESC + DOWN + ENTER, [Item("pkg", ["pnpm (Recommended)"])]),
+        # "Discard 1 answer?" and any key but y keeps the work.
+        (
+            "2" + ENTER + CTRL_C + "n" + "later" + ENTER,
+            [Item("pkg", ["npm"]), Item("notes", custom="later")],
+        ),
+        (
+            "2" + ENTER + "la" + CTRL_C + "x" + "ter" + ENTER,
+            [Item("pkg", ["npm"]), Item("notes", custom="later")],
+        ),
+    ],
+    ids=repr,
+)
+async def test_escape_and_ctrl_c_never_throw_work_away_unasked(
+    keyboard: PipeInput, keys: str, expected: list[AskUserQuestionAnswerItem]
+) -> None:
+    answered = await answer(keyboard, keys, *[pkg_question(), NOTES][: len(expected)])
+    assert answered.answers == tuple(expected)
 
 
 @pytest.mark.parametrize(
@@ -229,6 +271,7 @@ async def test_the_end_of_input_dismisses(keyboard: PipeInput) -> None:
     ):
         await ask(AskUserQuestionRequest([pkg_question()]))
     assert info.value.code == ErrorCode.ASK_CANCELLED
+    assert info.value.message == "input ended before the question was answered"
 
 
 async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
@@ -244,7 +287,7 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
     assert capsys.readouterr().err == (
         "interaction: the input is not a terminal; asking line by line instead\n"
     )
-    assert "Choose 1-3, or type an answer of your own" in output.getvalue()
+    assert "Choose 1-4, or type an answer of your own" in output.getvalue()
 
 
 ANY_KEY = st.sampled_from(
@@ -259,7 +302,8 @@ def test_any_keystrokes_end_in_an_answer_that_fits_or_a_dismissal(
 ) -> None:
     async def asked() -> AskUserQuestionAnswer | UserInteractionError:
         with create_pipe_input() as pipe:
-            pipe.send_text("".join(keys) + CTRL_S * len(request.questions))  # then skip the rest
+            # Then skip the rest; the first Ctrl-S may only answer "Discard N answers?" (no).
+            pipe.send_text("".join(keys) + CTRL_S * (len(request.questions) + 1))
             with provide(TerminalProvider(pipe, DummyOutput())):
                 try:
                     async with asyncio.timeout(10):
@@ -269,7 +313,10 @@ def test_any_keystrokes_end_in_an_answer_that_fits_or_a_dismissal(
 
     outcome = asyncio.run(asked())
     if isinstance(outcome, UserInteractionError):
-        assert (outcome.code, CTRL_C in keys) == (ErrorCode.ASK_CANCELLED, True)
+        assert (outcome.code, CTRL_C in keys) == (
+            ErrorCode.ASK_CANCELLED,
+            True,
+        )  # untouched, or twice
     else:
         assert [item.id for item in outcome.answers] == [q.id for q in request.questions]
 
@@ -309,3 +356,24 @@ def test_the_module_exports_the_provider_and_names_its_extra_when_missing() -> N
     assert import_error_without("prompt_toolkit", "interaction.terminal") == (
         'interaction.terminal needs prompt_toolkit: pip install "interaction-seam[terminal]"'
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+async def test_sigterm_and_sighup_end_the_ask_as_aborted_and_put_the_handler_back(
+    keyboard: PipeInput, signum: int
+) -> None:
+    screen = Recorder()
+    before = signal.getsignal(signum)
+    with provide(TerminalProvider(keyboard, screen)):
+        asked = asyncio.ensure_future(ask(AskUserQuestionRequest([pkg_question()])))
+        await screen.shows("Question 1/1")
+        os.kill(os.getpid(), signum)
+        with pytest.raises(UserInteractionError) as info:
+            await asyncio.wait_for(asked, 10)
+    assert info.value.code == ErrorCode.ASK_ABORTED
+    name = signal.Signals(signum).name
+    assert info.value.message == (
+        f"ask_user_question was aborted: the process got {name} before the user answered"
+    )
+    assert screen.text.endswith("✗ stopped by a signal\n")
+    assert signal.getsignal(signum) is before

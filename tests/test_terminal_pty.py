@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -209,18 +210,115 @@ def test_a_batch_with_an_intent_is_asked_as_the_generic_flow(terminal: Terminal)
     assert "  2. Approve" in screen
 
 
+DISMISSED = (
+    "✗ dismissed\n"
+    "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)"
+)
+
+
 @pytest.mark.parametrize("key", ["Escape", "C-c"])
-def test_escape_and_ctrl_c_dismiss(terminal: Terminal, key: str) -> None:
+def test_escape_and_ctrl_c_dismiss_an_untouched_batch_at_once(terminal: Terminal, key: str) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, NOTES)
     pane.wait_for("Question 1/2")
-    pane.keys("Enter")
-    pane.wait_for("Question 2/2")
     pane.keys(key)
     assert pane.finish() == (1, "")
+    assert pane.screen() == DISMISSED
+
+
+@pytest.mark.parametrize("keys", [("Escape", "y"), ("C-c", "C-c")], ids=["Esc y", "Ctrl-C twice"])
+def test_dismissing_answered_work_asks_first(terminal: Terminal, keys: tuple[str, str]) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, CHECKS, NOTES)
+    pane.wait_for("Question 1/3")
+    pane.keys("Enter")
+    pane.wait_for("Question 2/3")
+    pane.keys("Space")
+    pane.wait_for("❯ [x] 1. tests")
+    pane.keys(keys[0])
+    screen = pane.wait_for("Discard 2 answers? y/N")
+    assert screen.endswith(
+        "Discard 2 answers? y/N\n\ny discard and dismiss · any other key keeps them"
+    )
+    pane.keys(keys[1])
+    assert pane.finish() == (1, "")
+    assert pane.screen() == DISMISSED
+
+
+def test_any_other_key_keeps_the_answers_and_esc_in_a_field_closes_it(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, NOTES)
+    pane.wait_for("Question 1/2")
+    pane.keys("Tab")
+    pane.wait_for("❯ 4. Other:")
+    pane.type("bun")
+    pane.keys("Escape")
+    pane.wait_for("❯ 4. Other: bun")  # back on the options, the text kept
+    pane.keys("Escape")
+    pane.wait_for("Discard 1 answer? y/N")
+    pane.keys("n")
+    screen = pane.wait_for("Tab own answer")
+    assert "Discard" not in screen
+    assert "❯ 4. Other: bun" in screen
+    pane.keys("Enter")
+    pane.wait_for("❯ 4. Other: bun")  # Enter on the row opens the field with the text
+    pane.keys("Enter")
+    pane.wait_for("Question 2/2")
+    pane.type("la")
+    pane.keys("C-c")
+    pane.wait_for("Discard 2 answers? y/N")
+    pane.keys("Escape")  # Esc answers no, too
+    pane.wait_for("Shift-Tab back")
+    pane.type("ter")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": [], "custom": "bun"},
+        {"id": "notes", "selected": [], "custom": "later"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (("M-b", "x"), "one xtwo"),
+        (("M-b", "M-f", "x"), "one twox"),
+        (("M-BSpace",), "one "),
+        (("M-b", "M-d"), "one "),
+    ],
+    ids=["Alt-b", "Alt-f", "Alt-Backspace", "Alt-d"],
+)
+def test_meta_keys_edit_the_text(terminal: Terminal, keys: tuple[str, ...], expected: str) -> None:
+    pane = terminal()
+    ask(pane, NOTES)
+    pane.wait_for("Question 1/1")
+    pane.type("one two")
+    pane.wait_for("❯ one two")
+    for key in keys:
+        if len(key) == 1:
+            pane.type(key)
+        else:
+            pane.keys(key)
+    pane.wait_for(f"❯ {expected}".rstrip())
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "notes", "selected": [], "custom": expected}]
+
+
+@pytest.mark.parametrize("name", ["TERM", "HUP"])
+def test_sigterm_and_sighup_restore_the_terminal_and_abort(terminal: Terminal, name: str) -> None:
+    pane = terminal(120, 24)
+    pid = pane.directory / "pid"
+    request = pane.directory / "request.json"
+    request.write_text(json.dumps({"questions": [PKG]}))
+    script = f'echo $$ > {pid}; exec "$@"'
+    pane.start("sh", "-c", script, "sh", *INTERACTION, "ask", str(request))
+    pane.wait_for("Question 1/1")
+    assert pane.flag("cursor_flag") == "0"
+    os.kill(int(pid.read_text()), getattr(signal, f"SIG{name}"))
+    assert pane.finish() == (1, "")  # finish() checks the stty settings and the cursor
     assert pane.screen() == (
-        "✗ dismissed\n"
-        "interaction: the user dismissed ask_user_question without answering (ASK_CANCELLED)"
+        "✗ stopped by a signal\n"
+        f"interaction: ask_user_question was aborted: the process got SIG{name}"
+        " before the user answered (ASK_ABORTED)"
     )
 
 
@@ -319,7 +417,7 @@ def test_a_terminal_gets_the_console_provider_with_plain_or_without_the_extra(
 ) -> None:
     pane = terminal()
     ask(pane, PKG, options=options, command=command)
-    pane.wait_for("Choose 1-3, or type an answer of your own")
+    pane.wait_for("Choose 1-4, or type an answer of your own")
     pane.type("2")
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]
@@ -338,6 +436,10 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
     captured = {"single-select": pane.wait_for("Question 1/3")}
     pane.keys("Enter", "Space", "j", "j", "Space")
     captured["multi-select"] = pane.wait_for("❯ [x] 3. types")
+    pane.keys("Escape")
+    captured["discard"] = pane.wait_for("Discard 2 answers? y/N")
+    pane.keys("n")
+    pane.wait_for("Tab own answer")
     pane.keys("Tab")
     pane.type("docs")
     captured["other"] = pane.wait_for("❯ [x] 4. Other: docs")
@@ -356,9 +458,111 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
         {"id": "notes", "selected": [], "custom": "Ship it on Friday"},
         {"id": "plan", "selected": ["Approve"]},
     ]
+    small = terminal(40, 12)
+    small.start(*INTERACTION, "demo")
+    captured["small"] = small.wait_for("Esc dismiss")
+    small.keys("C-c")
+    assert small.finish()[0] == 1
     page = SCREENS.read_text("utf-8")
     if os.environ.get("INTERACTION_WRITE_SCREENS"):
         page = SCREEN_BLOCK.sub(lambda m: f"{m[1]}{captured[m['name']]}\n{m[4]}", page)
         SCREENS.write_text(page, "utf-8")
     documented = {m["name"]: m["body"].removesuffix("\n") for m in SCREEN_BLOCK.finditer(page)}
     assert documented == captured, "run with INTERACTION_WRITE_SCREENS=1 to update the docs"
+
+
+def test_ask_on_a_terminal_without_a_file_says_it_reads_stdin_and_how_to_end(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(100, 24)
+    pane.start(*INTERACTION, "ask")
+    assert pane.wait_for("reading a request") == (
+        "interaction: reading a request (wire JSON) from stdin; end it with Ctrl-D, or pass a FILE"
+    )
+    pane.type(json.dumps({"questions": [PKG]}))
+    pane.keys("Enter", "C-d")
+    pane.wait_for("❯ 1. pnpm [recommended]")  # then the answers come from the terminal
+    pane.keys("2", "Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["npm"]}]
+
+
+def test_term_dumb_falls_back_to_the_console_provider(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, command=("env", "TERM=dumb", *INTERACTION))
+    screen = pane.wait_for("Choose 1-4, or type an answer of your own")
+    assert screen.startswith(
+        "interaction: TERM=dumb cannot draw the terminal UI; asking line by line instead\n"
+    )
+    pane.type("3")
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["yarn"]}]
+
+
+def test_a_timeout_counts_down_while_asking(terminal: Terminal) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, options=("--timeout", "90"))
+    first = pane.wait_for("Time left: 1:")
+    assert re.search(r"^Time left: 1:(30|2\d)$", first, re.M), first
+    assert first.endswith(
+        "\n\n↑↓ move · 1-4 jump · Enter choose · Tab own answer · s skip · Esc dismiss"
+    )
+    pane.wait_for("Time left: 1:2")  # it counts down while nothing is pressed
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
+
+
+@pytest.mark.parametrize(("width", "height"), [(60, 15), (40, 12)])
+def test_small_terminals_keep_the_header_the_markers_and_the_hints(
+    terminal: Terminal, width: int, height: int
+) -> None:
+    pane = terminal(width, height)
+    pane.start(*INTERACTION, "demo")
+    first = pane.wait_for("Esc dismiss")
+    rows = first.split("\n")
+    assert rows[0] == "── Question 1/3 · Package manager ──"
+    assert len(rows) < height
+    assert all(len(row) <= width for row in rows)
+    if height == 12:
+        assert "  ↓ 3 more" in rows
+    pane.keys("Up")  # wraps to the last row, Other
+    last = pane.wait_for("❯ 4. Other…")
+    assert last.split("\n")[0] == "── Question 1/3 · Package manager ──"
+    assert "Esc dismiss" in last
+    if height == 12:
+        assert "  ↑ 2 more" in last.split("\n")
+    pane.keys("Down", "s", "s", "Enter")
+    plan = pane.wait_for("[ Approve ]")
+    rows = plan.split("\n")
+    assert "── Plan review · Plan ──" in rows
+    assert rows[-1].endswith("Esc dismiss")
+    assert len(rows) < height + 3  # the summary lines of the batch are above it
+    pane.keys("Enter")
+    assert answers(pane.finish()[1])[-1] == {"id": "plan", "selected": ["Approve"]}
+
+
+def test_a_long_plan_scrolls_with_arrows_home_and_end_and_the_focus_is_not_red(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(40, 12)
+    steps = "\n".join(f"{n}. step {n}" for n in range(1, 21))
+    ask(pane, {**PLAN, "detail": f"# Plan\n{steps}"})
+    first = pane.wait_for("⋯ lines 1-")
+    found = re.search(r"⋯ lines 1-(\d+) of 21", first)
+    assert found is not None
+    shown = int(found[1])
+    assert "↑↓ Home End scroll" in first
+    pane.keys("j")
+    pane.wait_for(f"⋯ lines 2-{shown + 1} of 21")
+    pane.keys("Down", "k")
+    pane.wait_for(f"⋯ lines 2-{shown + 1} of 21")
+    pane.keys("End")
+    assert "  20. step 20" in pane.wait_for("-21 of 21")
+    pane.keys("Home")
+    pane.wait_for(f"⋯ lines 1-{shown} of 21")
+    assert "❯[ Approve ]" in pane.screen()  # scrolling never moved the focus
+    colours = pane.screen(escapes=True)
+    assert "48;5;124" not in colours, "the focus is drawn red"
+    assert "\x1b[41m" not in colours, "the focus is drawn red"
+    assert "\x1b[7m" in colours  # drawn reversed instead
+    pane.keys("Right", "Enter")
+    assert answers(pane.finish()[1]) == [{"id": "plan", "selected": ["Revise"]}]

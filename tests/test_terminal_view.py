@@ -16,6 +16,7 @@ from interaction.terminal._flow import BatchFlow
 from interaction.terminal._markdown import markdown
 from interaction.terminal._text import Fragments, Line, plain, wrap
 from interaction.terminal._view import Screen, Viewport, paint
+from interaction.terminal._view import summary as batch_summary_of
 
 from .helpers import pkg_question
 from .strategies import requests
@@ -33,6 +34,10 @@ def screen(flow: BatchFlow, width: int = 80, height: int = 24, view: Viewport | 
     shown: Screen = paint(flow, view or Viewport(), width, height)
     field = [plain(shown.field_prompt) + flow.draft.text] if flow.mode == "text" else []
     return "\n".join([*rows(shown.above), *field, *rows(shown.below)])
+
+
+def batch_summary(batch: BatchFlow) -> list[Fragments]:
+    return batch_summary_of(batch, 80)
 
 
 def flow(*questions: AskUserQuestionItem) -> BatchFlow:
@@ -157,7 +162,7 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
         "❯ [x] 3. Other: c\n"
         "Chosen: b, a\n"
         "\n"
-        "Enter confirm · Tab options · Ctrl-S skip · Shift-Tab back · Esc dismiss"
+        "Enter confirm · Tab/Esc options · Ctrl-S skip · Shift-Tab back"
     )
 
 
@@ -224,10 +229,10 @@ def test_long_option_lists_are_windowed_around_the_cursor() -> None:
     batch, view = flow(many), Viewport()
     first = screen(batch, height=12, view=view)
     assert first.split("\n")[3:8] == [
-        "❯ 1. option 1",
-        "  2. option 2",
-        "  3. option 3",
-        "  4. option 4",
+        "❯  1. option 1",  # the numbers line up with 10 and on
+        "   2. option 2",
+        "   3. option 3",
+        "   4. option 4",
         "  ↓ 17 more",
     ]
     batch.move(-1)  # wraps to the Other row, at the end
@@ -319,3 +324,28 @@ def test_any_screen_fits_its_terminal_and_shows_the_cursor(
     assert len(shown.above) + field_rows + len(shown.below) <= height - 1
     for row in drawn:
         assert get_cwidth(row) <= width or len(row.strip()) == 1
+
+
+def test_the_summary_marks_skips_shows_labels_as_drawn_and_keeps_line_breaks() -> None:
+    notes = AskUserQuestionItem("notes", "Anything else?", header="Notes")
+    batch = flow(pkg_question(), notes, AskUserQuestionItem("later", "Later?"))
+    batch.enter()  # pnpm (Recommended)
+    batch.set_text("line one\nline two")
+    batch.submit_text()
+    batch.skip()
+    shown = batch_summary(batch)
+    assert rows(shown) == [
+        "✓ Which package manager?: pnpm",
+        '✓ Notes: "line one',
+        '    line two"',
+        "- Later?: (skipped)",
+    ]
+    assert shown[0][0] == ("class:summary.ok", "✓")
+    assert shown[3][0] == ("class:summary.skip", "-")
+
+
+def test_option_numbers_line_up_from_ten_options_on() -> None:
+    ten = pkg_question(options=[Option(f"o{n}", "said") for n in range(1, 10)])
+    shown = screen(flow(ten), height=40).split("\n")
+    assert shown[3:6] == ["❯  1. o1", "      said", "   2. o2"]
+    assert "  10. Other…" in shown

@@ -9,8 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
+import math
+import socket
 import sys
+import textwrap
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, TextIO
@@ -38,6 +43,11 @@ __all__ = ["main"]
 EXIT_ANSWERED: Final = 0
 EXIT_NOT_ANSWERED: Final = 1
 EXIT_BAD_INPUT: Final = 2
+MAX_PORT: Final = 65535
+EXIT_CODES: Final = """exit status:
+  0  answered (the answer JSON is on stdout)
+  1  not answered: dismissed, input ended, timed out or aborted
+  2  bad input: a bad request, option or file (the message is on stderr)"""
 
 
 @dataclass(frozen=True)
@@ -46,13 +56,14 @@ class _DemoAgent:
 
 
 def choose_provider(
-    answers: TextIO | None = None, *, plain: bool = False
+    answers: TextIO | None = None, *, plain: bool = False, deadline: float | None = None
 ) -> UserInteractionProvider:
     """The provider for this session, reading answers from ``answers`` (stdin by default).
 
     The terminal UI when the ``[terminal]`` extra is installed and both ``answers`` and
     stderr are terminals, unless ``plain``; the console provider otherwise. Prompts go to
-    stderr, so stdout carries only the answer.
+    stderr, so stdout carries only the answer. The terminal UI counts down to ``deadline``
+    (a ``time.monotonic()`` instant).
     """
     source = answers if answers is not None else sys.stdin
     if not plain and source.isatty() and sys.stderr.isatty():
@@ -61,7 +72,7 @@ def choose_provider(
         except ImportError:
             pass
         else:
-            return TerminalProvider(source, sys.stderr)
+            return TerminalProvider(source, sys.stderr, deadline=deadline)
     return ConsoleProvider(source, sys.stderr)
 
 
@@ -109,14 +120,32 @@ def _serve(host: str, port: int) -> int:
     except ImportError as exc:
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
-        asyncio.run(_serve_demo(host, port))
+    if not 0 <= port <= MAX_PORT:
+        print(f"interaction: --port {port} is out of range: use 0-{MAX_PORT}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
+            asyncio.run(_serve_demo(host, port))
+    except OSError as exc:  # the port is taken, the host unknown or not ours
+        print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return EXIT_ANSWERED
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if exc.errno == errno.EADDRINUSE:
+        return "the port is in use (pass another --port, or --port 0 to pick a free one)"
+    return exc.strerror or str(exc)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="interaction", description="Ask a human through the interaction seam."
+        prog="interaction",
+        description="Ask a human through the interaction seam.",
+        epilog=f"examples:\n  interaction demo\n  interaction ask request.json\n\n{EXIT_CODES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -138,8 +167,46 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
     schema = commands.add_parser("schema", help="print a JSON Schema")
-    schema.add_argument("which", choices=["request", "answer", "tool"])
+    schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
+    for name, (description, examples) in _HELP.items():
+        command = commands.choices[name]
+        command.description = textwrap.fill(description, 78)
+        command.epilog = "examples:\n" + "".join(f"  {line}\n" for line in examples)
+        command.epilog += f"\n{EXIT_CODES}"
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
+
+
+SCHEMAS: Final = ("request", "answer", "tool")
+_HELP: Final = {
+    "demo": (
+        "Ask the built-in questions (a single-select, a multi-select, a free-text question,"
+        " then a plan review) and print the answer JSON. Uses the terminal UI on a terminal,"
+        " line by line otherwise.",
+        ["interaction demo", "interaction demo --plain", "interaction demo > answer.json"],
+    ),
+    "ask": (
+        "Ask the request in FILE (wire JSON, see: interaction schema request) and print the"
+        " answer JSON on stdout. With - (the default) the request is read from stdin, up to"
+        " its end (Ctrl-D on a terminal), and the answers from the terminal.",
+        [
+            "interaction ask request.json",
+            "interaction ask request.json --timeout 60",
+            "interaction ask < request.json",
+            "generate-request | interaction ask -",
+        ],
+    ),
+    "serve": (
+        "Serve the web answering page, with the demo asked again and again; each answer is"
+        " printed as JSON. Ctrl-C stops.",
+        ["interaction serve", "interaction serve --port 0", "interaction serve --host 0.0.0.0"],
+    ),
+    "schema": (
+        "Print a JSON Schema: the request's or the answer's wire form, or the"
+        " ask_user_question tool's parameters.",
+        ["interaction schema request", "interaction schema answer", "interaction schema tool"],
+    ),
+}
 
 
 def _fail(error: UserInteractionError) -> int:
@@ -159,6 +226,13 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
             raise UserInteractionError(
                 f"cannot read {file}: {exc.strerror}", ErrorCode.BAD_REQUEST
             ) from None
+    if _is_terminal(sys.stdin):
+        print(
+            "interaction: reading a request (wire JSON) from stdin; end it with Ctrl-D,"
+            " or pass a FILE",
+            file=sys.stderr,
+            flush=True,
+        )
     request = decode_request(sys.stdin.buffer.read())
     try:
         terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
@@ -171,12 +245,34 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
     return request, terminal
 
 
+def _timeout(seconds: float | None) -> AbortSignal | None:
+    """The signal of ``--timeout``; a bad value is a ``BAD_REQUEST`` that names it."""
+    if seconds is None:
+        return None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UserInteractionError(
+            f"--timeout must be a positive number of seconds, got {seconds:g}",
+            ErrorCode.BAD_REQUEST,
+        )
+    try:
+        return AbortSignal.timeout(seconds)
+    except ValueError as exc:  # past what a timer can wait
+        raise UserInteractionError(f"--timeout {seconds:g}: {exc}", ErrorCode.BAD_REQUEST) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args.host, args.port)
     if args.command == "schema":
+        if args.which is None:
+            print(
+                f"interaction: name the schema to print: {', '.join(SCHEMAS)}"
+                " (as in: interaction schema request)",
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
         schemas = {"request": request_schema, "answer": answer_schema, "tool": tool_parameters}
         print(json.dumps(schemas[args.which](), indent=2))
         return EXIT_ANSWERED
@@ -184,12 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             answer = asyncio.run(_demo(choose_provider(plain=args.plain)))
         else:
+            signal = _timeout(args.timeout)
+            deadline = None if signal is None else time.monotonic() + args.timeout
             request, answers = _read_request(args.file)
-            if args.timeout is not None:
-                request = AskUserQuestionRequest(
-                    request.questions, signal=AbortSignal.timeout(args.timeout)
-                )
-            provider = choose_provider(answers, plain=args.plain)
+            if signal is not None:
+                request = AskUserQuestionRequest(request.questions, signal=signal)
+            provider = choose_provider(answers, plain=args.plain, deadline=deadline)
             answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
         return _fail(exc)
@@ -198,3 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_ANSWERED
     print(dumps(answer))
     return EXIT_ANSWERED
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False

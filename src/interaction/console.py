@@ -1,10 +1,11 @@
 """A line-based provider over any pair of text streams: stdlib only, the embedded default.
 
-Each question is printed with its header, detail and numbered options. Single-select takes
-a number or any other text as the answer of one's own ("Other"); multi-select takes numbers
-separated by commas or spaces, with one extra number for an answer of one's own; an empty
-line skips. End of input is ``ASK_CANCELLED``. Model text is printed with every control
-character shown as a visible escape, so no escape sequence reaches the terminal.
+Each question is printed with its header, detail and numbered options, and one more
+numbered entry, "Other", for an answer of one's own. Single-select takes a number, a label,
+or any other text as the answer of one's own; multi-select takes numbers separated by
+commas or spaces; an empty line skips. End of input is ``ASK_CANCELLED`` ("input ended").
+Model text is printed with every control character shown as a visible escape, so no
+escape sequence reaches the terminal.
 """
 
 from __future__ import annotations
@@ -24,17 +25,24 @@ from ._core import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionRequest,
+    ErrorCode,
     PlanReviewIntent,
-    cancelled_error,
+    UserInteractionError,
     escape_controls,
     is_plan_review,
     label_key,
     split_recommended,
 )
 
-__all__ = ["ConsoleProvider"]
+__all__ = ["INPUT_ENDED", "ConsoleProvider", "input_ended"]
 
 _SEPARATORS: Final = re.compile(r"[\s,]+")
+INPUT_ENDED: Final = "input ended before the question was answered"
+
+
+def input_ended() -> UserInteractionError:
+    """The ``ASK_CANCELLED`` error of an input that ended (Ctrl-D, a closed pipe)."""
+    return UserInteractionError(INPUT_ENDED, ErrorCode.ASK_CANCELLED)
 
 
 class ConsoleProvider:
@@ -98,7 +106,7 @@ class ConsoleProvider:
                 lines.extend(
                     f"     {line}" for line in escape_controls(option.description).splitlines()
                 )
-        if question.multi_select and question.options:
+        if question.options:
             lines.append(f"  {len(question.options) + 1}. Other (type your own answer)")
         lines.append(_hint(question))
         self._write("\n".join(lines) + "\n")
@@ -109,7 +117,7 @@ class ConsoleProvider:
         line = await self._reader.readline()
         if line is None:
             self._write("\n")
-            raise cancelled_error()
+            raise input_ended()
         return line.strip()
 
     async def _answer(self, question: AskUserQuestionItem) -> AskUserQuestionAnswerItem:
@@ -136,7 +144,12 @@ def _hint(question: AskUserQuestionItem) -> str:
         return "Type your answer (an empty line skips)."
     if question.multi_select:
         return f"Choose any of 1-{count + 1}, separated by commas or spaces (an empty line skips)."
-    return f"Choose 1-{count}, or type an answer of your own (an empty line skips)."
+    return f"Choose 1-{count + 1}, or type an answer of your own (an empty line skips)."
+
+
+def _no_option(token: str, count: int) -> str:
+    """The one message for a number that is not an option, single- or multi-select."""
+    return f"There is no option {token}: the options are numbered 1-{count + 1}."
 
 
 _Parsed = tuple[tuple[str, ...], str | None, bool] | str
@@ -149,7 +162,9 @@ def _parse_single(question: AskUserQuestionItem, reply: str) -> _Parsed:
         number = int(reply)
         if 1 <= number <= count:
             return (question.options[number - 1].label,), None, False
-        return f"There is no option {reply}: choose 1-{count}, or type an answer of your own."
+        if number == count + 1:
+            return (), None, True
+        return _no_option(reply, count)
     key = label_key(reply)
     for option in question.options:
         if label_key(option.label) == key:
@@ -162,12 +177,14 @@ def _parse_multi(question: AskUserQuestionItem, reply: str) -> _Parsed:
     chosen: list[str] = []
     wants_other = False
     for token in filter(None, _SEPARATORS.split(reply)):
-        if not token.isdecimal() or not 1 <= int(token) <= count + 1:
+        if not token.isdecimal():
             return (
                 f"Not understood: {escape_controls(token, keep_newlines=False)!r}."
                 f" Enter numbers from 1 to {count + 1}, separated by commas or spaces."
             )
         number = int(token)
+        if not 1 <= number <= count + 1:
+            return _no_option(token, count)
         if number == count + 1:
             wants_other = True
         elif (label := question.options[number - 1].label) not in chosen:

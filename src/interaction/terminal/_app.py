@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Final
@@ -51,22 +53,32 @@ STYLE: Final = Style.from_dict(
         "more": "ansibrightblack italic",
         "notice": "ansiyellow",
         "hint": "ansibrightblack",
-        "button": "",
-        "button.focused": "reverse bold",
+        "action": "",
+        "action.focused": "reverse bold",
         "summary.ok": "ansigreen bold",
         "summary.stop": "ansired bold",
+        "summary.skip": "ansiyellow bold",
+        "countdown": "ansiyellow",
     }
 )
 
 
-def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskUserQuestionAnswer]:
-    """An inline application that ends with ``flow``'s answer, or ``ASK_CANCELLED``."""
+def build_app(
+    flow: BatchFlow, input: Input, output: Output, deadline: float | None = None
+) -> Application[AskUserQuestionAnswer]:
+    """An inline application that ends with ``flow``'s answer, or ``ASK_CANCELLED``.
+
+    With a ``deadline`` (a ``time.monotonic()`` instant) it repaints every second, and
+    the flow's ``seconds_left`` counts down to it.
+    """
     viewport = Viewport()
     painted: dict[int, Screen] = {}
 
     def screen() -> Screen:
         counter = app.render_counter
         if counter not in painted:  # one paint per render, shared by the three controls
+            if deadline is not None:
+                flow.seconds_left = math.ceil(deadline - time.monotonic())
             size = output.get_size()
             painted.clear()
             painted[counter] = paint(flow, viewport, size.columns, size.rows)
@@ -104,7 +116,9 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
         """Bring the application in line with the flow after a key."""
         if flow.done:
             app.exit(result=flow.answer())
-        elif flow.mode == "text":
+        elif flow.dismissed:
+            app.exit(exception=cancelled_error())
+        elif flow.mode == "text" and not flow.confirming:
             if buffer.text != flow.draft.text:
                 text = flow.draft.text
                 buffer.set_document(Document(text, len(text)), bypass_readonly=True)
@@ -122,6 +136,7 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
         include_default_pygments_style=False,
         input=input,
         output=output,
+        refresh_interval=None if deadline is None else 1.0,
     )
     sync()
     return app
@@ -129,12 +144,13 @@ def build_app(flow: BatchFlow, input: Input, output: Output) -> Application[AskU
 
 def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyBindings:
     keys = KeyBindings()
-    listing = Condition(lambda: flow.mode == "list")
-    typing = ~listing
+    confirming = Condition(lambda: flow.confirming)
+    listing = Condition(lambda: flow.mode == "list") & ~confirming
+    typing = Condition(lambda: flow.mode == "text") & ~confirming
     plan = Condition(lambda: flow.plan_review)
     multi = Condition(lambda: flow.multi)
 
-    def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = True) -> None:
+    def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = ~confirming) -> None:
         def handler(event: KeyPressEvent) -> None:
             action()
             sync()
@@ -142,8 +158,13 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
         for name in names:
             keys.add(name, filter=filter)(handler)
 
-    bind("up", "k", action=lambda: flow.move(-1), filter=listing)
-    bind("down", "j", action=lambda: flow.move(1), filter=listing)
+    bind("up", "k", action=lambda: flow.move(-1), filter=listing & ~plan)
+    bind("down", "j", action=lambda: flow.move(1), filter=listing & ~plan)
+    # A plan review's arrows scroll the plan; its buttons keep Left/Right.
+    bind("up", "k", action=lambda: viewport.scroll_rows(-1), filter=listing & plan)
+    bind("down", "j", action=lambda: viewport.scroll_rows(1), filter=listing & plan)
+    bind("home", action=viewport.home, filter=listing & plan)
+    bind("end", action=viewport.end, filter=listing & plan)
     bind("left", "h", action=lambda: flow.move(-1), filter=listing & plan)
     bind("right", "l", action=lambda: flow.move(1), filter=listing & plan)
     bind("left", "b", action=flow.back, filter=listing & ~plan)
@@ -163,10 +184,9 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     # Not eager: Alt-b, Alt-f, Alt-Backspace and Alt-arrows arrive as ESC
     # followed by a key, and must reach prompt_toolkit's Meta bindings to
     # edit text instead of dismissing the batch and every answer in it.
-    @keys.add("escape")
-    @keys.add("c-c")
-    @keys.add("<sigint>")
-    def dismiss(event: KeyPressEvent) -> None:
-        event.app.exit(exception=cancelled_error())
-
+    bind("escape", action=flow.escape, filter=True)
+    bind("c-c", "<sigint>", action=flow.interrupt, filter=True)
+    # "Discard N answers? y/N": y discards, any other key keeps them.
+    bind("y", "Y", action=flow.discard, filter=confirming)
+    bind("<any>", action=flow.keep, filter=confirming)
     return keys

@@ -37,6 +37,11 @@ FIRST_QUESTION: Final = "This is the first question."
 TYPE_OR_SKIP: Final = "Type an answer, or press Tab to go back to the options."
 
 
+def discard_prompt(count: int) -> str:
+    """The question asked before a dismissal would throw away ``count`` answers."""
+    return f"Discard {count} answer{'' if count == 1 else 's'}? y/N"
+
+
 @dataclass
 class Draft:
     """What the user has done on one question so far; kept when they move between questions."""
@@ -61,6 +66,11 @@ class BatchFlow:
         self.drafts = [Draft(mode="list" if q.options else "text") for q in self.questions]
         self.notice = ""
         self.done = False
+        self.dismissed = False
+        self.seconds_left: int | None = None
+        """Whole seconds until the ask times out, when the UI knows its deadline."""
+        self.confirming = False
+        """Waiting for y/N: would the user throw away what they have answered or typed?"""
         self._answers: list[AskUserQuestionAnswerItem | None] = [None] * len(self.questions)
         self._digits = ""
 
@@ -201,6 +211,50 @@ class BatchFlow:
             self.notice = FIRST_QUESTION
         else:
             self.index -= 1
+
+    # ------------------------------------------------------------------ leaving
+
+    @property
+    def touched(self) -> int:
+        """How many questions have an answer, a ticked option or typed text."""
+        return sum(
+            item is not None or bool(draft.chosen) or bool(draft.text.strip())
+            for item, draft in zip(self._answers, self.drafts, strict=True)
+        )
+
+    def escape(self) -> None:
+        """Esc: out of a text field back to the options; otherwise ask to dismiss."""
+        if self.confirming:
+            self.keep()
+        elif self.mode == "text" and self.question.options:
+            self.close_text()
+        else:
+            self._ask_to_dismiss()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: ask to dismiss; a second Ctrl-C while asking dismisses."""
+        if self.confirming:
+            self.discard()
+        else:
+            self._ask_to_dismiss()
+
+    def discard(self) -> None:
+        """``y`` to "Discard N answers?": dismiss the batch."""
+        self.confirming = False
+        self.dismissed = True
+
+    def keep(self) -> None:
+        """Any other key to "Discard N answers?": back to where the user was."""
+        self.confirming = False
+        self.notice = ""
+
+    def _ask_to_dismiss(self) -> None:
+        self._reset()
+        if count := self.touched:
+            self.confirming = True
+            self.notice = discard_prompt(count)
+        else:
+            self.dismissed = True
 
     # ------------------------------------------------------------------ internals
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from functools import partial
+from types import FrameType
 from typing import Final, TextIO, overload
 
 from prompt_toolkit.formatted_text import FormattedText
@@ -14,10 +21,10 @@ from prompt_toolkit.renderer import print_formatted_text
 from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
-    cancelled_error,
 )
-from ..console import ConsoleProvider
+from ..console import ConsoleProvider, input_ended
 from ._app import STYLE, build_app
 from ._flow import BatchFlow
 from ._view import summary
@@ -27,6 +34,18 @@ __all__ = ["TerminalProvider"]
 WITHDRAWN: Final = "the question was withdrawn before you answered"
 TIMED_OUT: Final = "the question timed out before you answered"
 DISMISSED: Final = "dismissed"
+ENDING_SIGNALS: Final = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that end the ask as ``ASK_ABORTED`` with the terminal restored, not mid-frame."""
+
+
+def signalled_error(signum: int) -> UserInteractionError:
+    name = signal.Signals(signum).name
+    return UserInteractionError(
+        f"ask_user_question was aborted: the process got {name} before the user answered",
+        ErrorCode.ASK_ABORTED,
+    )
 
 
 class TerminalProvider:
@@ -35,16 +54,29 @@ class TerminalProvider:
     ``input`` and ``output`` are text streams (``sys.stdin`` and ``sys.stdout`` by default)
     or, both of them, prompt_toolkit's own ``Input`` and ``Output`` (a pipe input and a
     dummy output in tests). When a stream is not a terminal, the provider says so once on
-    stderr and asks through :class:`~interaction.console.ConsoleProvider` instead. Asks
+    stderr and asks through :class:`~interaction.console.ConsoleProvider` instead; so it
+    does under ``TERM=dumb`` (an Emacs shell buffer), which cannot draw the UI. With a
+    ``deadline`` (a ``time.monotonic()`` instant, such as the one of the request's
+    timeout) a countdown shows while asking. Asks
     are served one at a time in arrival order; an ask aborted while it waits is never shown.
     """
 
     @overload
-    def __init__(self, input: TextIO | None = None, output: TextIO | None = None) -> None: ...
-    @overload
-    def __init__(self, input: Input, output: Output) -> None: ...
     def __init__(
-        self, input: TextIO | Input | None = None, output: TextIO | Output | None = None
+        self,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(self, input: Input, output: Output, *, deadline: float | None = None) -> None: ...
+    def __init__(
+        self,
+        input: TextIO | Input | None = None,
+        output: TextIO | Output | None = None,
+        *,
+        deadline: float | None = None,
     ) -> None:
         if isinstance(input, Input) != isinstance(output, Output):
             raise TypeError(
@@ -53,6 +85,7 @@ class TerminalProvider:
             )
         self._input = input
         self._output = output
+        self._deadline = deadline
         self._terminal: tuple[Input, Output] | None = None
         self._fallback: ConsoleProvider | None = None
         self._turn: asyncio.Lock | None = None
@@ -77,41 +110,70 @@ class TerminalProvider:
         assert not isinstance(self._output, Output)
         input = self._input if self._input is not None else sys.stdin
         output = self._output if self._output is not None else sys.stdout
+        why = None
         for name, stream in (("input", input), ("output", output)):
-            if not _is_terminal(stream):
-                print(
-                    f"interaction: the {name} is not a terminal; asking line by line instead",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                self._fallback = ConsoleProvider(input, output)
-                return
+            if why is None and not _is_terminal(stream):
+                why = f"the {name} is not a terminal"
+        if why is None and os.environ.get("TERM") == "dumb":
+            why = "TERM=dumb cannot draw the terminal UI"
+        if why is not None:
+            print(f"interaction: {why}; asking line by line instead", file=sys.stderr, flush=True)
+            self._fallback = ConsoleProvider(input, output)
+            return
         self._terminal = (create_input(input), create_output(output))
 
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
     ) -> AskUserQuestionAnswer:
         flow = BatchFlow(request)
-        app = build_app(flow, input, output)
+        app = build_app(flow, input, output, self._deadline)
+        loop = asyncio.get_running_loop()
+
+        def ended(signum: int) -> None:
+            if app.future is not None and not app.future.done():
+                app.exit(exception=signalled_error(signum))
+
         try:
-            answer = await app.run_async(set_exception_handler=False)
+            with _on_signals(lambda signum: loop.call_soon_threadsafe(partial(ended, signum))):
+                answer = await app.run_async(set_exception_handler=False)
         except asyncio.CancelledError:
             signal = request.signal
             timed_out = signal is not None and isinstance(signal.reason, TimeoutError)
             _stopped(output, TIMED_OUT if timed_out else WITHDRAWN)
             raise
         except EOFError:  # the terminal went away
-            raise cancelled_error() from None
-        except UserInteractionError:  # dismissed
-            _stopped(output, DISMISSED)
+            raise input_ended() from None
+        except UserInteractionError as error:  # dismissed, or a signal
+            signalled = error.code == ErrorCode.ASK_ABORTED
+            _stopped(output, "stopped by a signal" if signalled else DISMISSED)
             raise
         for line in summary(flow, output.get_size().columns):
             _say(output, line)
         return answer
 
 
+@contextlib.contextmanager
+def _on_signals(handler: Callable[[int], object]) -> Iterator[None]:
+    """Route SIGTERM and SIGHUP to ``handler`` while the prompt shows (main thread only),
+    then put back whatever handled them before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def received(signum: int, frame: FrameType | None) -> None:
+        handler(signum)
+
+    previous = {signum: signal.signal(signum, received) for signum in ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)
+
+
 def _stopped(output: Output, why: str) -> None:
-    _say(output, [("class:summary.stop", "✗ "), ("", why)])
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        _say(output, [("class:summary.stop", "✗ "), ("", why)])
 
 
 def _say(output: Output, fragments: list[tuple[str, str]]) -> None:

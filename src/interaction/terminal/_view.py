@@ -33,6 +33,7 @@ MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 MIN_FIELD: Final = 12
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
+_FAR: Final = 1 << 30
 
 
 @dataclass
@@ -47,6 +48,16 @@ class Viewport:
     def scroll(self, pages: int) -> None:
         """Move the detail by whole pages (PgUp/PgDn); the next paint clamps it."""
         self.detail_top = max(0, self.detail_top + pages * self.page)
+
+    def scroll_rows(self, rows: int) -> None:
+        """Move the detail by rows (↑/↓ in a plan review); the next paint clamps it."""
+        self.detail_top = max(0, self.detail_top + rows)
+
+    def home(self) -> None:
+        self.detail_top = 0
+
+    def end(self) -> None:
+        self.detail_top = _FAR  # clamped to the last page by the next paint
 
 
 @dataclass(frozen=True)
@@ -112,18 +123,26 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
 
 
 def summary(flow: BatchFlow, width: int) -> list[Fragments]:
-    """One line per answered question (wrapped), for the scrollback once the prompt is gone.
+    """One line per question (wrapped), for the scrollback once the prompt is gone.
 
-    Labels are shown as sent; an answer of one's own is quoted.
+    Labels show as they were drawn (``pnpm (Recommended)`` as ``pnpm``); an answer of
+    one's own is quoted, its own line breaks kept; a skipped question has its own mark.
     """
     lines = []
     for question, item in zip(flow.questions, flow.answer().answers, strict=True):
         name = _shorten(_safe(question.header or question.question.split("\n", 1)[0]))
-        parts = [_safe(label) for label in item.selected]
-        if item.custom is not None:
-            parts.append(f'"{_safe(item.custom)}"')
-        answer = ", ".join(parts) if parts else "(skipped)"
-        lines.append(Line([("class:summary.ok", "✓ "), ("", f"{name}: {answer}")], hang="  "))
+        parts = [split_recommended(_safe(label))[0] for label in item.selected]
+        if not parts and item.custom is None:
+            lines.append(Line([("class:summary.skip", "- "), ("", f"{name}: (skipped)")]))
+            continue
+        own = _lines(item.custom) if item.custom is not None else []
+        if own:
+            parts.append(f'"{own[0]}' + ('"' if len(own) == 1 else ""))
+        first = f"{name}: {', '.join(parts)}"
+        lines.append(Line([("class:summary.ok", "✓ "), ("", first)], hang="  "))
+        for number, rest in enumerate(own[1:], start=2):
+            closing = '"' if number == len(own) else ""
+            lines.append(Line([("", f"{rest}{closing}")], "    ", "    "))
     return _rows(lines, width)
 
 
@@ -197,11 +216,20 @@ def _box(flow: BatchFlow, row: Row) -> str:
     return "[x] " if ticked else "[ ] "
 
 
+def _number(flow: BatchFlow, number: int) -> str:
+    """``number`` right-aligned to the widest row number, so 9 and 10 line up."""
+    return f"{number:>{len(str(len(flow.rows)))}}. "
+
+
 def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
     marker = _marker(flow, number)
     current = "class:current" if marker[1] == CURSOR else "class:option"
     box = _box(flow, row)
-    lead: Fragments = [marker, ("class:chosen" if box == "[x] " else "", box), ("", f"{number}. ")]
+    lead: Fragments = [
+        marker,
+        ("class:chosen" if box == "[x] " else "", box),
+        ("", _number(flow, number)),
+    ]
     hang = " " * get_cwidth(plain(lead))
     if row is OTHER:
         text = flow.draft.text
@@ -225,7 +253,8 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
         focused = flow.mode == "list" and flow.draft.cursor == index
         text = OTHER_LABEL if row is OTHER else split_recommended(_safe(row.label))[0]
         fragments.append(("class:cursor", CURSOR.strip()) if focused else ("", " "))
-        fragments.append(("class:button.focused" if focused else "class:button", f"[ {text} ]"))
+        # Not "button": prompt_toolkit's own style paints class:button.focused red.
+        fragments.append(("class:action.focused" if focused else "class:action", f"[ {text} ]"))
         fragments.append(("", " "))
     lines = [Line(fragments, hang=" ")]
     focus = rows[flow.draft.cursor]
@@ -244,7 +273,7 @@ def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
         prompt = [
             ("class:cursor", CURSOR),
             ("", _box(flow, OTHER)),
-            ("class:current", f"{len(flow.rows)}. Other: "),
+            ("class:current", f"{_number(flow, len(flow.rows))}Other: "),
         ]
     else:
         prompt = []
@@ -255,6 +284,9 @@ def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
 
 def _status(flow: BatchFlow) -> list[Line]:
     lines = []
+    if flow.seconds_left is not None:
+        minutes, seconds = divmod(max(0, flow.seconds_left), 60)
+        lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
     if flow.multi and flow.draft.chosen:
         chosen = ", ".join(split_recommended(_safe(label))[0] for label in flow.draft.chosen)
         lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
@@ -264,13 +296,20 @@ def _status(flow: BatchFlow) -> list[Line]:
 
 
 def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
+    if flow.confirming:
+        return ["y discard and dismiss", "any other key keeps them"]
+    dismiss = "Esc dismiss"
     if flow.mode == "text":
         keys = ["Enter confirm (empty skips)"] if not flow.rows else ["Enter confirm"]
         if flow.rows:
-            keys += ["Tab options", "Ctrl-S skip"]
+            keys += ["Tab/Esc options", "Ctrl-S skip"]
+            dismiss = ""
         back = "Shift-Tab back"
     elif flow.plan_review:
         keys = ["←→ choose", "Enter confirm", "Tab own words", "s skip"]
+        if paged:
+            keys.append("↑↓ Home End scroll")
+            paged = False
         back = ""
     else:
         keys = ["↑↓ move", f"1-{len(flow.rows)} jump"]
@@ -281,7 +320,8 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
         keys.append(back)
     if paged:
         keys.append("PgUp/PgDn scroll")
-    keys.append("Esc dismiss")
+    if dismiss:
+        keys.append(dismiss)
     return keys
 
 
