@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -19,14 +24,18 @@ from interaction import (
     UserInteractionError,
     ask,
 )
-from interaction.relay import Relay
+from interaction.relay import PendingQuestion, Relay
+from interaction.web import WebServer, create_app
+from interaction.web._app import parse_host
+from interaction.web._server import GRACE_SECONDS
 
 from .helpers import import_error_without
-from .web_helpers import client, served
+from .web_helpers import Sse, client, served, sse
 
 SINGLE = AskUserQuestionItem(
     "pkg", "Which?", options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")]
 )
+NOTE = AskUserQuestionItem("note", "Anything else?")
 
 
 async def pending_id(relay: Relay) -> str:
@@ -75,6 +84,123 @@ async def test_foreign_hosts_and_cross_site_origins_are_refused() -> None:
     assert cross_site.status_code == 403
     assert same_site.status_code == 204
     assert localhost.status_code == 200
+
+
+async def test_the_page_moves_the_token_into_a_strict_http_only_cookie() -> None:
+    async with served() as (_, server), client(server, token=False) as http:
+        page = await http.get("/", params={"token": server.token})
+        assert page.status_code == 200
+        cookie = page.headers["set-cookie"]
+        name = f"interaction_token_{server.port}"
+        assert cookie.startswith(f"{name}={server.token};")
+        attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
+        assert {"httponly", "samesite=strict", "path=/"} <= attributes
+        assert "history.replaceState" in page.text  # the page takes ?token= out of the URL
+        # httpx keeps the cookie: the API now answers without header or query.
+        assert (await http.get("/api/questions")).json() == {"questions": []}
+        http.cookies.clear()
+        http.cookies.set(name, "wrong")
+        assert (await http.get("/api/questions")).status_code == 401
+        http.cookies.clear()
+        http.cookies.set(f"interaction_token_{server.port + 1}", server.token)  # another port's
+        assert (await http.get("/api/questions")).status_code == 401
+
+
+async def test_binding_beyond_loopback_answers_the_named_hosts_with_their_ports() -> None:
+    relay = Relay()
+    hosts = ["box.example", "10.0.0.7:8443", "[fd00::1]"]
+    async with WebServer(relay, host="0.0.0.0", hosts=hosts) as server:
+        assert server.base == f"http://box.example:{server.port}"
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{server.port}",
+            headers={"Authorization": f"Bearer {server.token}"},
+        ) as http:
+
+            async def status(host: str, origin: str | None = None) -> int:
+                headers = {"Host": host} | ({"Origin": origin} if origin else {})
+                return (await http.post("/api/ping", headers=headers)).status_code
+
+            port = server.port
+            assert await status(f"box.example:{port}") == 204
+            assert await status("box.example") == 204  # behind a proxy on port 80
+            assert await status("BOX.example.:8080") == 204  # a name entry matches any port
+            assert await status("10.0.0.7:8443") == 204
+            assert await status(f"10.0.0.7:{port}") == 421  # that entry names its port
+            assert await status(f"[fd00::1]:{port}") == 204
+            assert await status(f"127.0.0.1:{port}") == 204
+            assert await status(f"localhost:{port}") == 204
+            assert await status(f"0.0.0.0:{port}") == 421
+            assert await status(f"attacker.example:{port}") == 421
+            assert await status("box.example:notaport") == 421
+            assert await status(f"box.example:{port}", f"http://box.example:{port}") == 204
+            assert await status(f"box.example:{port}", f"http://localhost:{port}") == 403
+            assert await status(f"box.example:{port}", "null") == 403
+    relay.close()
+    with pytest.raises(ValueError, match="not a host name or host:port"):
+        WebServer(relay, hosts=["box.example:http"])
+
+
+def test_host_values_parse_with_ports_and_brackets() -> None:
+    assert parse_host("Example.COM.:8080") == ("example.com", 8080)
+    assert parse_host("example.com") == ("example.com", None)
+    assert parse_host("[::1]:8765") == ("[::1]", 8765)
+    assert parse_host("[::1]") == ("[::1]", None)
+    for bad in ("::1", "[::1]x", "host:0", "host:65536", "host:+80", "host:٨٠", ""):
+        assert parse_host(bad)[0] == "" or bad == "", bad
+
+
+async def test_create_app_answers_the_loopback_names_on_any_port() -> None:
+    app = create_app(Relay(), token="t")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, headers={"Authorization": "Bearer t"}
+    ) as http:
+        for host in ("127.0.0.1:8765", "localhost:9", "[::1]:80", "localhost"):
+            response = await http.post("http://x/api/ping", headers={"Host": host})
+            assert response.status_code == 204, host
+        assert (
+            await http.post("http://x/api/ping", headers={"Host": "evil:80"})
+        ).status_code == 421
+
+
+async def test_every_error_is_the_json_shape_404_and_405_included() -> None:
+    async with served() as (_, server), client(server) as http:
+        missing = await http.get("/nowhere")
+        wrong_method = await http.get("/api/ping")
+        wrong_method_2 = await http.delete("/api/questions/x/answer")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/json"
+    assert missing.json() == {
+        "error": {"code": "NOT_FOUND", "message": "there is nothing at '/nowhere'"}
+    }
+    assert wrong_method.status_code == wrong_method_2.status_code == 405
+    assert wrong_method.json() == {
+        "error": {"code": "METHOD_NOT_ALLOWED", "message": "GET is not allowed on this path"}
+    }
+    assert wrong_method.headers["allow"] == "POST"
+
+
+async def test_unencodable_or_undecodable_text_is_400_and_the_question_stays() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        url = f"/api/questions/{qid}/answer"
+        for body in (
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "\\ud800"}]}',
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "a\\udfffb"}]}',
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "\xff\xfe"}]}',
+            b'{"answers": [{"id": "\\ud83d", "selected": []}]}',
+        ):
+            refused = await http.post(url, content=body)
+            assert refused.status_code == 400, body
+            assert refused.json()["error"]["code"] == ErrorCode.BAD_ANSWER, body
+            assert [q.id for q in relay.pending()] == [qid]
+        odd_id = await http.post("/api/questions/%ED%A0%80/answer", json={"answers": []})
+        assert odd_id.status_code == 409
+        assert odd_id.json()["error"]["code"] == "NOT_PENDING"
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
 
 
 async def test_the_page_has_a_strict_policy_and_safe_headers() -> None:
@@ -153,47 +279,171 @@ async def test_cancel_over_http_and_late_answers() -> None:
         assert late.status_code == 409
 
 
-async def test_the_event_stream_replays_pending_questions_and_reports_outcomes() -> None:
+async def test_the_stream_opens_with_a_snapshot_then_reports_outcomes() -> None:
     async with served() as (relay, server), client(server) as http:
         asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
         qid = await pending_id(relay)
         async with http.stream("GET", "/api/events") as stream:
-            lines = aiter(stream.aiter_lines())
-            assert await anext(lines) == ": connected"
-            assert await anext(lines) == ""
-            assert await anext(lines) == "event: requested"
-            data = json.loads((await anext(lines)).removeprefix("data: "))
-            assert data["id"] == qid
-            assert data["request"]["questions"][0]["id"] == "pkg"
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            events = sse(stream.aiter_lines())
+            snapshot = await anext(events)
+            assert snapshot.kind == "snapshot"
+            assert snapshot.retry == 1000
+            assert snapshot.data == {
+                "questions": (await http.get("/api/questions")).json()["questions"]
+            }
             await http.post(
                 f"/api/questions/{qid}/answer", content='{"answers":[{"id":"pkg","selected":[]}]}'
             )
-            assert await anext(lines) == ""
-            assert await anext(lines) == "event: resolved"
-            assert json.loads((await anext(lines)).removeprefix("data: ")) == {
-                "id": qid,
-                "outcome": "answered",
-            }
+            resolved = await anext(events)
+            assert (resolved.kind, resolved.data) == (
+                "resolved",
+                {"id": qid, "outcome": "answered"},
+            )
         assert (await asking).answers == (AskUserQuestionAnswerItem("pkg"),)
+
+
+async def test_a_reconnect_drops_what_was_settled_while_away() -> None:
+    """The ghost question: withdrawn while the page was away, it is not in the new snapshot."""
+    async with served() as (relay, server), client(server) as http:
+        kept = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        kept_id = await pending_id(relay)
+        withdrawn = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        async with http.stream("GET", "/api/events") as stream:
+            first = await anext(sse(stream.aiter_lines()))
+        ids = [q["id"] for q in first.data["questions"]]  # type: ignore[index]
+        assert len(ids) == 2
+        assert ids[0] == kept_id
+        withdrawn.cancel()  # the asker gives up while no page is connected
+        with pytest.raises(asyncio.CancelledError):
+            await withdrawn
+        async with http.stream("GET", "/api/events", headers={"Last-Event-ID": "0"}) as stream:
+            again = await anext(sse(stream.aiter_lines()))
+        assert again.kind == "snapshot"
+        assert [q["id"] for q in again.data["questions"]] == [kept_id]  # type: ignore[index]
+        late = await http.post(f"/api/questions/{ids[1]}/answer", json={"answers": []})
+        assert late.status_code == 409
+        assert late.json() == {
+            "error": {
+                "code": "NOT_PENDING",
+                "message": f"question {ids[1]!r} was withdrawn by the agent",
+                "outcome": "aborted",
+            }
+        }
+        await http.post(f"/api/questions/{kept_id}/cancel")
+        with pytest.raises(UserInteractionError):
+            await kept
 
 
 async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
     async with served() as (_relay, server), client(server) as http:
         async with http.stream("GET", "/api/events") as stream:
-            lines = aiter(stream.aiter_lines())
-            assert await anext(lines) == ": connected"
-            assert await anext(lines) == ""
+            events = sse(stream.aiter_lines(), comments=True)
+            assert (await anext(events)).kind == "snapshot"
             for _ in range(3):  # several idle spells in a row
-                assert await anext(lines) == ": keep-alive"
-                assert await anext(lines) == ""
+                assert await anext(events) == Sse(":", "keep-alive")
             asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
-            while (line := await anext(lines)) != "event: requested":
-                assert line in {": keep-alive", ""}
-            qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+            while (event := await anext(events)).kind == ":":
+                pass
+            assert event.kind == "requested"
+            qid = event.data["id"]  # type: ignore[index]
             await http.post(f"/api/questions/{qid}/cancel")
         with pytest.raises(UserInteractionError):
             await asking
+
+
+async def test_two_claims_at_once_the_loser_is_told_it_was_answered_elsewhere() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        answer = http.post(
+            f"/api/questions/{qid}/answer", json={"answers": [{"id": "pkg", "selected": ["npm"]}]}
+        )
+        dismiss = http.post(f"/api/questions/{qid}/cancel")
+        first, second = await asyncio.gather(answer, dismiss)
+        assert (await asking).answers[0].selected == ("npm",)
+    assert first.status_code == 200
+    assert second.status_code == 409
+    assert second.json() == {
+        "error": {
+            "code": "NOT_PENDING",
+            "message": f"question {qid!r} was already answered (in another tab or client)",
+            "outcome": "answered",
+        }
+    }
+
+
+async def test_a_claim_racing_the_askers_abort_is_409_and_resolved_once() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        real_get = relay.get
+
+        def get_and_abort(question_id: str) -> PendingQuestion | None:
+            found = real_get(question_id)
+            asking.cancel()  # the abort lands while the claim is under way
+            return found
+
+        async with http.stream("GET", "/api/events") as stream:
+            events = sse(stream.aiter_lines())
+            assert (await anext(events)).kind == "snapshot"
+            relay.get = get_and_abort  # type: ignore[method-assign]
+            claim = await http.post(
+                f"/api/questions/{qid}/answer", json={"answers": [{"id": "pkg", "selected": []}]}
+            )
+            relay.get = real_get  # type: ignore[method-assign]
+            assert claim.status_code == 409
+            assert claim.json()["error"]["code"] == "NOT_PENDING"
+            assert await anext(events) == Sse("resolved", {"id": qid, "outcome": "aborted"})
+            with pytest.raises(asyncio.CancelledError):
+                await asking
+            following = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+            nxt = await anext(events)  # the next event is the next question: resolved came once
+            assert nxt.kind == "requested"
+            await http.post(f"/api/questions/{nxt.data['id']}/cancel")  # type: ignore[index]
+            with pytest.raises(UserInteractionError):
+                await following
+
+
+async def test_stop_with_pages_open_is_quick_and_ends_their_streams(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    relay = Relay()
+    server = WebServer(relay)
+    await server.start()
+    uvicorn_log = logging.getLogger("uvicorn")  # configured by uvicorn not to propagate
+    uvicorn_log.addHandler(caplog.handler)
+    async with client(server) as http, contextlib.AsyncExitStack() as streams:
+        opened = [
+            await streams.enter_async_context(http.stream("GET", "/api/events")) for _ in range(3)
+        ]
+        readers = [sse(stream.aiter_lines()) for stream in opened]
+        for events in readers:
+            assert (await anext(events)).kind == "snapshot"
+        started = time.perf_counter()
+        await server.stop()
+        elapsed = time.perf_counter() - started
+        for events in readers:
+            assert await anext(events) == Sse("closing", {"reason": "stopped"})
+            with pytest.raises(StopAsyncIteration):
+                await anext(events)
+    relay.close()
+    uvicorn_log.removeHandler(caplog.handler)
+    assert elapsed < GRACE_SECONDS, elapsed  # the streams ended themselves, none was cut off
+    assert [r for r in caplog.records if r.name.startswith("uvicorn")] == []  # no traceback
+
+
+async def test_closing_the_relay_tells_the_page() -> None:
+    async with (
+        served() as (relay, server),
+        client(server) as http,
+        http.stream("GET", "/api/events") as stream,
+    ):
+        events = sse(stream.aiter_lines())
+        assert (await anext(events)).kind == "snapshot"
+        relay.close()
+        assert await anext(events) == Sse("closing", {"reason": "closed"})
 
 
 def test_the_web_module_names_its_extra_when_it_is_missing() -> None:
@@ -228,11 +478,22 @@ def serve_and_answer(process: subprocess.Popen[str]) -> None:
         assert http.get("/api/questions", headers={"Authorization": ""}).status_code == 401
         for expected in ("pkg", "plan", "pkg"):
             with http.stream("GET", "/api/events") as events:  # the next question, live
-                data = next(ln for ln in events.iter_lines() if ln.startswith("data: "))
-            question = json.loads(data.removeprefix("data: "))
+                question = next_question(events.iter_lines())
             first = question["request"]["questions"][0]["id"]
             assert first == expected
             answers = [{"id": q["id"], "selected": []} for q in question["request"]["questions"]]
             posted = http.post(f"/api/questions/{question['id']}/answer", json={"answers": answers})
             assert posted.status_code == 200
             assert json.loads(process.stdout.readline()) == {"answers": answers}
+
+
+def next_question(lines: Iterator[str]) -> dict[str, Any]:
+    """The first question of a stream: in its snapshot, or the first one asked after it."""
+    for line in lines:
+        if line.startswith("data: "):
+            data = json.loads(line.removeprefix("data: "))
+            if "questions" not in data:
+                return cast(dict[str, Any], data)
+            if data["questions"]:
+                return cast(dict[str, Any], data["questions"][0])
+    raise AssertionError("the stream ended without a question")
