@@ -497,3 +497,39 @@ def next_question(lines: Iterator[str]) -> dict[str, Any]:
             if data["questions"]:
                 return cast(dict[str, Any], data["questions"][0])
     raise AssertionError("the stream ended without a question")
+
+
+def test_serve_answers_the_hosts_named_by_allow_host() -> None:
+    argv = [sys.executable, "-m", "interaction", "serve", "--port", "0"]
+    with subprocess.Popen(
+        [*argv, "--allow-host", "box.example", "--allow-host", "10.1.2.3:9000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            assert process.stderr is not None
+            url = process.stderr.readline().split(" at ", 1)[1].strip()
+            base, token = url.split("/?token=")
+            port = base.rsplit(":", 1)[1]
+            headers = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+                for host, status in (
+                    (f"box.example:{port}", 204),
+                    ("10.1.2.3:9000", 204),
+                    (f"10.1.2.3:{port}", 421),
+                    (f"other.example:{port}", 421),
+                ):
+                    assert http.post("/api/ping", headers={"Host": host}).status_code == status
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    refused = subprocess.run(
+        [*argv, "--allow-host", "box.example:http"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr == "interaction: not a host name or host:port: 'box.example:http'\n"
