@@ -202,6 +202,8 @@ class WebApp:
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
         self._watcher: asyncio.Task[None] | None = None
+        self._opened = 0  # streams opened, and keep-alives sent: for tests to watch
+        self._keepalives = 0
         page = (_ASSETS / "page.html").read_text("utf-8")
         script = (_ASSETS / "app.js").read_text("utf-8")
         style = (_ASSETS / "app.css").read_text("utf-8")
@@ -348,6 +350,7 @@ class WebApp:
         snapshot = self.relay.pending()  # the subscription replays exactly these first
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._streams.add(stop)
+        self._opened += 1
         iterator = aiter(subscription)
         step: asyncio.Future[RelayEvent] | None = None
         try:
@@ -366,6 +369,7 @@ class WebApp:
                     yield _sse("closing", {"reason": "stopped"})
                     return
                 if not done:
+                    self._keepalives += 1
                     yield ": keep-alive\n\n"
                     continue
                 try:
