@@ -533,3 +533,45 @@ def test_serve_answers_the_hosts_named_by_allow_host() -> None:
     )
     assert refused.returncode == 2
     assert refused.stderr == "interaction: not a host name or host:port: 'box.example:http'\n"
+
+
+async def test_odd_requests_get_a_json_error_never_a_500() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        qid = await pending_id(relay)
+        url = f"/api/questions/{qid}/answer"
+        for method, path, body, status, code in (
+            ("POST", url, b"[" * 100_000 + b"]" * 100_000, 400, "BAD_ANSWER"),
+            (
+                "POST",
+                url,
+                b'{"answers": [' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"]}",
+                400,
+                "BAD_ANSWER",
+            ),
+            (
+                "POST",
+                url,
+                b'{"answers": [{"id": "note", "custom": "' + b"x" * (1 << 20) + b'"}]}',
+                400,
+                "BAD_ANSWER",
+            ),
+            (
+                "POST",
+                url,
+                b'{"answers": [{"id": "note", "selected": [], "custom": 1e999}]}',
+                400,
+                "BAD_ANSWER",
+            ),
+            ("POST", "/api/questions/%00/cancel", b"", 409, "NOT_PENDING"),
+            ("POST", "/api/questions//answer", b"", 404, "NOT_FOUND"),
+            ("OPTIONS", "/api/questions", b"", 405, "METHOD_NOT_ALLOWED"),
+            ("PUT", "/", b"", 405, "METHOD_NOT_ALLOWED"),
+        ):
+            response = await http.request(method, path, content=body)
+            assert response.status_code == status, (method, path[:40])
+            assert response.json()["error"]["code"] == code, (method, path[:40])
+        assert [q.id for q in relay.pending()] == [qid]
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
