@@ -570,6 +570,7 @@ async def test_no_serious_accessibility_violations(
     assert await serious_violations(page, axe_source) == []
     await page.get_by_test_id("approve").click()
     await plan
+    await page.get_by_text("No question is waiting.").wait_for()
     # The check itself works: a button without a name is a critical violation.
     await page.evaluate("document.querySelector('main').append(document.createElement('button'))")
     assert [v.split(":")[0] for v in await serious_violations(page, axe_source)] == ["button-name"]
