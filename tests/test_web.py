@@ -9,13 +9,14 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, cast
 
 import httpx
 import pytest
 
 from interaction import (
+    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -23,8 +24,16 @@ from interaction import (
     ErrorCode,
     UserInteractionError,
     ask,
+    provide,
 )
-from interaction.relay import PendingQuestion, Relay
+from interaction.relay import (
+    RELAY_UNAVAILABLE,
+    PendingQuestion,
+    Relay,
+    RelayBackend,
+    RelayEvent,
+    RelaySnapshot,
+)
 from interaction.web import WebServer, create_app
 from interaction.web._app import parse_host
 from interaction.web._server import GRACE_SECONDS
@@ -575,3 +584,166 @@ async def test_odd_requests_get_a_json_error_never_a_500() -> None:
         await http.post(f"/api/questions/{qid}/cancel")
         with pytest.raises(UserInteractionError):
             await asking
+
+
+async def test_last_event_id_resumes_with_exactly_the_events_missed() -> None:
+    async with served() as (relay, server), client(server) as http:
+        first = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        async with http.stream("GET", "/api/events") as stream:
+            events = sse(stream.aiter_lines())
+            snapshot = await anext(events)
+            assert snapshot.kind == "snapshot"
+            assert snapshot.id
+            if not snapshot.data["questions"]:  # type: ignore[index]
+                seen = await anext(events)
+                assert seen.kind == "requested"
+            else:
+                seen = snapshot
+            assert seen.id
+            last = seen.id
+        first_id = relay.pending()[0].id
+        # While the page is away: a new question, and the first one answered.
+        second = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        second_id = await pending_id_after(relay, first_id)
+        body = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+        assert (await http.post(f"/api/questions/{first_id}/answer", json=body)).status_code == 200
+        async with http.stream("GET", "/api/events", headers={"Last-Event-ID": last}) as stream:
+            events = sse(stream.aiter_lines())
+            missed = [await anext(events), await anext(events)]
+        assert [(e.kind, e.data["id"]) for e in missed] == [  # type: ignore[index]
+            ("requested", second_id),
+            ("resolved", first_id),
+        ]
+        assert missed[1].data == {"id": first_id, "outcome": "answered"}
+        assert missed[0].id
+        assert missed[1].id
+        assert len({last, missed[0].id, missed[1].id}) == 3
+        await http.post(f"/api/questions/{second_id}/cancel")
+        await first
+        with pytest.raises(UserInteractionError):
+            await second
+
+
+async def pending_id_after(relay: Relay, known: str) -> str:
+    """The id of the next question to be pending besides ``known``."""
+    subscription = relay.subscribe()
+    async for event in subscription:
+        if event.kind == "requested" and event.id != known:
+            subscription.close()
+            return event.id
+    raise AssertionError("no new question")
+
+
+async def test_an_unknown_or_too_old_last_event_id_gets_a_fresh_snapshot() -> None:
+    async with served(history=2) as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        async with http.stream("GET", "/api/events") as stream:
+            old = (await anext(sse(stream.aiter_lines()))).id
+        assert old
+        for _ in range(3):  # more events than the relay keeps
+            other = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+            await http.post(f"/api/questions/{await pending_id_after(relay, qid)}/cancel")
+            with pytest.raises(UserInteractionError):
+                await other
+        for last in (old.encode(), b"not-a-position", b"x" * 500, "\u00e9.1".encode()):
+            headers = {b"Last-Event-ID": last}
+            async with http.stream("GET", "/api/events", headers=headers) as stream:
+                fresh = await anext(sse(stream.aiter_lines()))
+            assert fresh.kind == "snapshot", last[:20]
+            assert [q["id"] for q in fresh.data["questions"]] == [qid]  # type: ignore[index]
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
+
+
+async def test_a_stream_that_falls_behind_the_history_gets_a_fresh_snapshot() -> None:
+    async with (
+        served(history=2) as (relay, server),
+        client(server) as http,
+        http.stream("GET", "/api/events") as stream,
+    ):
+        events = sse(stream.aiter_lines())
+        assert await anext(events) == Sse("snapshot", {"questions": []})
+        burst = [asyncio.create_task(ask(AskUserQuestionRequest([NOTE]))) for _ in range(5)]
+        while (event := await anext(events)).kind != "snapshot":
+            assert event.kind == "requested"  # what it could still read, then a snapshot
+        assert {q["id"] for q in event.data["questions"]} == {  # type: ignore[index]
+            q.id for q in relay.pending()
+        }
+        assert len(relay.pending()) == 5
+        for question in relay.pending():
+            await http.post(f"/api/questions/{question.id}/cancel")
+        for task in burst:
+            with pytest.raises(UserInteractionError):
+                await task
+
+
+class FlakyRelay:
+    """A RelayBackend over an in-memory Relay whose "store" can be taken down."""
+
+    def __init__(self) -> None:
+        self.inner = Relay()
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise UserInteractionError("the store is down", RELAY_UNAVAILABLE)
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self._check()
+        return await self.inner.ask(request)
+
+    async def snapshot(self) -> RelaySnapshot:
+        self._check()
+        return await self.inner.snapshot()
+
+    async def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        self._check()
+        async for event in self.inner.events(after):
+            yield event
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        self._check()
+        return await self.inner.lookup(question_id)
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        self._check()
+        return await self.inner.submit(question_id, answer)
+
+    async def dismiss(self, question_id: str) -> None:
+        self._check()
+        await self.inner.dismiss(question_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_relay_whose_store_is_down_is_503_and_the_stream_says_so() -> None:
+    relay = FlakyRelay()
+    assert isinstance(relay, RelayBackend)
+    with provide(relay):
+        async with WebServer(relay) as server, client(server) as http:
+            asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            qid = await pending_id(relay.inner)
+            relay.down = True
+            async with http.stream("GET", "/api/events") as stream:
+                said = await anext(sse(stream.aiter_lines()))
+            assert said == Sse(
+                "unavailable", {"code": "RELAY_UNAVAILABLE", "message": "the store is down"}
+            )
+            for response in (
+                await http.get("/api/questions"),
+                await http.post(f"/api/questions/{qid}/answer", json={"answers": []}),
+                await http.post(f"/api/questions/{qid}/cancel"),
+            ):
+                assert response.status_code == 503
+                assert response.json() == {
+                    "error": {"code": "RELAY_UNAVAILABLE", "message": "the store is down"}
+                }
+            relay.down = False
+            assert [q.id for q in relay.inner.pending()] == [qid]  # nothing was settled
+            assert (await http.post(f"/api/questions/{qid}/cancel")).status_code == 204
+            with pytest.raises(UserInteractionError):
+                await asking
+    await relay.aclose()

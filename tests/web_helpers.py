@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -32,12 +32,15 @@ def client(server: WebServer, *, token: bool = True) -> httpx.AsyncClient:
 
 @dataclass(frozen=True)
 class Sse:
-    """One server-sent event (comments are kept as ``kind == ":"`` with ``data`` the text)."""
+    """One server-sent event (comments are kept as ``kind == ":"`` with ``data`` the text).
+
+    Equality compares ``kind`` and ``data`` only.
+    """
 
     kind: str
     data: object
-    id: str | None = None
-    retry: int | None = None
+    id: str | None = field(default=None, compare=False)
+    retry: int | None = field(default=None, compare=False)
 
 
 async def sse(lines: AsyncIterator[str], *, comments: bool = False) -> AsyncIterator[Sse]:

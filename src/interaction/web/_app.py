@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Collection, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable
 from importlib import resources
 from typing import Any, Final
 
@@ -18,7 +19,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._core import ErrorCode, UserInteractionError, is_plan_review
-from ..relay import NOT_PENDING, PendingQuestion, Relay, RelayEvent
+from ..relay import (
+    NOT_PENDING,
+    RELAY_UNAVAILABLE,
+    STALE_POSITION,
+    PendingQuestion,
+    RelayBackend,
+    RelayEvent,
+    RelaySnapshot,
+)
 from ..wire import decode_answer, encode_answer, encode_request
 
 __all__ = ["WebApp", "create_app", "parse_host"]
@@ -35,7 +44,12 @@ COOKIE_PREFIX: Final = "interaction_token_"
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
 # Status codes of the relay's and the app's error codes.
-_STATUS: Final = {NOT_PENDING: 409, "NOT_FOUND": 404, "METHOD_NOT_ALLOWED": 405}
+_STATUS: Final = {
+    NOT_PENDING: 409,
+    RELAY_UNAVAILABLE: 503,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+}
 
 _WHY: Final = {
     "answered": "was already answered (in another tab or client)",
@@ -59,10 +73,16 @@ def _sse(kind: str, data: object, event_id: str | None = None) -> str:
 
 
 def _event_json(event: RelayEvent) -> str:
+    position = event.position or None
     if event.kind == "requested":
         assert event.question is not None
-        return _sse("requested", question_json(event.question))
-    return _sse("resolved", {"id": event.id, "outcome": event.outcome})
+        return _sse("requested", question_json(event.question), position)
+    return _sse("resolved", {"id": event.id, "outcome": event.outcome}, position)
+
+
+def _snapshot_json(snapshot: RelaySnapshot) -> str:
+    questions = [question_json(q) for q in snapshot.questions]
+    return _sse("snapshot", {"questions": questions}, snapshot.position)
 
 
 def _error(status: int, code: str, message: str, **extra: str) -> JSONResponse:
@@ -192,16 +212,19 @@ class _Guard:
         await self.app(scope, receive, send_safely)
 
 
+class _Stale(Exception):
+    """The relay cannot replay from the stream's position: send a fresh snapshot."""
+
+
 class WebApp:
     """The ASGI app of :func:`create_app`, with :meth:`close_streams` for a quick stop."""
 
-    def __init__(self, relay: Relay, *, token: str, hosts: Collection[str]) -> None:
+    def __init__(self, relay: RelayBackend, *, token: str, hosts: Collection[str]) -> None:
         self.relay = relay
         self.token = token
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
-        self._watcher: asyncio.Task[None] | None = None
         self._opened = 0  # streams opened, and keep-alives sent: for tests to watch
         self._keepalives = 0
         page = (_ASSETS / "page.html").read_text("utf-8")
@@ -223,8 +246,6 @@ class WebApp:
         self._app = _Guard(starlette, token, hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._watcher is None and scope["type"] == "http":
-            self._watcher = asyncio.ensure_future(self._watch())
         await self._app(scope, receive, send)
 
     # ------------------------------------------------------------------ errors
@@ -250,23 +271,11 @@ class WebApp:
     # ------------------------------------------------------------------ outcomes
 
     def _remember(self, question_id: str, outcome: str) -> None:
+        """Keep how a question settled (seen by a stream or done here), to tell late claims."""
         self._outcomes[question_id] = outcome
         self._outcomes.move_to_end(question_id)
         while len(self._outcomes) > OUTCOMES_KEPT:
             self._outcomes.popitem(last=False)
-
-    async def _watch(self) -> None:
-        """Remember how questions settled, so a late claim can be told why it lost."""
-        while not self.relay.closed:
-            subscription = self.relay.subscribe()
-            try:
-                async for event in subscription:
-                    if event.kind == "resolved" and event.outcome is not None:
-                        self._remember(event.id, event.outcome)
-            finally:
-                subscription.close()
-            if not subscription.lagged:
-                return
 
     def _not_pending(self, question_id: str, error: UserInteractionError | None) -> Response:
         outcome = self._outcomes.get(question_id)
@@ -294,7 +303,11 @@ class WebApp:
         return response
 
     async def list_questions(self, request: Request) -> Response:
-        return JSONResponse({"questions": [question_json(q) for q in self.relay.pending()]})
+        try:
+            snapshot = await self.relay.snapshot()
+        except UserInteractionError as error:
+            return _error(_STATUS.get(error.code, 400), error.code, error.message)
+        return JSONResponse({"questions": [question_json(q) for q in snapshot.questions]})
 
     async def _read_json(self, request: Request) -> bytes:
         body = bytearray()
@@ -306,12 +319,12 @@ class WebApp:
 
     async def answer(self, request: Request) -> Response:
         question_id = request.path_params["id"]
-        question = self.relay.get(question_id)
-        if question is None:
-            return self._not_pending(question_id, None)
         try:
+            question = await self.relay.lookup(question_id)
+            if question is None:
+                return self._not_pending(question_id, None)
             decoded = decode_answer(await self._read_json(request), question.request)
-            checked = self.relay.answer(question_id, decoded)
+            checked = await self.relay.submit(question_id, decoded)
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -322,7 +335,7 @@ class WebApp:
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
         try:
-            self.relay.cancel(question_id)
+            await self.relay.dismiss(question_id)
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -336,30 +349,54 @@ class WebApp:
     async def events(self, request: Request) -> Response:
         if self._stopping:
             return _error(503, "STOPPING", "the server is stopping")
-        return StreamingResponse(self._stream(), media_type="text/event-stream")
+        last = request.headers.get("last-event-id", "").strip() or None
+        return StreamingResponse(self._stream(last), media_type="text/event-stream")
 
     # ------------------------------------------------------------------ the stream
 
-    async def _stream(self) -> AsyncIterator[str]:
+    async def _stream(self, last_event_id: str | None) -> AsyncIterator[str]:
         """A snapshot of what is pending, then the events, with keep-alives in between.
 
-        One pending ``next()`` survives keep-alives: ``wait_for`` would cancel it, and with it
-        the subscription's generator, ending the stream.
+        With a ``Last-Event-ID`` the relay can replay from, the stream resumes there with
+        exactly the events missed; otherwise, or when the relay says the position is stale
+        (even mid-stream), it sends a fresh snapshot and goes on from its position.
         """
-        subscription = self.relay.subscribe()
-        snapshot = self.relay.pending()  # the subscription replays exactly these first
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._streams.add(stop)
         self._opened += 1
-        iterator = aiter(subscription)
-        step: asyncio.Future[RelayEvent] | None = None
+        head = f"retry: {RETRY_MS}\n"
+        position = last_event_id
         try:
-            yield f"retry: {RETRY_MS}\n" + _sse(
-                "snapshot", {"questions": [question_json(q) for q in snapshot]}
-            )
-            for _ in snapshot:  # drop the replay: the snapshot said it
-                await anext(iterator)
-            step = asyncio.ensure_future(anext(iterator))
+            while True:
+                if position is None:
+                    snapshot = await self.relay.snapshot()
+                    yield head + _snapshot_json(snapshot)
+                    position = snapshot.position
+                else:
+                    yield head + ": resumed\n\n"
+                head = ""
+                try:
+                    async with contextlib.aclosing(self._follow(position, stop)) as texts:
+                        async for text in texts:
+                            yield text
+                except _Stale:
+                    position = None  # too far behind, or a position from elsewhere
+                    continue
+                return
+        except UserInteractionError as error:  # the relay's store is down, say
+            yield _sse("unavailable", {"code": error.code, "message": error.message})
+        finally:
+            self._streams.discard(stop)
+
+    async def _follow(self, position: str, stop: asyncio.Future[None]) -> AsyncGenerator[str, None]:
+        """The events after ``position`` as SSE text, until the relay closes or ``stop``.
+
+        One pending ``next()`` survives keep-alives: cancelling it would end the relay's
+        generator. Raises :class:`_Stale` when the relay cannot replay from ``position``.
+        """
+        events = self.relay.events(position)
+        step: asyncio.Future[RelayEvent] = asyncio.ensure_future(anext(events))
+        try:
             while True:
                 waiting: set[asyncio.Future[Any]] = {step, stop}
                 done, _ = await asyncio.wait(
@@ -375,18 +412,22 @@ class WebApp:
                 try:
                     event = step.result()
                 except StopAsyncIteration:
-                    if not subscription.lagged:  # a lagging page reconnects by itself
-                        yield _sse("closing", {"reason": "closed"})
+                    yield _sse("closing", {"reason": "closed"})
                     return
+                except UserInteractionError as error:
+                    if error.code == STALE_POSITION:
+                        raise _Stale from None
+                    raise
+                if event.kind == "resolved" and event.outcome is not None:
+                    self._remember(event.id, event.outcome)
                 yield _event_json(event)
-                step = asyncio.ensure_future(anext(iterator))
-        except StopAsyncIteration:  # ended during the replay
-            return
+                step = asyncio.ensure_future(anext(events))
         finally:
-            if step is not None:
-                step.cancel()
-            subscription.close()
-            self._streams.discard(stop)
+            step.cancel()
+            with contextlib.suppress(BaseException):  # its cancellation, or its own error
+                await step
+            with contextlib.suppress(Exception):
+                await events.aclose()
 
     def close_streams(self) -> None:
         """End every open event stream (with a ``closing`` event) and refuse new ones."""
@@ -394,11 +435,11 @@ class WebApp:
         for stop in list(self._streams):
             if not stop.done():
                 stop.set_result(None)
-        if self._watcher is not None:
-            self._watcher.cancel()
 
 
-def create_app(relay: Relay, *, token: str, hosts: Collection[str] = LOOPBACK_NAMES) -> ASGIApp:
+def create_app(
+    relay: RelayBackend, *, token: str, hosts: Collection[str] = LOOPBACK_NAMES
+) -> ASGIApp:
     """The app over ``relay``.
 
     ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that

@@ -12,7 +12,7 @@ from typing import Final
 
 import uvicorn
 
-from ..relay import Relay
+from ..relay import RelayBackend
 from ._app import LOOPBACK_NAMES, WebApp, parse_host
 
 __all__ = ["WebServer"]
@@ -73,7 +73,7 @@ class WebServer:
 
     def __init__(
         self,
-        relay: Relay,
+        relay: RelayBackend,
         *,
         host: str = "127.0.0.1",
         port: int = 0,

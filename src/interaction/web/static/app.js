@@ -415,6 +415,12 @@
       if (stream !== events || stopped) return;
       if (status === 401) unauthorized();
       else if (status === 0) showStopped("The server cannot be reached.");
+      else if (stream.readyState === EventSource.CLOSED) setTimeout(() => { if (stream === events && !stopped) connect(); }, 2000);
+    });
+    events.addEventListener("unavailable", (event) => {
+      const { message } = JSON.parse(event.data);
+      statusLine.textContent = "reconnecting…";
+      say(`The server cannot reach its question store (${message}); retrying.`, "warning");
     });
     events.addEventListener("snapshot", (event) => {
       const { questions: pending } = JSON.parse(event.data);
