@@ -306,7 +306,7 @@ async def test_two_tabs_answer_at_once_and_the_loser_is_told_why(
             "“Tools” was answered elsewhere (in another tab or client); your answer was not used."
         )
         assert len(posts) == 1
-        assert await winner.get_by_test_id("notice").inner_text() == "Answer sent."
+        await winner.get_by_test_id("notice").get_by_text("Answer sent.", exact=True).wait_for()
         await loser.get_by_text("No question is waiting.").wait_for()
         assert await loser.evaluate("localStorage.length") == 0  # its draft went with it
         await context.close()
@@ -472,7 +472,7 @@ async def test_drafts_are_per_question_and_go_when_it_settles(
     assert keys == [f"interaction-draft-{pending_first}"]
     await page.get_by_test_id("submit").click()
     assert (await first).answers == (Item("notes", custom="for the first"),)
-    await page.get_by_test_id("other").wait_for()
+    await page.get_by_test_id("notice").get_by_text("Answer sent.", exact=True).wait_for()
     assert await page.get_by_test_id("other").input_value() == ""  # not the first's text
     assert await page.evaluate("Object.keys(localStorage)") == []
     await page.get_by_test_id("other").fill("second")
