@@ -8,10 +8,15 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+import tarfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Literal, cast
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, Route, async_playwright
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -23,9 +28,11 @@ from interaction import (
     PlanReviewIntent,
     UserInteractionError,
     ask,
+    provide,
 )
 from interaction.relay import Relay
 from interaction.web import WebServer
+from interaction.web._app import WebApp
 
 from .helpers import CHECKS, NOTES
 from .web_helpers import served
@@ -213,3 +220,357 @@ async def test_no_token_means_no_page(browser: Browser) -> None:
             assert response.status == 401
             assert await page.locator("#main").count() == 0
         await page.close()
+
+
+# ---------------------------------------------------------------- the stream and the clicks
+
+
+async def wait_until(condition: Callable[[], bool], what: str) -> None:
+    async with asyncio.timeout(30):
+        while not condition():  # noqa: ASYNC110 - polls a counter, no event to wait on
+            await asyncio.sleep(0.01)
+    assert condition(), what
+
+
+def app_of(server: WebServer) -> WebApp:
+    assert server._app is not None
+    return server._app
+
+
+async def test_the_token_leaves_the_address_bar_for_an_http_only_cookie(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, server, page = site
+    await page.get_by_text("connected", exact=True).wait_for()
+    assert page.url == server.base + "/"
+    assert await page.evaluate("document.cookie") == ""  # HttpOnly: no script can read it
+    (cookie,) = await page.context.cookies()
+    assert cookie["name"] == f"interaction_token_{server.port}"
+    assert cookie["value"] == server.token
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    await page.reload()  # no token in the URL any more: the cookie carries it
+    task = asking(PKG)
+    await page.get_by_test_id("submit").click()
+    assert (await task).answers == (Item("pkg"),)
+
+
+async def test_idle_keep_alives_never_drop_the_stream(
+    site: tuple[Relay, WebServer, Page], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, server, page = site
+    await page.get_by_text("connected", exact=True).wait_for()
+    app = app_of(server)
+    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.02)
+    await page.reload()  # a stream opened under the short keep-alive
+    await page.get_by_text("connected", exact=True).wait_for()
+    opened = app._opened
+    await wait_until(lambda: app._keepalives >= 20, "twenty idle spells")
+    assert app._opened == opened  # the page never had to reconnect
+    assert await page.get_by_test_id("status").inner_text() == "connected"
+    task = asking(PKG)
+    await page.get_by_test_id("question").wait_for()
+    await page.get_by_test_id("cancel").click()
+    with pytest.raises(UserInteractionError):
+        await task
+
+
+async def test_two_tabs_answer_at_once_and_the_loser_is_told_why(
+    browser: Browser,
+) -> None:
+    async with served() as (_, server):
+        context = await browser.new_context()
+        winner, loser = await context.new_page(), await context.new_page()
+        for page in (winner, loser):
+            await page.goto(server.url)
+        task = asking(PKG)
+        for page in (winner, loser):
+            await page.get_by_test_id("question").wait_for()
+        posts: list[str] = []
+
+        async def after_the_winner(route: Route) -> None:
+            posts.append(route.request.url)
+            await task  # the other tab's answer is in before this one reaches the server
+            await route.continue_()
+
+        await loser.route("**/answer", after_the_winner)
+        await loser.get_by_text("yarn", exact=True).click()
+        await loser.get_by_test_id("submit").click()
+        await loser.get_by_test_id("submit").click(force=True)  # the busy latch holds it
+        await winner.get_by_text("npm", exact=True).click()
+        await winner.get_by_test_id("submit").click()
+        assert (await task).answers == (Item("pkg", ["npm"]),)
+        notice = loser.get_by_test_id("notice")
+        await notice.get_by_text("answered elsewhere").wait_for()
+        assert await notice.inner_text() == (
+            "“Tools” was answered elsewhere (in another tab or client); your answer was not used."
+        )
+        assert len(posts) == 1
+        await winner.get_by_test_id("notice").get_by_text("Answer sent.", exact=True).wait_for()
+        await loser.get_by_text("No question is waiting.").wait_for()
+        assert await loser.evaluate("localStorage.length") == 0  # its draft went with it
+        await context.close()
+
+
+async def test_a_network_error_or_a_5xx_keeps_the_question_and_the_draft(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    relay, _, page = site
+    task = asking(PKG)
+    await page.get_by_text("yarn", exact=True).click()
+    await page.route("**/answer", lambda route: route.abort("connectionrefused"))
+    await page.get_by_test_id("submit").click()
+    error = page.get_by_test_id("error")
+    await error.get_by_text("Could not reach the server").wait_for()
+    assert await error.inner_text() == (
+        "Could not reach the server. Your answer is kept here; try again."
+    )
+    await page.unroute("**/answer")
+    body = '{"error": {"code": "INTERNAL_ERROR", "message": "boom"}}'
+    await page.route("**/answer", lambda route: route.fulfill(status=500, body=body))
+    await page.get_by_test_id("submit").click()
+    await error.get_by_text("The server failed").wait_for()
+    assert await error.inner_text() == (
+        "The server failed (500 INTERNAL_ERROR). Your answer is kept here; try again."
+    )
+    assert await page.get_by_role("radio").nth(2).is_checked()
+    assert len(relay.pending()) == 1
+    await page.unroute("**/answer")
+    await page.get_by_test_id("submit").click()
+    assert (await task).answers == (Item("pkg", ["yarn"]),)
+
+
+async def test_server_stop_then_retry_and_no_ghost_of_a_withdrawn_question(
+    browser: Browser,
+) -> None:
+    relay = Relay()
+    with provide(relay):
+        server = WebServer(relay)
+        await server.start()
+        page = await browser.new_page()
+        await page.goto(server.url)
+        withdrawn, kept = asking(NOTES), asking(PKG)
+        await page.get_by_test_id("other").fill("typed while it was there")
+        await server.stop()
+        stopped = page.get_by_test_id("stopped")
+        await stopped.wait_for()
+        assert await page.get_by_test_id("status").inner_text() == "server stopped"
+        assert await page.get_by_test_id("stopped-detail").inner_text() == (
+            "The server was stopped. Unsent answers are kept in this browser."
+        )
+        await page.get_by_test_id("retry").click()
+        await page.get_by_text("The server is still not reachable", exact=False).wait_for()
+        withdrawn.cancel()  # the agent gives up while the page is away
+        with pytest.raises(asyncio.CancelledError):
+            await withdrawn
+        again = WebServer(relay, port=server.port, token=server.token)
+        await again.start()
+        await page.get_by_test_id("retry").click()
+        await page.get_by_test_id("question").wait_for()
+        assert await page.get_by_test_id("question-text").inner_text() == PKG.question
+        assert await page.get_by_test_id("queue").inner_text() == ""  # nothing else waiting
+        assert await page.evaluate("localStorage.length") == 0  # the ghost's draft is gone
+        await page.get_by_test_id("submit").click()
+        assert (await kept).answers == (Item("pkg"),)
+        await page.close()
+        await again.stop()
+        relay.close()
+
+
+async def test_a_question_withdrawn_while_shown_says_so(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, _, page = site
+    task = asking(PKG)
+    await page.get_by_test_id("question").wait_for()
+    task.cancel()
+    await page.get_by_test_id("notice").get_by_text("withdrawn by the agent").wait_for()
+    assert await page.get_by_test_id("notice").inner_text() == "“Tools” was withdrawn by the agent."
+    await page.get_by_text("No question is waiting.").wait_for()
+
+
+LONG_PLAN = AskUserQuestionItem(
+    "plan",
+    "Approve this plan?",
+    detail="# Step one is at the top\n"
+    + "\n".join(f"{n}. do part {n} of the work carefully" for n in range(1, 120))
+    + "\n\n## The very end",
+    options=[Option("Approve"), Option("Revise")],
+    intent=PlanReviewIntent("Approve"),
+)
+
+
+async def test_a_long_plan_opens_at_its_top_with_the_actions_in_view(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, _, page = site
+    await page.set_viewport_size({"width": 1000, "height": 700})
+    task = asking(LONG_PLAN)
+    await page.get_by_test_id("plan-review").wait_for()
+    assert await page.evaluate("document.activeElement.dataset.testid") == "approve"
+    assert await page.evaluate("window.scrollY") == 0
+    plan = page.locator(".plan-body")
+    assert await plan.evaluate("p => p.scrollTop") == 0
+    assert await plan.evaluate("p => p.scrollHeight > p.clientHeight")  # its own scroll area
+    top = page.get_by_text("Step one is at the top")
+    assert await top.is_visible()
+    await in_view(page, "Step one is at the top")
+    await in_view(page, "[data-testid=approve]", selector=True)
+    await in_view(page, "[data-testid=cancel]", selector=True)
+    await plan.evaluate("p => { p.scrollTop = p.scrollHeight; }")
+    await in_view(page, "[data-testid=approve]", selector=True)  # still there at the end
+    await page.keyboard.press("Enter")
+    assert (await task).answers == (Item("plan", ["Approve"]),)
+
+
+async def in_view(page: Page, what: str, *, selector: bool = False) -> None:
+    locator = page.locator(what) if selector else page.get_by_text(what)
+    box = await locator.bounding_box()
+    size = page.viewport_size
+    assert box is not None
+    assert size is not None
+    assert box["y"] >= 0, what
+    assert box["y"] + box["height"] <= size["height"], what
+
+
+async def test_enter_in_the_other_field_goes_on_and_submits(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, _, page = site
+    task = asking(PKG, NOTES)
+    await page.get_by_test_id("other").fill("bun")
+    await page.get_by_test_id("other").press("Enter")
+    await page.get_by_test_id("progress").get_by_text("Question 2/2").wait_for()
+    await page.get_by_test_id("other").fill("thanks")
+    await page.get_by_test_id("other").press("Enter")
+    assert (await task).answers == (Item("pkg", custom="bun"), Item("notes", custom="thanks"))
+
+
+async def test_digit_keys_choose_and_ctrl_enter_submits(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, _, page = site
+    task = asking(CHECKS)
+    await page.get_by_test_id("question").wait_for()
+    shortcuts = await page.get_by_test_id("shortcuts").inner_text()
+    assert shortcuts == "1/9 choose · Enter in the text field: submit · Ctrl/Enter submit"
+    await page.locator("body").press("3")
+    await page.locator("body").press("1")
+    await page.locator("body").press("Control+Enter")
+    labels = [option.label for option in CHECKS.options or ()]
+    assert (await task).answers == (Item("checks", [labels[2], labels[0]]),)
+
+
+async def test_drafts_are_per_question_and_go_when_it_settles(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    relay, _, page = site
+    first, second = asking(NOTES), asking(NOTES)
+    await page.get_by_test_id("other").fill("for the first")
+    keys = await page.evaluate("Object.keys(localStorage)")
+    (pending_first, pending_second) = [q.id for q in relay.pending()]
+    assert keys == [f"interaction-draft-{pending_first}"]
+    await page.get_by_test_id("submit").click()
+    assert (await first).answers == (Item("notes", custom="for the first"),)
+    await page.get_by_test_id("notice").get_by_text("Answer sent.", exact=True).wait_for()
+    assert await page.get_by_test_id("other").input_value() == ""  # not the first's text
+    assert await page.evaluate("Object.keys(localStorage)") == []
+    await page.get_by_test_id("other").fill("second")
+    await page.get_by_test_id("submit").click()
+    assert (await second).answers == (Item("notes", custom="second"),)
+    assert pending_second not in await page.evaluate("Object.keys(localStorage).join()")
+
+
+async def test_dark_mode_follows_the_system_setting(
+    site: tuple[Relay, WebServer, Page], tmp_path: Path
+) -> None:
+    _, _, page = site
+    task = asking(PKG)
+    await page.get_by_test_id("question").wait_for()
+    colors = (
+        "() => [document.body, document.querySelector('.card')]"
+        ".map(e => getComputedStyle(e).backgroundColor)"
+    )
+    light = await page.evaluate(colors)
+    await page.emulate_media(color_scheme="dark")
+    dark = await page.evaluate(colors)
+    shot = await page.screenshot(path=str(tmp_path / "dark.png"), full_page=True)
+    assert shot.startswith(b"\x89PNG")
+    assert light == ["rgb(246, 247, 249)", "rgb(255, 255, 255)"]
+    assert dark == ["rgb(15, 17, 21)", "rgb(24, 27, 33)"]
+    text = await page.evaluate("getComputedStyle(document.body).color")
+    assert text == "rgb(230, 232, 236)"
+    await page.get_by_test_id("cancel").click()
+    with pytest.raises(UserInteractionError):
+        await task
+
+
+# ---------------------------------------------------------------- accessibility (axe-core)
+
+AXE_VERSION = "4.14.1"
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's browser build, from the npm registry once, then from the venv."""
+    home = Path(sys.prefix) / "share" / f"axe-core-{AXE_VERSION}"
+    script = home / "axe.min.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            if os.environ.get("CI"):
+                pytest.fail("npm is required under CI for the accessibility check")
+            pytest.skip("npm is not installed")
+        home.mkdir(parents=True, exist_ok=True)
+        packed = subprocess.run(
+            [npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(home), "--silent"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        with tarfile.open(home / packed.stdout.strip().splitlines()[-1]) as archive:
+            member = archive.extractfile("package/axe.min.js")
+            assert member is not None
+            script.write_bytes(member.read())
+    return script.read_text("utf-8")
+
+
+async def serious_violations(page: Page, axe: str) -> list[str]:
+    await page.evaluate(axe)  # evaluated by the driver, so the page's CSP does not apply
+    found = await page.evaluate(
+        """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+            .filter(v => v.impact === 'serious' || v.impact === 'critical')
+            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))"""
+    )
+    return cast(list[str], found)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_no_serious_accessibility_violations(
+    site: tuple[Relay, WebServer, Page], axe_source: str, scheme: Literal["light", "dark"]
+) -> None:
+    _, _, page = site
+    await page.emulate_media(color_scheme=scheme)
+    await page.get_by_text("No question is waiting.").wait_for()
+    assert await serious_violations(page, axe_source) == []
+    question, plan = asking(PKG, CHECKS), asking(PLAN)
+    await page.get_by_test_id("question").wait_for()
+    await page.get_by_text("npm", exact=True).click()
+    assert await serious_violations(page, axe_source) == []
+    await page.route("**/answer", lambda route: route.abort("connectionrefused"))
+    await page.get_by_test_id("next").click()
+    await page.get_by_test_id("submit").click()
+    await page.get_by_test_id("error").get_by_text("Could not reach").wait_for()
+    assert await serious_violations(page, axe_source) == []
+    await page.unroute("**/answer")
+    await page.get_by_test_id("submit").click()
+    await question
+    await page.get_by_test_id("plan-review").wait_for()
+    assert await serious_violations(page, axe_source) == []
+    await page.get_by_test_id("approve").click()
+    await plan
+    await page.get_by_text("No question is waiting.").wait_for()
+    # The check itself works: a button without a name is a critical violation.
+    await page.evaluate("document.querySelector('main').append(document.createElement('button'))")
+    assert [v.split(":")[0] for v in await serious_violations(page, axe_source)] == ["button-name"]

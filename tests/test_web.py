@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import subprocess
 import sys
+import time
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from interaction import (
+    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -18,15 +24,27 @@ from interaction import (
     ErrorCode,
     UserInteractionError,
     ask,
+    provide,
 )
-from interaction.relay import Relay
+from interaction.relay import (
+    RELAY_UNAVAILABLE,
+    PendingQuestion,
+    Relay,
+    RelayBackend,
+    RelayEvent,
+    RelaySnapshot,
+)
+from interaction.web import WebServer, create_app
+from interaction.web._app import parse_host
+from interaction.web._server import GRACE_SECONDS
 
 from .helpers import import_error_without
-from .web_helpers import client, served
+from .web_helpers import Sse, client, served, sse
 
 SINGLE = AskUserQuestionItem(
     "pkg", "Which?", options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")]
 )
+NOTE = AskUserQuestionItem("note", "Anything else?")
 
 
 async def pending_id(relay: Relay) -> str:
@@ -75,6 +93,123 @@ async def test_foreign_hosts_and_cross_site_origins_are_refused() -> None:
     assert cross_site.status_code == 403
     assert same_site.status_code == 204
     assert localhost.status_code == 200
+
+
+async def test_the_page_moves_the_token_into_a_strict_http_only_cookie() -> None:
+    async with served() as (_, server), client(server, token=False) as http:
+        page = await http.get("/", params={"token": server.token})
+        assert page.status_code == 200
+        cookie = page.headers["set-cookie"]
+        name = f"interaction_token_{server.port}"
+        assert cookie.startswith(f"{name}={server.token};")
+        attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
+        assert {"httponly", "samesite=strict", "path=/"} <= attributes
+        assert "history.replaceState" in page.text  # the page takes ?token= out of the URL
+        # httpx keeps the cookie: the API now answers without header or query.
+        assert (await http.get("/api/questions")).json() == {"questions": []}
+        http.cookies.clear()
+        http.cookies.set(name, "wrong")
+        assert (await http.get("/api/questions")).status_code == 401
+        http.cookies.clear()
+        http.cookies.set(f"interaction_token_{server.port + 1}", server.token)  # another port's
+        assert (await http.get("/api/questions")).status_code == 401
+
+
+async def test_binding_beyond_loopback_answers_the_named_hosts_with_their_ports() -> None:
+    relay = Relay()
+    hosts = ["box.example", "10.0.0.7:8443", "[fd00::1]"]
+    async with WebServer(relay, host="0.0.0.0", hosts=hosts) as server:
+        assert server.base == f"http://box.example:{server.port}"
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{server.port}",
+            headers={"Authorization": f"Bearer {server.token}"},
+        ) as http:
+
+            async def status(host: str, origin: str | None = None) -> int:
+                headers = {"Host": host} | ({"Origin": origin} if origin else {})
+                return (await http.post("/api/ping", headers=headers)).status_code
+
+            port = server.port
+            assert await status(f"box.example:{port}") == 204
+            assert await status("box.example") == 204  # behind a proxy on port 80
+            assert await status("BOX.example.:8080") == 204  # a name entry matches any port
+            assert await status("10.0.0.7:8443") == 204
+            assert await status(f"10.0.0.7:{port}") == 421  # that entry names its port
+            assert await status(f"[fd00::1]:{port}") == 204
+            assert await status(f"127.0.0.1:{port}") == 204
+            assert await status(f"localhost:{port}") == 204
+            assert await status(f"0.0.0.0:{port}") == 421
+            assert await status(f"attacker.example:{port}") == 421
+            assert await status("box.example:notaport") == 421
+            assert await status(f"box.example:{port}", f"http://box.example:{port}") == 204
+            assert await status(f"box.example:{port}", f"http://localhost:{port}") == 403
+            assert await status(f"box.example:{port}", "null") == 403
+    relay.close()
+    with pytest.raises(ValueError, match="not a host name or host:port"):
+        WebServer(relay, hosts=["box.example:http"])
+
+
+def test_host_values_parse_with_ports_and_brackets() -> None:
+    assert parse_host("Example.COM.:8080") == ("example.com", 8080)
+    assert parse_host("example.com") == ("example.com", None)
+    assert parse_host("[::1]:8765") == ("[::1]", 8765)
+    assert parse_host("[::1]") == ("[::1]", None)
+    for bad in ("::1", "[::1]x", "host:0", "host:65536", "host:+80", "host:٨٠", ""):
+        assert parse_host(bad)[0] == "" or bad == "", bad
+
+
+async def test_create_app_answers_the_loopback_names_on_any_port() -> None:
+    app = create_app(Relay(), token="t")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, headers={"Authorization": "Bearer t"}
+    ) as http:
+        for host in ("127.0.0.1:8765", "localhost:9", "[::1]:80", "localhost"):
+            response = await http.post("http://x/api/ping", headers={"Host": host})
+            assert response.status_code == 204, host
+        assert (
+            await http.post("http://x/api/ping", headers={"Host": "evil:80"})
+        ).status_code == 421
+
+
+async def test_every_error_is_the_json_shape_404_and_405_included() -> None:
+    async with served() as (_, server), client(server) as http:
+        missing = await http.get("/nowhere")
+        wrong_method = await http.get("/api/ping")
+        wrong_method_2 = await http.delete("/api/questions/x/answer")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/json"
+    assert missing.json() == {
+        "error": {"code": "NOT_FOUND", "message": "there is nothing at '/nowhere'"}
+    }
+    assert wrong_method.status_code == wrong_method_2.status_code == 405
+    assert wrong_method.json() == {
+        "error": {"code": "METHOD_NOT_ALLOWED", "message": "GET is not allowed on this path"}
+    }
+    assert wrong_method.headers["allow"] == "POST"
+
+
+async def test_unencodable_or_undecodable_text_is_400_and_the_question_stays() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        url = f"/api/questions/{qid}/answer"
+        for body in (
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "\\ud800"}]}',
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "a\\udfffb"}]}',
+            b'{"answers": [{"id": "pkg", "selected": [], "custom": "\xff\xfe"}]}',
+            b'{"answers": [{"id": "\\ud83d", "selected": []}]}',
+        ):
+            refused = await http.post(url, content=body)
+            assert refused.status_code == 400, body
+            assert refused.json()["error"]["code"] == ErrorCode.BAD_ANSWER, body
+            assert [q.id for q in relay.pending()] == [qid]
+        odd_id = await http.post("/api/questions/%ED%A0%80/answer", json={"answers": []})
+        assert odd_id.status_code == 409
+        assert odd_id.json()["error"]["code"] == "NOT_PENDING"
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
 
 
 async def test_the_page_has_a_strict_policy_and_safe_headers() -> None:
@@ -153,47 +288,171 @@ async def test_cancel_over_http_and_late_answers() -> None:
         assert late.status_code == 409
 
 
-async def test_the_event_stream_replays_pending_questions_and_reports_outcomes() -> None:
+async def test_the_stream_opens_with_a_snapshot_then_reports_outcomes() -> None:
     async with served() as (relay, server), client(server) as http:
         asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
         qid = await pending_id(relay)
         async with http.stream("GET", "/api/events") as stream:
-            lines = aiter(stream.aiter_lines())
-            assert await anext(lines) == ": connected"
-            assert await anext(lines) == ""
-            assert await anext(lines) == "event: requested"
-            data = json.loads((await anext(lines)).removeprefix("data: "))
-            assert data["id"] == qid
-            assert data["request"]["questions"][0]["id"] == "pkg"
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            events = sse(stream.aiter_lines())
+            snapshot = await anext(events)
+            assert snapshot.kind == "snapshot"
+            assert snapshot.retry == 1000
+            assert snapshot.data == {
+                "questions": (await http.get("/api/questions")).json()["questions"]
+            }
             await http.post(
                 f"/api/questions/{qid}/answer", content='{"answers":[{"id":"pkg","selected":[]}]}'
             )
-            assert await anext(lines) == ""
-            assert await anext(lines) == "event: resolved"
-            assert json.loads((await anext(lines)).removeprefix("data: ")) == {
-                "id": qid,
-                "outcome": "answered",
-            }
+            resolved = await anext(events)
+            assert (resolved.kind, resolved.data) == (
+                "resolved",
+                {"id": qid, "outcome": "answered"},
+            )
         assert (await asking).answers == (AskUserQuestionAnswerItem("pkg"),)
+
+
+async def test_a_reconnect_drops_what_was_settled_while_away() -> None:
+    """The ghost question: withdrawn while the page was away, it is not in the new snapshot."""
+    async with served() as (relay, server), client(server) as http:
+        kept = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        kept_id = await pending_id(relay)
+        withdrawn = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        async with http.stream("GET", "/api/events") as stream:
+            first = await anext(sse(stream.aiter_lines()))
+        ids = [q["id"] for q in first.data["questions"]]  # type: ignore[index]
+        assert len(ids) == 2
+        assert ids[0] == kept_id
+        withdrawn.cancel()  # the asker gives up while no page is connected
+        with pytest.raises(asyncio.CancelledError):
+            await withdrawn
+        async with http.stream("GET", "/api/events", headers={"Last-Event-ID": "0"}) as stream:
+            again = await anext(sse(stream.aiter_lines()))
+        assert again.kind == "snapshot"
+        assert [q["id"] for q in again.data["questions"]] == [kept_id]  # type: ignore[index]
+        late = await http.post(f"/api/questions/{ids[1]}/answer", json={"answers": []})
+        assert late.status_code == 409
+        assert late.json() == {
+            "error": {
+                "code": "NOT_PENDING",
+                "message": f"question {ids[1]!r} was withdrawn by the agent",
+                "outcome": "aborted",
+            }
+        }
+        await http.post(f"/api/questions/{kept_id}/cancel")
+        with pytest.raises(UserInteractionError):
+            await kept
 
 
 async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
     async with served() as (_relay, server), client(server) as http:
         async with http.stream("GET", "/api/events") as stream:
-            lines = aiter(stream.aiter_lines())
-            assert await anext(lines) == ": connected"
-            assert await anext(lines) == ""
+            events = sse(stream.aiter_lines(), comments=True)
+            assert (await anext(events)).kind == "snapshot"
             for _ in range(3):  # several idle spells in a row
-                assert await anext(lines) == ": keep-alive"
-                assert await anext(lines) == ""
+                assert await anext(events) == Sse(":", "keep-alive")
             asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
-            while (line := await anext(lines)) != "event: requested":
-                assert line in {": keep-alive", ""}
-            qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+            while (event := await anext(events)).kind == ":":
+                pass
+            assert event.kind == "requested"
+            qid = event.data["id"]  # type: ignore[index]
             await http.post(f"/api/questions/{qid}/cancel")
         with pytest.raises(UserInteractionError):
             await asking
+
+
+async def test_two_claims_at_once_the_loser_is_told_it_was_answered_elsewhere() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        answer = http.post(
+            f"/api/questions/{qid}/answer", json={"answers": [{"id": "pkg", "selected": ["npm"]}]}
+        )
+        dismiss = http.post(f"/api/questions/{qid}/cancel")
+        first, second = await asyncio.gather(answer, dismiss)
+        assert (await asking).answers[0].selected == ("npm",)
+    assert first.status_code == 200
+    assert second.status_code == 409
+    assert second.json() == {
+        "error": {
+            "code": "NOT_PENDING",
+            "message": f"question {qid!r} was already answered (in another tab or client)",
+            "outcome": "answered",
+        }
+    }
+
+
+async def test_a_claim_racing_the_askers_abort_is_409_and_resolved_once() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        real_get = relay.get
+
+        def get_and_abort(question_id: str) -> PendingQuestion | None:
+            found = real_get(question_id)
+            asking.cancel()  # the abort lands while the claim is under way
+            return found
+
+        async with http.stream("GET", "/api/events") as stream:
+            events = sse(stream.aiter_lines())
+            assert (await anext(events)).kind == "snapshot"
+            relay.get = get_and_abort  # type: ignore[method-assign]
+            claim = await http.post(
+                f"/api/questions/{qid}/answer", json={"answers": [{"id": "pkg", "selected": []}]}
+            )
+            relay.get = real_get  # type: ignore[method-assign]
+            assert claim.status_code == 409
+            assert claim.json()["error"]["code"] == "NOT_PENDING"
+            assert await anext(events) == Sse("resolved", {"id": qid, "outcome": "aborted"})
+            with pytest.raises(asyncio.CancelledError):
+                await asking
+            following = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+            nxt = await anext(events)  # the next event is the next question: resolved came once
+            assert nxt.kind == "requested"
+            await http.post(f"/api/questions/{nxt.data['id']}/cancel")  # type: ignore[index]
+            with pytest.raises(UserInteractionError):
+                await following
+
+
+async def test_stop_with_pages_open_is_quick_and_ends_their_streams(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    relay = Relay()
+    server = WebServer(relay)
+    await server.start()
+    uvicorn_log = logging.getLogger("uvicorn")  # configured by uvicorn not to propagate
+    uvicorn_log.addHandler(caplog.handler)
+    async with client(server) as http, contextlib.AsyncExitStack() as streams:
+        opened = [
+            await streams.enter_async_context(http.stream("GET", "/api/events")) for _ in range(3)
+        ]
+        readers = [sse(stream.aiter_lines()) for stream in opened]
+        for events in readers:
+            assert (await anext(events)).kind == "snapshot"
+        started = time.perf_counter()
+        await server.stop()
+        elapsed = time.perf_counter() - started
+        for events in readers:
+            assert await anext(events) == Sse("closing", {"reason": "stopped"})
+            with pytest.raises(StopAsyncIteration):
+                await anext(events)
+    relay.close()
+    uvicorn_log.removeHandler(caplog.handler)
+    assert elapsed < GRACE_SECONDS, elapsed  # the streams ended themselves, none was cut off
+    assert [r for r in caplog.records if r.name.startswith("uvicorn")] == []  # no traceback
+
+
+async def test_closing_the_relay_tells_the_page() -> None:
+    async with (
+        served() as (relay, server),
+        client(server) as http,
+        http.stream("GET", "/api/events") as stream,
+    ):
+        events = sse(stream.aiter_lines())
+        assert (await anext(events)).kind == "snapshot"
+        relay.close()
+        assert await anext(events) == Sse("closing", {"reason": "closed"})
 
 
 def test_the_web_module_names_its_extra_when_it_is_missing() -> None:
@@ -228,11 +487,263 @@ def serve_and_answer(process: subprocess.Popen[str]) -> None:
         assert http.get("/api/questions", headers={"Authorization": ""}).status_code == 401
         for expected in ("pkg", "plan", "pkg"):
             with http.stream("GET", "/api/events") as events:  # the next question, live
-                data = next(ln for ln in events.iter_lines() if ln.startswith("data: "))
-            question = json.loads(data.removeprefix("data: "))
+                question = next_question(events.iter_lines())
             first = question["request"]["questions"][0]["id"]
             assert first == expected
             answers = [{"id": q["id"], "selected": []} for q in question["request"]["questions"]]
             posted = http.post(f"/api/questions/{question['id']}/answer", json={"answers": answers})
             assert posted.status_code == 200
             assert json.loads(process.stdout.readline()) == {"answers": answers}
+
+
+def next_question(lines: Iterator[str]) -> dict[str, Any]:
+    """The first question of a stream: in its snapshot, or the first one asked after it."""
+    for line in lines:
+        if line.startswith("data: "):
+            data = json.loads(line.removeprefix("data: "))
+            if "questions" not in data:
+                return cast(dict[str, Any], data)
+            if data["questions"]:
+                return cast(dict[str, Any], data["questions"][0])
+    raise AssertionError("the stream ended without a question")
+
+
+def test_serve_answers_the_hosts_named_by_allow_host() -> None:
+    argv = [sys.executable, "-m", "interaction", "serve", "--port", "0"]
+    with subprocess.Popen(
+        [*argv, "--allow-host", "box.example", "--allow-host", "10.1.2.3:9000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            assert process.stderr is not None
+            url = process.stderr.readline().split(" at ", 1)[1].strip()
+            base, token = url.split("/?token=")
+            port = base.rsplit(":", 1)[1]
+            headers = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+                for host, status in (
+                    (f"box.example:{port}", 204),
+                    ("10.1.2.3:9000", 204),
+                    (f"10.1.2.3:{port}", 421),
+                    (f"other.example:{port}", 421),
+                ):
+                    assert http.post("/api/ping", headers={"Host": host}).status_code == status
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    refused = subprocess.run(
+        [*argv, "--allow-host", "box.example:http"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr == "interaction: not a host name or host:port: 'box.example:http'\n"
+
+
+async def test_odd_requests_get_a_json_error_never_a_500() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        qid = await pending_id(relay)
+        url = f"/api/questions/{qid}/answer"
+        for method, path, body, status, code in (
+            ("POST", url, b"[" * 100_000 + b"]" * 100_000, 400, "BAD_ANSWER"),
+            (
+                "POST",
+                url,
+                b'{"answers": [' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"]}",
+                400,
+                "BAD_ANSWER",
+            ),
+            (
+                "POST",
+                url,
+                b'{"answers": [{"id": "note", "custom": "' + b"x" * (1 << 20) + b'"}]}',
+                400,
+                "BAD_ANSWER",
+            ),
+            (
+                "POST",
+                url,
+                b'{"answers": [{"id": "note", "selected": [], "custom": 1e999}]}',
+                400,
+                "BAD_ANSWER",
+            ),
+            ("POST", "/api/questions/%00/cancel", b"", 409, "NOT_PENDING"),
+            ("POST", "/api/questions//answer", b"", 404, "NOT_FOUND"),
+            ("OPTIONS", "/api/questions", b"", 405, "METHOD_NOT_ALLOWED"),
+            ("PUT", "/", b"", 405, "METHOD_NOT_ALLOWED"),
+        ):
+            response = await http.request(method, path, content=body)
+            assert response.status_code == status, (method, path[:40])
+            assert response.json()["error"]["code"] == code, (method, path[:40])
+        assert [q.id for q in relay.pending()] == [qid]
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
+
+
+async def test_last_event_id_resumes_with_exactly_the_events_missed() -> None:
+    async with served() as (relay, server), client(server) as http:
+        first = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        async with http.stream("GET", "/api/events") as stream:
+            events = sse(stream.aiter_lines())
+            snapshot = await anext(events)
+            assert snapshot.kind == "snapshot"
+            assert snapshot.id
+            if not snapshot.data["questions"]:  # type: ignore[index]
+                seen = await anext(events)
+                assert seen.kind == "requested"
+            else:
+                seen = snapshot
+            assert seen.id
+            last = seen.id
+        first_id = relay.pending()[0].id
+        # While the page is away: a new question, and the first one answered.
+        second = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        second_id = await pending_id_after(relay, first_id)
+        body = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+        assert (await http.post(f"/api/questions/{first_id}/answer", json=body)).status_code == 200
+        async with http.stream("GET", "/api/events", headers={"Last-Event-ID": last}) as stream:
+            events = sse(stream.aiter_lines())
+            missed = [await anext(events), await anext(events)]
+        assert [(e.kind, e.data["id"]) for e in missed] == [  # type: ignore[index]
+            ("requested", second_id),
+            ("resolved", first_id),
+        ]
+        assert missed[1].data == {"id": first_id, "outcome": "answered"}
+        assert missed[0].id
+        assert missed[1].id
+        assert len({last, missed[0].id, missed[1].id}) == 3
+        await http.post(f"/api/questions/{second_id}/cancel")
+        await first
+        with pytest.raises(UserInteractionError):
+            await second
+
+
+async def pending_id_after(relay: Relay, known: str) -> str:
+    """The id of the next question to be pending besides ``known``."""
+    subscription = relay.subscribe()
+    async for event in subscription:
+        if event.kind == "requested" and event.id != known:
+            subscription.close()
+            return event.id
+    raise AssertionError("no new question")
+
+
+async def test_an_unknown_or_too_old_last_event_id_gets_a_fresh_snapshot() -> None:
+    async with served(history=2) as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        async with http.stream("GET", "/api/events") as stream:
+            old = (await anext(sse(stream.aiter_lines()))).id
+        assert old
+        for _ in range(3):  # more events than the relay keeps
+            other = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+            await http.post(f"/api/questions/{await pending_id_after(relay, qid)}/cancel")
+            with pytest.raises(UserInteractionError):
+                await other
+        for last in (old.encode(), b"not-a-position", b"x" * 500, "\u00e9.1".encode()):
+            headers = {b"Last-Event-ID": last}
+            async with http.stream("GET", "/api/events", headers=headers) as stream:
+                fresh = await anext(sse(stream.aiter_lines()))
+            assert fresh.kind == "snapshot", last[:20]
+            assert [q["id"] for q in fresh.data["questions"]] == [qid]  # type: ignore[index]
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
+
+
+async def test_a_stream_that_falls_behind_the_history_gets_a_fresh_snapshot() -> None:
+    async with (
+        served(history=2) as (relay, server),
+        client(server) as http,
+        http.stream("GET", "/api/events") as stream,
+    ):
+        events = sse(stream.aiter_lines())
+        assert await anext(events) == Sse("snapshot", {"questions": []})
+        burst = [asyncio.create_task(ask(AskUserQuestionRequest([NOTE]))) for _ in range(5)]
+        while (event := await anext(events)).kind != "snapshot":
+            assert event.kind == "requested"  # what it could still read, then a snapshot
+        assert {q["id"] for q in event.data["questions"]} == {  # type: ignore[index]
+            q.id for q in relay.pending()
+        }
+        assert len(relay.pending()) == 5
+        for question in relay.pending():
+            await http.post(f"/api/questions/{question.id}/cancel")
+        for task in burst:
+            with pytest.raises(UserInteractionError):
+                await task
+
+
+class FlakyRelay:
+    """A RelayBackend over an in-memory Relay whose "store" can be taken down."""
+
+    def __init__(self) -> None:
+        self.inner = Relay()
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise UserInteractionError("the store is down", RELAY_UNAVAILABLE)
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self._check()
+        return await self.inner.ask(request)
+
+    async def snapshot(self) -> RelaySnapshot:
+        self._check()
+        return await self.inner.snapshot()
+
+    async def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        self._check()
+        async for event in self.inner.events(after):
+            yield event
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        self._check()
+        return await self.inner.lookup(question_id)
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        self._check()
+        return await self.inner.submit(question_id, answer)
+
+    async def dismiss(self, question_id: str) -> None:
+        self._check()
+        await self.inner.dismiss(question_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_relay_whose_store_is_down_is_503_and_the_stream_says_so() -> None:
+    relay = FlakyRelay()
+    assert isinstance(relay, RelayBackend)
+    with provide(relay):
+        async with WebServer(relay) as server, client(server) as http:
+            asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            qid = await pending_id(relay.inner)
+            relay.down = True
+            async with http.stream("GET", "/api/events") as stream:
+                said = await anext(sse(stream.aiter_lines()))
+            assert said == Sse(
+                "unavailable", {"code": "RELAY_UNAVAILABLE", "message": "the store is down"}
+            )
+            for response in (
+                await http.get("/api/questions"),
+                await http.post(f"/api/questions/{qid}/answer", json={"answers": []}),
+                await http.post(f"/api/questions/{qid}/cancel"),
+            ):
+                assert response.status_code == 503
+                assert response.json() == {
+                    "error": {"code": "RELAY_UNAVAILABLE", "message": "the store is down"}
+                }
+            relay.down = False
+            assert [q.id for q in relay.inner.pending()] == [qid]  # nothing was settled
+            assert (await http.post(f"/api/questions/{qid}/cancel")).status_code == 204
+            with pytest.raises(UserInteractionError):
+                await asking
+    await relay.aclose()

@@ -93,12 +93,12 @@ async def _ask_file(
         return await ask(request)
 
 
-async def _serve_demo(host: str, port: int) -> None:
+async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> None:
     from .relay import Relay
     from .web import WebServer
 
     relay = Relay()
-    async with WebServer(relay, host=host, port=port) as server:
+    async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
         print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
         with provide(relay):
             try:
@@ -114,7 +114,7 @@ async def _serve_demo(host: str, port: int) -> None:
                 relay.close()
 
 
-def _serve(host: str, port: int) -> int:
+def _serve(host: str, port: int, allow_hosts: Sequence[str] = ()) -> int:
     try:
         import interaction.web  # noqa: F401
     except ImportError as exc:
@@ -125,7 +125,10 @@ def _serve(host: str, port: int) -> int:
         return EXIT_BAD_INPUT
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
-            asyncio.run(_serve_demo(host, port))
+            asyncio.run(_serve_demo(host, port, allow_hosts))
+    except ValueError as exc:  # a bad --allow-host
+        print(f"interaction: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except OSError as exc:  # the port is taken, the host unknown or not ours
         print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -166,6 +169,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a Host the page is reached by when bound beyond loopback (repeatable)",
+    )
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
     for name, (description, examples) in _HELP.items():
@@ -264,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port)
+        return _serve(args.host, args.port, args.allow_host)
     if args.command == "schema":
         if args.which is None:
             print(

@@ -4,15 +4,26 @@
 random id, published to subscribers, and settled by the first valid :meth:`Relay.answer`
 or :meth:`Relay.cancel` from any client: a terminal, a web page, another process. Every
 method runs on the event loop the relay is used from.
+
+:class:`RelayBackend` is the interface a transport (the web app, the CLI) and the asking
+side rely on, so that this in-memory relay and a shared one (``interaction.redis_relay``)
+are interchangeable: :meth:`~RelayBackend.ask` (the provider), an atomic
+:meth:`~RelayBackend.snapshot` of the pending questions with a *position*,
+:meth:`~RelayBackend.events` after a position, :meth:`~RelayBackend.submit` (answer),
+:meth:`~RelayBackend.dismiss` (cancel), :meth:`~RelayBackend.lookup` and
+:meth:`~RelayBackend.aclose`. Positions are opaque strings, usable as SSE event ids; a
+position the relay can no longer replay from raises ``STALE_POSITION``: take a fresh
+snapshot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from ._core import (
     DISPOSED_MESSAGE,
@@ -28,9 +39,13 @@ from ._core import (
 __all__ = [
     "NOT_PENDING",
     "RELAY_FULL",
+    "RELAY_UNAVAILABLE",
+    "STALE_POSITION",
     "PendingQuestion",
     "Relay",
+    "RelayBackend",
     "RelayEvent",
+    "RelaySnapshot",
     "Subscription",
 ]
 
@@ -38,6 +53,12 @@ NOT_PENDING: Final = "NOT_PENDING"
 """Code of the error for an answer or cancel of a question that is not pending (any more)."""
 RELAY_FULL: Final = "RELAY_FULL"
 """Code of the error for an ask while the relay holds its limit of pending questions."""
+STALE_POSITION: Final = "STALE_POSITION"
+"""Code of the error for events after a position the relay cannot replay from (too old,
+from another relay, or not a position at all): take a fresh :meth:`RelayBackend.snapshot`."""
+RELAY_UNAVAILABLE: Final = "RELAY_UNAVAILABLE"
+"""Code of the error when a shared relay's store cannot be reached (the asks, answers and
+snapshots made meanwhile fail with it; nothing is settled by it)."""
 
 Outcome = Literal["answered", "cancelled", "aborted"]
 
@@ -52,12 +73,75 @@ class PendingQuestion:
 
 @dataclass(frozen=True, slots=True)
 class RelayEvent:
-    """``requested`` (with the question) or ``resolved`` (with its outcome)."""
+    """``requested`` (with the question) or ``resolved`` (with its outcome).
+
+    ``position`` is where the event stands in the relay's total order (an opaque string,
+    usable as an SSE event id); events replayed by :meth:`Relay.subscribe` for questions
+    already pending have none (``""``). Equality leaves it out.
+    """
 
     kind: Literal["requested", "resolved"]
     id: str
     question: PendingQuestion | None = None
     outcome: Outcome | None = None
+    position: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RelaySnapshot:
+    """Every pending question (oldest first) as of ``position``, taken atomically.
+
+    Events after ``position`` (:meth:`RelayBackend.events`) are exactly what happened
+    since: a client shows ``questions``, then applies those events, and misses nothing.
+    """
+
+    position: str
+    questions: tuple[PendingQuestion, ...]
+
+
+@runtime_checkable
+class RelayBackend(Protocol):
+    """What a transport and the asking side need from a relay, whatever holds the questions.
+
+    Every method is a coroutine (a shared relay talks to its store), except
+    :meth:`events`, which returns an async iterator. Errors are
+    :class:`~interaction.UserInteractionError` with ``NOT_PENDING``, ``BAD_ANSWER``,
+    ``RELAY_FULL``, ``STALE_POSITION`` or ``RELAY_UNAVAILABLE``.
+    """
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """The provider: hold ``request`` as a pending question until it is settled."""
+        ...
+
+    async def snapshot(self) -> RelaySnapshot:
+        """The pending questions and the position they are current at, atomically."""
+        ...
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        """Every event after ``after``, in order, then each new one as it happens.
+
+        The generator ends when the relay closes; it raises ``STALE_POSITION`` (on the
+        first step, or later if the reader falls behind what the relay keeps) when it
+        cannot replay from there. ``aclose()`` it when done (a shared relay then stops
+        tailing for it).
+        """
+        ...
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        """The question if it is pending, else None."""
+        ...
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        """Settle with ``answer``, checked against the stored request; first valid wins."""
+        ...
+
+    async def dismiss(self, question_id: str) -> None:
+        """Settle as cancelled: the asker gets ``ASK_CANCELLED``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop: this relay's askers are settled (``ASK_ABORTED``), its iterators end."""
+        ...
 
 
 @dataclass(eq=False, slots=True)
@@ -111,17 +195,31 @@ class Subscription:
 class Relay:
     """A provider that holds each ask as a pending question until a client settles it.
 
+    The in-memory :class:`RelayBackend` (the embedded default), with synchronous
+    shorthands (:meth:`pending`, :meth:`get`, :meth:`answer`, :meth:`cancel`,
+    :meth:`subscribe`, :meth:`close`) for callers on its loop.
+
     ``max_pending`` bounds the questions held at once (an ask beyond it is refused with
     ``RELAY_FULL``, nothing registered); ``queue_size`` bounds each subscriber's backlog,
-    so one slow subscriber never blocks the askers or the other subscribers.
+    so one slow subscriber never blocks the askers or the other subscribers; ``history``
+    is how many recent events :meth:`events` can replay from. Positions are
+    ``"<relay id>.<sequence>"``: one from another relay (a restarted process) is stale.
     """
 
-    def __init__(self, *, max_pending: int = 10_000, queue_size: int = 1_000) -> None:
+    def __init__(
+        self, *, max_pending: int = 10_000, queue_size: int = 1_000, history: int = 1_000
+    ) -> None:
+        if history < 1:
+            raise ValueError("history must be at least 1")
         self.max_pending = max_pending
         self.queue_size = queue_size
         self._pending: dict[str, _Pending] = {}
         self._subscriptions: set[Subscription] = set()
         self._closed = False
+        self._epoch = secrets.token_urlsafe(6)
+        self._sequence = 0  # of the last event published
+        self._history: deque[RelayEvent] = deque(maxlen=history)
+        self._changed = asyncio.Event()
 
     # ------------------------------------------------------------------ the asker's side
 
@@ -212,11 +310,68 @@ class Relay:
             self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
         for subscription in list(self._subscriptions):
             subscription.close()
+        self._changed.set()  # every events() iterator sees the relay closed
 
     @property
     def closed(self) -> bool:
         return self._closed
 
+    # ------------------------------------------------------------------ RelayBackend
+
+    @property
+    def position(self) -> str:
+        """The position of the last event published (events after it are yet to come)."""
+        return f"{self._epoch}.{self._sequence}"
+
+    async def snapshot(self) -> RelaySnapshot:
+        return RelaySnapshot(self.position, tuple(self.pending()))
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        return self._events_after(after)
+
+    def _sequence_of(self, position: str) -> int:
+        epoch, _, number = position.partition(".")
+        oldest = self._sequence - len(self._history)  # the last position replayable from
+        if epoch == self._epoch and number.isdecimal() and len(number) <= 20:
+            sequence = int(number)
+            if oldest <= sequence <= self._sequence:
+                return sequence
+        raise UserInteractionError(
+            "the relay cannot replay events from that position; take a fresh snapshot",
+            STALE_POSITION,
+        )
+
+    async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        sequence = self._sequence_of(after)
+        while True:
+            if sequence < self._sequence:
+                sequence = self._sequence_of(f"{self._epoch}.{sequence}")  # fell behind?
+                yield self._history[sequence - (self._sequence - len(self._history))]
+                sequence += 1
+                continue
+            if self._closed:
+                return
+            await self._changed.wait()
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        return self.get(question_id)
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        return self.answer(question_id, answer)
+
+    async def dismiss(self, question_id: str) -> None:
+        self.cancel(question_id)
+
+    async def aclose(self) -> None:
+        self.close()
+
     def _publish(self, event: RelayEvent) -> None:
+        self._sequence += 1
+        event = RelayEvent(
+            event.kind, event.id, event.question, event.outcome, position=self.position
+        )
+        self._history.append(event)
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
         for subscription in list(self._subscriptions):
             subscription._offer(event)

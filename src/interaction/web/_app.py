@@ -3,27 +3,59 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Collection
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable
 from importlib import resources
-from typing import Final
+from typing import Any, Final
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._core import ErrorCode, UserInteractionError, is_plan_review
-from ..relay import NOT_PENDING, PendingQuestion, Relay, RelayEvent, Subscription
+from ..relay import (
+    NOT_PENDING,
+    RELAY_UNAVAILABLE,
+    STALE_POSITION,
+    PendingQuestion,
+    RelayBackend,
+    RelayEvent,
+    RelaySnapshot,
+)
 from ..wire import decode_answer, encode_answer, encode_request
 
-__all__ = ["create_app"]
+__all__ = ["WebApp", "create_app", "parse_host"]
 
 _ASSETS: Final = resources.files("interaction.web") / "static"
 MAX_BODY: Final = 1 << 20
 KEEPALIVE_SECONDS: Final = 15.0
+RETRY_MS: Final = 1_000
+"""How long a browser waits before reconnecting a dropped stream (the SSE ``retry:``)."""
+OUTCOMES_KEPT: Final = 10_000
+"""How many settled question ids the app remembers, to say why a late claim is refused."""
+COOKIE_PREFIX: Final = "interaction_token_"
+
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+
+# Status codes of the relay's and the app's error codes.
+_STATUS: Final = {
+    NOT_PENDING: 409,
+    RELAY_UNAVAILABLE: 503,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+}
+
+_WHY: Final = {
+    "answered": "was already answered (in another tab or client)",
+    "cancelled": "was already dismissed (in another tab or client)",
+    "aborted": "was withdrawn by the agent",
+}
 
 
 def question_json(question: PendingQuestion) -> dict[str, object]:
@@ -35,60 +67,76 @@ def question_json(question: PendingQuestion) -> dict[str, object]:
     }
 
 
+def _sse(kind: str, data: object, event_id: str | None = None) -> str:
+    head = f"event: {kind}\n" if event_id is None else f"id: {event_id}\nevent: {kind}\n"
+    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
 def _event_json(event: RelayEvent) -> str:
+    position = event.position or None
     if event.kind == "requested":
         assert event.question is not None
-        data: dict[str, object] = question_json(event.question)
+        return _sse("requested", question_json(event.question), position)
+    return _sse("resolved", {"id": event.id, "outcome": event.outcome}, position)
+
+
+def _snapshot_json(snapshot: RelaySnapshot) -> str:
+    questions = [question_json(q) for q in snapshot.questions]
+    return _sse("snapshot", {"questions": questions}, snapshot.position)
+
+
+def _error(status: int, code: str, message: str, **extra: str) -> JSONResponse:
+    # ensure_ascii (the default) so that no text, however odd, can fail to encode.
+    body = {"error": {"code": code, "message": message, **extra}}
+    return JSONResponse(body, status_code=status)
+
+
+def parse_host(value: str) -> tuple[str, int | None]:
+    """``(name, port)`` of a ``Host`` value or an allowed-host entry; ``port`` may be None.
+
+    IPv6 names keep their brackets (``[::1]``); names are lower-cased without a final dot.
+    A value that is not a host at all gives ``("", None)``, which nothing matches.
+    """
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, bracket, rest = value.partition("]")
+        name += bracket
+        port_text = rest.removeprefix(":") if rest.startswith(":") else None
+        if rest and port_text is None:
+            return "", None
     else:
-        data = {"id": event.id, "outcome": event.outcome}
-    return f"event: {event.kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        name, colon, port_text_ = value.partition(":")
+        port_text = port_text_ if colon else None
+        if ":" in port_text_:  # a bare IPv6 address is not a Host value
+            return "", None
+    name = name.rstrip(".")
+    if port_text is None:
+        return name, None
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+        return "", None
+    return name, int(port_text)
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+class _Hosts:
+    """Allowed ``Host`` values: ``name`` matches on any port, ``name:port`` on that port only."""
 
+    def __init__(self, entries: Iterable[str]) -> None:
+        self.any_port: set[str] = set()
+        self.exact: set[tuple[str, int]] = set()
+        for entry in entries:
+            name, port = parse_host(entry)
+            if not name:
+                raise ValueError(f"not a host name or host:port: {entry!r}")
+            if port is None:
+                self.any_port.add(name)
+            else:
+                self.exact.add((name, port))
 
-class _Guard:
-    """Token, Host and Origin checks before anything else answers, and safe headers after."""
-
-    def __init__(self, app: ASGIApp, token: str, hosts: Collection[str]) -> None:
-        self.app = app
-        self.token = token.encode()
-        self.hosts = {h.lower() for h in hosts}
-
-    def _refuse(self, scope: Scope) -> Response | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "").lower()
-        if host not in self.hosts:
-            return _error(421, "BAD_HOST", "this server does not answer for that Host")
-        origin = headers.get("origin")
-        if origin is not None and origin.lower() not in {f"http://{h}" for h in self.hosts}:
-            return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
-        given = headers.get("authorization", "").removeprefix("Bearer ").strip()
-        if not given:
-            query = Request(scope).query_params
-            given = query.get("token", "")
-        if not secrets.compare_digest(given.encode(), self.token):
-            return _error(401, "UNAUTHORIZED", "a valid token is required")
-        return None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        refusal = self._refuse(scope)
-
-        async def send_safely(message: dict[str, object]) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))  # type: ignore[call-overload]
-                headers.extend(_SECURITY_HEADERS)
-                message = {**message, "headers": headers}
-            await send(message)
-
-        if refusal is not None:
-            await refusal(scope, receive, send_safely)  # type: ignore[arg-type]
-            return
-        await self.app(scope, receive, send_safely)  # type: ignore[arg-type]
+    def allows(self, value: str) -> bool:
+        name, port = parse_host(value)
+        if not name:
+            return False
+        return name in self.any_port or (port is not None and (name, port) in self.exact)
 
 
 _SECURITY_HEADERS: Final = [
@@ -99,99 +147,302 @@ _SECURITY_HEADERS: Final = [
 ]
 
 
-async def _stream(subscription: Subscription) -> AsyncIterator[str]:
-    """The SSE text of ``subscription``, with a keep-alive comment after each idle spell.
-
-    One pending ``next()`` survives keep-alives: ``wait_for`` would cancel it, and with it
-    the subscription's generator, ending the stream.
-    """
-    iterator = aiter(subscription)
-    step: asyncio.Future[RelayEvent] = asyncio.ensure_future(anext(iterator))
-    try:
-        yield ": connected\n\n"
-        while True:
-            done, _ = await asyncio.wait({step}, timeout=KEEPALIVE_SECONDS)
-            if not done:
-                yield ": keep-alive\n\n"
-                continue
-            try:
-                event = step.result()
-            except StopAsyncIteration:
-                return
-            yield _event_json(event)
-            step = asyncio.ensure_future(anext(iterator))
-    finally:
-        step.cancel()
-        subscription.close()
+def cookie_name(scope: Scope) -> str:
+    """The token cookie's name: one per port, as cookies do not tell ports apart."""
+    server = scope.get("server")
+    port = server[1] if server and server[1] is not None else 0
+    return f"{COOKIE_PREFIX}{port}"
 
 
-def create_app(
-    relay: Relay, *, token: str, hosts: Collection[str] = ("127.0.0.1", "localhost")
-) -> ASGIApp:
-    """The app over ``relay``. ``hosts`` are the ``Host`` values it answers (with the port)."""
-    page = (_ASSETS / "page.html").read_text("utf-8")
-    script = (_ASSETS / "app.js").read_text("utf-8")
-    style = (_ASSETS / "app.css").read_text("utf-8")
+def _cookie(scope: Scope, header: str) -> str:
+    wanted = cookie_name(scope) + "="
+    for part in header.split(";"):
+        pair = part.strip()
+        if pair.startswith(wanted):
+            return pair[len(wanted) :]
+    return ""
 
-    async def index(request: Request) -> Response:
-        nonce = secrets.token_urlsafe(16)
-        html = (
-            page.replace("{{nonce}}", nonce)
-            .replace("{{style}}", style)
-            .replace("{{script}}", script)
+
+class _Guard:
+    """Token, Host and Origin checks before anything else answers, and safe headers after."""
+
+    def __init__(self, app: ASGIApp, token: str, hosts: Collection[str]) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.hosts = _Hosts(hosts)
+
+    def _refuse(self, scope: Scope) -> Response | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if not self.hosts.allows(host):
+            return _error(421, "BAD_HOST", "this server does not answer for that Host")
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() != f"http://{host.strip().lower()}":
+            return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
+        given = headers.get("authorization", "")
+        given = given[7:].strip() if given[:7].lower() == "bearer " else ""
+        if not given:
+            given = _cookie(scope, headers.get("cookie", ""))
+        if not given:
+            given = Request(scope).query_params.get("token", "")
+        try:
+            valid = secrets.compare_digest(given.encode(), self.token)
+        except UnicodeEncodeError:  # pragma: no cover - query strings decode to valid text
+            valid = False
+        if not valid:
+            return _error(401, "UNAUTHORIZED", "a valid token is required")
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refuse(scope)
+
+        async def send_safely(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.extend(_SECURITY_HEADERS)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        if refusal is not None:
+            await refusal(scope, receive, send_safely)
+            return
+        await self.app(scope, receive, send_safely)
+
+
+class _Stale(Exception):
+    """The relay cannot replay from the stream's position: send a fresh snapshot."""
+
+
+class WebApp:
+    """The ASGI app of :func:`create_app`, with :meth:`close_streams` for a quick stop."""
+
+    def __init__(self, relay: RelayBackend, *, token: str, hosts: Collection[str]) -> None:
+        self.relay = relay
+        self.token = token
+        self._streams: set[asyncio.Future[None]] = set()
+        self._stopping = False
+        self._outcomes: OrderedDict[str, str] = OrderedDict()
+        self._opened = 0  # streams opened, and keep-alives sent: for tests to watch
+        self._keepalives = 0
+        page = (_ASSETS / "page.html").read_text("utf-8")
+        script = (_ASSETS / "app.js").read_text("utf-8")
+        style = (_ASSETS / "app.css").read_text("utf-8")
+        self._page = page.replace("{{style}}", style).replace("{{script}}", script)
+        routes = [
+            Route("/", self.index),
+            Route("/api/questions", self.list_questions),
+            Route("/api/questions/{id}/answer", self.answer, methods=["POST"]),
+            Route("/api/questions/{id}/cancel", self.cancel, methods=["POST"]),
+            Route("/api/events", self.events),
+            Route("/api/ping", self.ping, methods=["POST"]),
+        ]
+        starlette = Starlette(
+            routes=routes,
+            exception_handlers={HTTPException: self._http_error, Exception: self._crash},
         )
+        self._app = _Guard(starlette, token, hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+    # ------------------------------------------------------------------ errors
+
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return _error(404, "NOT_FOUND", f"there is nothing at {request.url.path!r}")
+        if exc.status_code == 405:
+            response = _error(
+                405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on this path"
+            )
+            if exc.headers and "allow" in {k.lower() for k in exc.headers}:
+                response.headers["allow"] = next(
+                    v for k, v in exc.headers.items() if k.lower() == "allow"
+                )
+            return response
+        return _error(exc.status_code, "HTTP_ERROR", str(exc.detail))
+
+    async def _crash(self, request: Request, exc: Exception) -> Response:
+        return _error(500, "INTERNAL_ERROR", "the server failed; the question stays pending")
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _remember(self, question_id: str, outcome: str) -> None:
+        """Keep how a question settled (seen by a stream or done here), to tell late claims."""
+        self._outcomes[question_id] = outcome
+        self._outcomes.move_to_end(question_id)
+        while len(self._outcomes) > OUTCOMES_KEPT:
+            self._outcomes.popitem(last=False)
+
+    def _not_pending(self, question_id: str, error: UserInteractionError | None) -> Response:
+        outcome = self._outcomes.get(question_id)
+        if outcome is not None:
+            message = f"question {question_id!r} {_WHY[outcome]}"
+            return _error(409, NOT_PENDING, message, outcome=outcome)
+        message = error.message if error else f"question {question_id!r} is not pending"
+        return _error(409, NOT_PENDING, message)
+
+    # ------------------------------------------------------------------ routes
+
+    async def index(self, request: Request) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        html = self._page.replace("{{nonce}}", nonce)
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
             " connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none';"
             " frame-ancestors 'none'"
         )
-        return Response(html, media_type="text/html", headers={"content-security-policy": csp})
+        response = Response(html, media_type="text/html", headers={"content-security-policy": csp})
+        # The page talks to the API with this cookie; its script drops ?token= from the URL.
+        response.set_cookie(
+            cookie_name(request.scope), self.token, httponly=True, samesite="strict", path="/"
+        )
+        return response
 
-    async def list_questions(request: Request) -> Response:
-        return JSONResponse({"questions": [question_json(q) for q in relay.pending()]})
+    async def list_questions(self, request: Request) -> Response:
+        try:
+            snapshot = await self.relay.snapshot()
+        except UserInteractionError as error:
+            return _error(_STATUS.get(error.code, 400), error.code, error.message)
+        return JSONResponse({"questions": [question_json(q) for q in snapshot.questions]})
 
-    async def read_json(request: Request) -> bytes:
-        body = b""
+    async def _read_json(self, request: Request) -> bytes:
+        body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY:
                 raise UserInteractionError("the answer is too large", ErrorCode.BAD_ANSWER)
-        return body
+        return bytes(body)
 
-    async def answer(request: Request) -> Response:
+    async def answer(self, request: Request) -> Response:
         question_id = request.path_params["id"]
-        question = relay.get(question_id)
-        if question is None:
-            return _error(409, NOT_PENDING, f"question {question_id!r} is not pending")
         try:
-            decoded = decode_answer(await read_json(request), question.request)
-            checked = relay.answer(question_id, decoded)
+            question = await self.relay.lookup(question_id)
+            if question is None:
+                return self._not_pending(question_id, None)
+            decoded = decode_answer(await self._read_json(request), question.request)
+            checked = await self.relay.submit(question_id, decoded)
         except UserInteractionError as error:
-            status = 409 if error.code == NOT_PENDING else 400
-            return _error(status, error.code, error.message)
+            if error.code == NOT_PENDING:
+                return self._not_pending(question_id, error)
+            return _error(_STATUS.get(error.code, 400), error.code, error.message)
+        self._remember(question_id, "answered")
         return JSONResponse(encode_answer(checked))
 
-    async def cancel(request: Request) -> Response:
+    async def cancel(self, request: Request) -> Response:
+        question_id = request.path_params["id"]
         try:
-            relay.cancel(request.path_params["id"])
+            await self.relay.dismiss(question_id)
         except UserInteractionError as error:
-            return _error(409, error.code, error.message)
+            if error.code == NOT_PENDING:
+                return self._not_pending(question_id, error)
+            return _error(_STATUS.get(error.code, 400), error.code, error.message)
+        self._remember(question_id, "cancelled")
         return Response(status_code=204)
 
-    async def ping(request: Request) -> Response:
+    async def ping(self, request: Request) -> Response:
         return Response(status_code=204)
 
-    async def events(request: Request) -> Response:
-        subscription = relay.subscribe()
+    async def events(self, request: Request) -> Response:
+        if self._stopping:
+            return _error(503, "STOPPING", "the server is stopping")
+        last = request.headers.get("last-event-id", "").strip() or None
+        return StreamingResponse(self._stream(last), media_type="text/event-stream")
 
-        return StreamingResponse(_stream(subscription), media_type="text/event-stream")
+    # ------------------------------------------------------------------ the stream
 
-    routes = [
-        Route("/", index),
-        Route("/api/questions", list_questions),
-        Route("/api/questions/{id}/answer", answer, methods=["POST"]),
-        Route("/api/questions/{id}/cancel", cancel, methods=["POST"]),
-        Route("/api/events", events),
-        Route("/api/ping", ping, methods=["POST"]),
-    ]
-    return _Guard(Starlette(routes=routes), token, hosts)
+    async def _stream(self, last_event_id: str | None) -> AsyncIterator[str]:
+        """A snapshot of what is pending, then the events, with keep-alives in between.
+
+        With a ``Last-Event-ID`` the relay can replay from, the stream resumes there with
+        exactly the events missed; otherwise, or when the relay says the position is stale
+        (even mid-stream), it sends a fresh snapshot and goes on from its position.
+        """
+        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._streams.add(stop)
+        self._opened += 1
+        head = f"retry: {RETRY_MS}\n"
+        position = last_event_id
+        try:
+            while True:
+                if position is None:
+                    snapshot = await self.relay.snapshot()
+                    yield head + _snapshot_json(snapshot)
+                    position = snapshot.position
+                else:
+                    yield head + ": resumed\n\n"
+                head = ""
+                try:
+                    async with contextlib.aclosing(self._follow(position, stop)) as texts:
+                        async for text in texts:
+                            yield text
+                except _Stale:
+                    position = None  # too far behind, or a position from elsewhere
+                    continue
+                return
+        except UserInteractionError as error:  # the relay's store is down, say
+            yield _sse("unavailable", {"code": error.code, "message": error.message})
+        finally:
+            self._streams.discard(stop)
+
+    async def _follow(self, position: str, stop: asyncio.Future[None]) -> AsyncGenerator[str, None]:
+        """The events after ``position`` as SSE text, until the relay closes or ``stop``.
+
+        One pending ``next()`` survives keep-alives: cancelling it would end the relay's
+        generator. Raises :class:`_Stale` when the relay cannot replay from ``position``.
+        """
+        events = self.relay.events(position)
+        step: asyncio.Future[RelayEvent] = asyncio.ensure_future(anext(events))
+        try:
+            while True:
+                waiting: set[asyncio.Future[Any]] = {step, stop}
+                done, _ = await asyncio.wait(
+                    waiting, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                if stop in done:
+                    yield _sse("closing", {"reason": "stopped"})
+                    return
+                if not done:
+                    self._keepalives += 1
+                    yield ": keep-alive\n\n"
+                    continue
+                try:
+                    event = step.result()
+                except StopAsyncIteration:
+                    yield _sse("closing", {"reason": "closed"})
+                    return
+                except UserInteractionError as error:
+                    if error.code == STALE_POSITION:
+                        raise _Stale from None
+                    raise
+                if event.kind == "resolved" and event.outcome is not None:
+                    self._remember(event.id, event.outcome)
+                yield _event_json(event)
+                step = asyncio.ensure_future(anext(events))
+        finally:
+            step.cancel()
+            with contextlib.suppress(BaseException):  # its cancellation, or its own error
+                await step
+            with contextlib.suppress(Exception):
+                await events.aclose()
+
+    def close_streams(self) -> None:
+        """End every open event stream (with a ``closing`` event) and refuse new ones."""
+        self._stopping = True
+        for stop in list(self._streams):
+            if not stop.done():
+                stop.set_result(None)
+
+
+def create_app(
+    relay: RelayBackend, *, token: str, hosts: Collection[str] = LOOPBACK_NAMES
+) -> ASGIApp:
+    """The app over ``relay``.
+
+    ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that
+    port only (IPv6 in brackets). The default is the loopback names on any port.
+    """
+    return WebApp(relay, token=token, hosts=hosts)

@@ -3,18 +3,60 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import socket
+import time
+from collections.abc import Iterable
 from typing import Final
 
 import uvicorn
 
-from ..relay import Relay
-from ._app import create_app
+from ..relay import RelayBackend
+from ._app import LOOPBACK_NAMES, WebApp, parse_host
 
 __all__ = ["WebServer"]
 
 _LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
+_ANY: Final = ("0.0.0.0", "::", "")
+GRACE_SECONDS: Final = 1.0
+"""How long :meth:`WebServer.stop` waits for responses in flight before cancelling them."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, told to exit by an event instead of noticing it within 0.1 s, and
+    shut down without uvicorn's fixed pauses (0.1 s each)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.exit_now = asyncio.Event()
+
+    async def main_loop(self) -> None:
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864_000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.1):  # on_tick keeps the Date header fresh
+                    await self.exit_now.wait()
+            should_exit = await self.on_tick(counter)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()  # idle ones close now, busy ones after their response
+        deadline = time.monotonic() + GRACE_SECONDS
+        # uvicorn sets no event when its connections close: poll, briefly.
+        while (state.connections or state.tasks) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+        for task in list(state.tasks):
+            task.cancel()
+        for server in self.servers:
+            await server.wait_closed()
 
 
 class WebServer:
@@ -22,20 +64,39 @@ class WebServer:
 
     ``port=0`` picks a free port. The socket is bound and listening when :meth:`start`
     returns. Use it as ``async with WebServer(relay) as server:``.
+
+    ``hosts`` names the extra ``Host`` values to answer, for a server reached by another
+    name than loopback (``host="0.0.0.0"``): ``name`` (any port) or ``name:port``. The
+    loopback names with the server's port, and the bound address when it is a specific
+    one, are always answered.
     """
 
     def __init__(
-        self, relay: Relay, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+        self,
+        relay: RelayBackend,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        hosts: Iterable[str] = (),
     ) -> None:
         self.relay = relay
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
-        self._server: uvicorn.Server | None = None
+        self.hosts = tuple(hosts)
+        for entry in self.hosts:
+            if not parse_host(entry)[0]:
+                raise ValueError(f"not a host name or host:port: {entry!r}")
+        self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
+        self._app: WebApp | None = None
 
     @property
     def base(self) -> str:
+        if self.host in _ANY and self.hosts:  # reached by the first name given
+            name, port = parse_host(self.hosts[0])
+            return f"http://{name}:{port or self.port}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
@@ -43,6 +104,13 @@ class WebServer:
     def url(self) -> str:
         """The page's address, token included: what to open in a browser."""
         return f"{self.base}/?token={self.token}"
+
+    def allowed_hosts(self) -> set[str]:
+        """The ``Host`` values this server answers (valid once started)."""
+        names = set(LOOPBACK_NAMES)
+        if self.host not in _LOOPBACK and self.host not in _ANY:
+            names.add(f"[{self.host}]" if ":" in self.host else self.host)
+        return {f"{name}:{self.port}" for name in names} | set(self.hosts)
 
     async def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -54,25 +122,20 @@ class WebServer:
         sock.listen(1024)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
-        names = (
-            {"127.0.0.1", "localhost", "[::1]"}
-            if self.host in _LOOPBACK
-            else {self.base[7:].rsplit(":", 1)[0]}
-        )
-        hosts = {f"{name}:{self.port}" for name in names}
-        app = create_app(self.relay, token=self.token, hosts=hosts)
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
-        )
-        self._server = uvicorn.Server(config)
+        self._app = WebApp(self.relay, token=self.token, hosts=self.allowed_hosts())
+        config = uvicorn.Config(self._app, log_level="warning", lifespan="off")
+        self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
 
     async def stop(self) -> None:
-        """Stop serving; open event streams end."""
+        """Stop serving: open event streams get a ``closing`` event and end."""
         if self._server is not None and self._task is not None:
+            assert self._app is not None
+            self._app.close_streams()
             self._server.should_exit = True
+            self._server.exit_now.set()
             await self._task
-            self._server = self._task = None
+            self._server = self._task = self._app = None
 
     async def __aenter__(self) -> WebServer:
         await self.start()

@@ -2,11 +2,19 @@
 // The answering page. Every string from the model is put into the page as text
 // (textContent), never as HTML; markdown is built element by element.
 (() => {
-  const token = new URLSearchParams(location.search).get("token") || "";
+  // The server set an HttpOnly cookie with the token: take it out of the address bar, so it
+  // does not sit in the history or in screenshots. Every request below uses the cookie.
+  if (new URLSearchParams(location.search).has("token")) {
+    history.replaceState(null, "", location.pathname);
+  }
   const questions = new Map(); // relay id -> {id, request, planReview}
   const main = document.getElementById("main");
   const statusLine = document.getElementById("status");
+  const notice = document.getElementById("notice");
+  const shortcuts = document.getElementById("shortcuts");
   let shown = null; // id of the question on screen
+  let busy = null; // {id, outcome} while an answer or a cancel is in flight
+  let stopped = false; // the server said it stopped, or cannot be reached
 
   const el = (tag, attrs = {}, ...children) => {
     const node = document.createElement(tag);
@@ -34,8 +42,8 @@
     if (last < text.length) out.append(document.createTextNode(text.slice(last)));
     return out;
   };
-  const markdown = (source) => {
-    const root = el("div", { class: "detail", "data-testid": "detail" });
+  const markdown = (source, attrs = {}) => {
+    const root = el("div", { class: "detail", "data-testid": "detail", ...attrs });
     const lines = source.split("\n");
     let list = null, paragraph = null;
     const close = () => { list = null; paragraph = null; };
@@ -66,8 +74,9 @@
     return root;
   };
 
-  // ---- drafts survive reloads and reconnects
-  const draftKey = (id) => "interaction-draft-" + id;
+  // ---- drafts: per question id, kept across reloads, dropped when the question settles
+  const DRAFT = "interaction-draft-";
+  const draftKey = (id) => DRAFT + id;
   const loadDraft = (entry) => {
     try {
       const saved = JSON.parse(localStorage.getItem(draftKey(entry.id)) || "null");
@@ -75,24 +84,94 @@
     } catch (_) { /* a broken draft is dropped */ }
     return { index: 0, items: entry.request.questions.map(() => ({ selected: [], custom: "" })) };
   };
-  const saveDraft = (id, draft) => localStorage.setItem(draftKey(id), JSON.stringify(draft));
-  const dropDraft = (id) => localStorage.removeItem(draftKey(id));
-
-  // ---- the API
-  const api = async (path, body) => {
-    const response = await fetch(path, {
-      method: body === undefined ? "GET" : "POST",
-      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, data: text ? JSON.parse(text) : null };
+  const saveDraft = (id, draft) => {
+    try { localStorage.setItem(draftKey(id), JSON.stringify(draft)); } catch (_) { /* full: kept in memory */ }
   };
+  const dropDraft = (id) => localStorage.removeItem(draftKey(id));
+  const dropDraftsExcept = (ids) => {
+    for (let i = localStorage.length - 1; i >= 0; i--) {
+      const key = localStorage.key(i);
+      if (key && key.startsWith(DRAFT) && !ids.has(key.slice(DRAFT.length))) localStorage.removeItem(key);
+    }
+  };
+
+  // ---- what happened, in words
+  const WHY = {
+    answered: "was answered elsewhere (in another tab or client)",
+    cancelled: "was dismissed elsewhere (in another tab or client)",
+    aborted: "was withdrawn by the agent",
+  };
+  const titleOf = (entry) => {
+    const q = entry && entry.request.questions[0];
+    return q ? "“" + (q.header || q.question).slice(0, 80) + "”" : "The question";
+  };
+  let noticeTimer = null;
+  const say = (text, kind = "info") => {
+    notice.textContent = text;
+    notice.dataset.kind = kind;
+    notice.hidden = false;
+    clearTimeout(noticeTimer);
+    if (kind === "info") noticeTimer = setTimeout(() => { notice.hidden = true; }, 8000);
+  };
+
+  // ---- the API (the cookie carries the token)
+  const api = async (path, body) => {
+    try {
+      const response = await fetch(path, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "same-origin",
+      });
+      const text = await response.text();
+      let data = null;
+      try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+      return { status: response.status, data };
+    } catch (_) {
+      return { status: 0, data: null }; // the network: the server is down or unreachable
+    }
+  };
+  const errorOf = (data) => (data && data.error) || {};
+
+  const setBusy = (on) => {
+    const card = main.querySelector(".card");
+    if (!card) return;
+    card.setAttribute("aria-busy", on ? "true" : "false");
+    for (const control of card.querySelectorAll("button, input")) control.disabled = on;
+  };
+
+  // Answer or cancel, once: the latch holds every action until the server has answered.
   const settle = async (entry, path, body) => {
+    if (busy || stopped) return;
+    busy = { id: entry.id, outcome: null };
+    setBusy(true);
+    showError("");
     const { status, data } = await api(path, body);
-    if (status === 400) { showError(data.error.message); return; }
-    dropDraft(entry.id);
-    remove(entry.id);
+    const seen = busy.outcome; // a resolved event that came while we waited
+    busy = null;
+    if (status >= 200 && status < 300) {
+      dropDraft(entry.id);
+      say(path.endsWith("/cancel") ? "Dismissed." : "Answer sent.");
+      remove(entry.id);
+      return;
+    }
+    if (status === 409) {
+      const error = errorOf(data);
+      const outcome = error.outcome || seen;
+      dropDraft(entry.id);
+      say(`${titleOf(entry)} ${WHY[outcome] || "is no longer waiting for an answer"}; your answer was not used.`, "warning");
+      remove(entry.id);
+      return;
+    }
+    setBusy(false);
+    if (status === 401) { unauthorized(); return; }
+    if (status === 0) { showError("Could not reach the server. Your answer is kept here; try again."); return; }
+    const error = errorOf(data);
+    if (status >= 500) {
+      showError(`The server failed (${status}${error.code ? " " + error.code : ""}). Your answer is kept here; try again.`);
+      return;
+    }
+    showError(error.message || `The server refused the answer (${status}).`);
   };
   const showError = (message) => {
     const box = main.querySelector(".error");
@@ -112,6 +191,7 @@
     return el("span", { class: "label" }, document.createTextNode(text),
       recommended ? el("span", { class: "badge", text: "Recommended" }) : null);
   };
+  const kbd = (text) => el("kbd", { text });
   const answerOf = (entry, draft) => ({
     answers: entry.request.questions.map((q, i) => {
       const item = { id: q.id, selected: draft.items[i].selected.slice() };
@@ -123,25 +203,38 @@
       return item;
     }),
   });
+  const showKeys = (...parts) => {
+    shortcuts.replaceChildren();
+    parts.forEach(([keys, what], n) => {
+      if (n) shortcuts.append(document.createTextNode(" · "));
+      keys.forEach((key, k) => { if (k) shortcuts.append("/"); shortcuts.append(kbd(key)); });
+      shortcuts.append(document.createTextNode(" " + what));
+    });
+  };
+
+  let primary = null; // what Ctrl+Enter does on the card shown
+  let choose = null; // what a digit key does
 
   const renderPlan = (entry) => {
     const q = entry.request.questions[0];
     const approve = q.intent.approve;
     const others = (q.options || []).filter((o) => o.label !== approve);
-    const card = el("section", { class: "card", "data-testid": "plan-review" },
+    const titleId = "title-" + entry.id;
+    const plan = markdown(q.detail || "", { class: "detail plan-body", tabindex: "0", role: "region", "aria-label": "The plan" });
+    const card = el("section", { class: "card plan", "data-testid": "plan-review", "aria-labelledby": titleId },
       el("p", { class: "progress", text: "Plan review" + (q.header ? " · " + q.header : "") }),
-      el("p", { class: "question", text: q.question }),
-      markdown(q.detail || ""),
-      el("p", { class: "error", role: "alert" }));
+      el("h2", { class: "question", id: titleId, text: q.question }),
+      plan,
+      el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
+    const send = (label) => () => settle(entry, `/api/questions/${entry.id}/answer`,
+      { answers: [{ id: q.id, selected: [label] }] });
     const approveButton = el("button", { class: "primary", "data-testid": "approve", "data-autofocus": "" }, labelNode(approve));
-    approveButton.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/answer`,
-      { answers: [{ id: q.id, selected: [approve] }] }));
+    approveButton.addEventListener("click", send(approve));
     actions.append(approveButton);
     for (const option of others) {
       const button = el("button", { "data-testid": "decline" }, labelNode(option.label));
-      button.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/answer`,
-        { answers: [{ id: q.id, selected: [option.label] }] }));
+      button.addEventListener("click", send(option.label));
       actions.append(button);
     }
     actions.append(el("span", { class: "spacer" }));
@@ -149,6 +242,9 @@
     dismiss.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/cancel`, {}));
     actions.append(dismiss);
     card.append(actions);
+    primary = null; // approving takes a deliberate click or Enter on the focused button
+    choose = null;
+    showKeys([["Tab"], "move between the plan and the buttons"], [["Enter"], "press the focused button"]);
     return card;
   };
 
@@ -159,11 +255,13 @@
     const q = entry.request.questions[index];
     const item = draft.items[index];
     const store = () => saveDraft(entry.id, draft);
-    const card = el("section", { class: "card", "data-testid": "question", "data-question-id": q.id },
+    const titleId = "title-" + entry.id + "-" + index;
+    const card = el("section", { class: "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
       el("p", { class: "progress", "data-testid": "progress", text: `Question ${index + 1}/${total}` + (q.header ? " · " + q.header : "") }),
-      el("p", { class: "question", "data-testid": "question-text", text: q.question }),
+      el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.detail ? markdown(q.detail) : null);
-    const options = el("div", { class: "options", role: q.multiSelect ? "group" : "radiogroup" });
+    const options = el("div", { class: "options", role: q.multiSelect ? "group" : "radiogroup", "aria-labelledby": titleId });
+    const inputs = [];
     (q.options || []).forEach((option, n) => {
       const input = el("input", { type: q.multiSelect ? "checkbox" : "radio", name: "choice", value: String(n) });
       input.checked = item.selected.includes(option.label);
@@ -178,78 +276,181 @@
         }
         store();
       });
-      const row = el("label", { class: "option", "data-testid": "option" }, input, labelNode(option.label),
-        option.description ? el("span", { class: "description", text: option.description }) : null);
+      inputs.push(input);
+      const row = el("label", { class: "option", "data-testid": "option" }, input,
+        el("span", { class: "text" }, labelNode(option.label),
+          option.description ? el("span", { class: "description", text: option.description }) : null),
+        n < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(n + 1) }) : null);
       options.append(row);
     });
-    if (q.options && q.options.length) card.append(options);
-    const other = el("input", { type: "text", "data-testid": "other", "aria-label": "Other" });
+    if (inputs.length) card.append(options);
+    const other = el("input", { type: "text", "data-testid": "other", "aria-label": inputs.length ? "Other (your own answer)" : "Your answer", autocomplete: "off" });
     other.value = item.custom;
     other.addEventListener("input", () => {
       item.custom = other.value;
       if (!q.multiSelect && other.value.trim()) {
         item.selected = [];
-        for (const input of options.querySelectorAll("input")) input.checked = false;
+        for (const input of inputs) input.checked = false;
       }
       store();
     });
+    other.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing) { event.preventDefault(); forward(); }
+    });
     card.append(el("label", { class: "other" },
-      el("span", { text: q.options && q.options.length ? "Other (your own answer)" : "Your answer" }), other));
+      el("span", { text: inputs.length ? "Other (your own answer)" : "Your answer" }), other));
     card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
-    const button = (text, testid, onClick, primary = false) => {
-      const b = el("button", { "data-testid": testid, text, ...(primary ? { class: "primary" } : {}) });
+    const button = (text, testid, onClick, isPrimary = false) => {
+      const b = el("button", { "data-testid": testid, type: "button", text, ...(isPrimary ? { class: "primary" } : {}) });
       b.addEventListener("click", onClick);
       return b;
     };
-    const go = (to) => { draft.index = to; store(); render(); };
+    const go = (to) => { if (busy) return; draft.index = to; store(); render(); };
+    const submit = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
+    const forward = () => { if (index < total - 1) go(index + 1); else submit(); };
     if (index > 0) actions.append(button("Back", "back", () => go(index - 1)));
     actions.append(button("Skip", "skip", () => {
+      if (busy) return;
       item.selected = []; item.custom = ""; store();
-      if (index < total - 1) go(index + 1); else submit();
+      forward();
     }));
-    const submit = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
     actions.append(index < total - 1
-      ? button("Next", "next", () => go(index + 1), true)
+      ? button("Next", "next", forward, true)
       : button("Submit", "submit", submit, true));
     actions.append(el("span", { class: "spacer" }));
     actions.append(button("Cancel", "cancel", () => settle(entry, `/api/questions/${entry.id}/cancel`, {})));
     card.append(actions);
+    primary = forward;
+    choose = (n) => { const input = inputs[n]; if (input && !input.disabled) input.click(); };
+    const last = index < total - 1 ? "next" : "submit";
+    showKeys(...(inputs.length ? [[["1", "9"], "choose"]] : []),
+      [["Enter"], `in the text field: ${last}`], [["Ctrl", "Enter"], last]);
     return card;
   };
 
   const render = () => {
     main.replaceChildren();
+    primary = choose = null;
+    if (stopped) return;
     const entry = questions.values().next().value;
     shown = entry ? entry.id : null;
-    if (!entry) { main.append(el("p", { class: "idle", text: "No question is waiting." })); return; }
+    if (!entry) {
+      main.append(el("p", { class: "idle", text: "No question is waiting." }));
+      shortcuts.replaceChildren();
+      return;
+    }
     main.append(entry.planReview ? renderPlan(entry) : renderGeneric(entry));
     main.append(el("p", { class: "queue", "data-testid": "queue" }));
     updateQueue();
-    const focus = main.querySelector("[data-autofocus]");
-    if (focus) focus.focus();
+    main.scrollTop = 0;
+    const plan = main.querySelector(".plan-body");
+    if (plan) plan.scrollTop = 0; // a plan opens at its top
+    const focus = main.querySelector("[data-autofocus]") || main.querySelector("input:checked, input");
+    if (focus) focus.focus({ preventScroll: true });
   };
   const updateQueue = () => {
     const line = main.querySelector(".queue");
     if (line) line.textContent = questions.size > 1 ? `${questions.size - 1} more waiting` : "";
   };
   const remove = (id) => {
-    if (!questions.delete(id)) return;
-    if (shown === id) render(); else updateQueue();
+    const had = questions.delete(id);
+    if (shown === id) render(); else if (had) updateQueue();
   };
 
-  const events = new EventSource("/api/events?token=" + encodeURIComponent(token));
-  events.addEventListener("open", () => { statusLine.textContent = "connected"; });
-  events.addEventListener("error", () => { statusLine.textContent = "reconnecting…"; });
-  events.addEventListener("requested", (event) => {
-    const entry = JSON.parse(event.data);
-    if (questions.has(entry.id)) return; // a replay after a reconnect
-    questions.set(entry.id, entry);
-    if (!shown) render(); else updateQueue();
+  document.addEventListener("keydown", (event) => {
+    if (busy || stopped || event.defaultPrevented) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && primary) {
+      event.preventDefault();
+      primary();
+      return;
+    }
+    const typing = event.target instanceof HTMLInputElement && event.target.type === "text";
+    if (!typing && choose && !event.ctrlKey && !event.metaKey && !event.altKey && /^[1-9]$/.test(event.key)) {
+      event.preventDefault();
+      choose(Number(event.key) - 1);
+    }
   });
-  events.addEventListener("resolved", (event) => {
-    const { id } = JSON.parse(event.data);
-    dropDraft(id);
-    remove(id);
-  });
+
+  // ---- the stream: a snapshot on every (re)connect, then what happens
+  let events = null;
+  const unauthorized = () => {
+    stopped = true;
+    if (events) events.close();
+    statusLine.textContent = "not signed in";
+    render();
+    main.append(el("section", { class: "card stopped", "data-testid": "unauthorized" },
+      el("h2", { text: "This page's link is no longer valid" }),
+      el("p", { text: "Open the address the server printed (it carries a new token)." })));
+  };
+  const showStopped = (why) => {
+    stopped = true;
+    if (events) events.close();
+    statusLine.textContent = "server stopped";
+    render();
+    const retry = el("button", { class: "primary", "data-testid": "retry", type: "button", text: "Retry" });
+    const line = el("p", { "data-testid": "stopped-detail", text: why + " Unsent answers are kept in this browser." });
+    retry.addEventListener("click", async () => {
+      retry.disabled = true;
+      const { status } = await api("/api/ping", {});
+      retry.disabled = false;
+      if (status === 204) connect();
+      else if (status === 401) unauthorized();
+      else line.textContent = "The server is still not reachable. Unsent answers are kept in this browser.";
+    });
+    main.append(el("section", { class: "card stopped", "data-testid": "stopped" },
+      el("h2", { text: "The server stopped" }), line, el("div", { class: "actions" }, retry)));
+    retry.focus();
+  };
+  const connect = () => {
+    stopped = false;
+    statusLine.textContent = "connecting…";
+    events = new EventSource("/api/events");
+    const stream = events;
+    events.addEventListener("open", () => { statusLine.textContent = "connected"; });
+    events.addEventListener("error", async () => {
+      if (stream !== events || stopped) return;
+      statusLine.textContent = "reconnecting…";
+      const { status } = await api("/api/ping", {});
+      if (stream !== events || stopped) return;
+      if (status === 401) unauthorized();
+      else if (status === 0) showStopped("The server cannot be reached.");
+      else if (stream.readyState === EventSource.CLOSED) setTimeout(() => { if (stream === events && !stopped) connect(); }, 2000);
+    });
+    events.addEventListener("unavailable", (event) => {
+      const { message } = JSON.parse(event.data);
+      statusLine.textContent = "reconnecting…";
+      say(`The server cannot reach its question store (${message}); retrying.`, "warning");
+    });
+    events.addEventListener("snapshot", (event) => {
+      const { questions: pending } = JSON.parse(event.data);
+      const ids = new Set(pending.map((entry) => entry.id));
+      const before = questions.get(shown);
+      if (before && !ids.has(shown) && !busy) say(`${titleOf(before)} was settled while this page was away.`, "warning");
+      questions.clear();
+      for (const entry of pending) questions.set(entry.id, entry);
+      dropDraftsExcept(ids);
+      if (busy) return; // the answer in flight decides what comes next
+      if (!shown || !ids.has(shown)) render(); else updateQueue();
+    });
+    events.addEventListener("requested", (event) => {
+      const entry = JSON.parse(event.data);
+      if (questions.has(entry.id)) return;
+      questions.set(entry.id, entry);
+      if (!shown) render(); else updateQueue();
+    });
+    events.addEventListener("resolved", (event) => {
+      const { id, outcome } = JSON.parse(event.data);
+      if (busy && busy.id === id) { busy.outcome = outcome; return; } // our own claim decides
+      const entry = questions.get(id);
+      dropDraft(id);
+      if (entry && id === shown) say(`${titleOf(entry)} ${WHY[outcome] || "is no longer waiting"}.`, "warning");
+      remove(id);
+    });
+    events.addEventListener("closing", (event) => {
+      const { reason } = JSON.parse(event.data);
+      showStopped(reason === "closed" ? "The agent closed its questions." : "The server was stopped.");
+    });
+  };
+  connect();
 })();
