@@ -1,0 +1,165 @@
+"""What every framework integration shares: asking through a given provider, and approvals.
+
+No framework is imported here. A tool approval is one single-select question: an allow
+option (``Allow``), any further allow options the framework offers (remembered rules, say),
+and ``Deny``. Anything but an allow option denies: ``Deny``, an answer of the user's own
+(its text becomes the deny message), a skip, a dismissal, a timeout, an abort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .._core import (
+    AbortSignal,
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    HarnessError,
+    UserInteractionProvider,
+    ask,
+    escape_controls,
+    provide,
+)
+
+__all__ = [
+    "ALLOW",
+    "DENY",
+    "STOPPED",
+    "Verdict",
+    "approval_item",
+    "ask_approval",
+    "ask_through",
+    "is_suspension",
+    "safe_line",
+    "tool_detail",
+]
+
+ALLOW: Final = "Allow"
+DENY: Final = "Deny"
+STOPPED: Final = frozenset({ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED})
+"""The codes of an ask that ended without an answer: a dismissal, a timeout, an abort."""
+SUSPENDED_CODE: Final = "ASK_SUSPENDED"
+MAX_DETAIL: Final = 4000
+"""How many characters of a tool's input a permission question shows."""
+
+
+def is_suspension(error: HarnessError) -> bool:
+    """Whether ``error`` is an ``AskSuspended``: for the host, never a denial or a result."""
+    return error.code == SUSPENDED_CODE
+
+
+async def ask_through(
+    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
+) -> AskUserQuestionAnswer:
+    """``ask(request)`` through ``provider``, or through the provider active here if ``None``.
+
+    A given provider is asked in a fresh context, so a provider registered around the
+    caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels the ask.
+    """
+    if provider is None:
+        return await ask(request)
+
+    async def with_provider() -> AskUserQuestionAnswer:
+        with provide(provider):
+            return await ask(request)
+
+    return await asyncio.get_running_loop().create_task(
+        with_provider(), context=contextvars.Context()
+    )
+
+
+def safe_line(text: object, fallback: str) -> str:
+    """One line of untrusted text fit for a question: controls made visible, never blank."""
+    if not isinstance(text, str) or not text.strip():
+        return fallback
+    return escape_controls(" ".join(text.split()), keep_newlines=False)
+
+
+def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
+    """The detail of a permission question: the notes that are set, then the tool's input."""
+    try:
+        shown = json.dumps(arguments, indent=2, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):  # a circular structure, say
+        shown = repr(arguments)
+    if len(shown) > MAX_DETAIL:
+        shown = f"{shown[:MAX_DETAIL]}... ({len(shown) - MAX_DETAIL} more characters)"
+    parts = [note for note in notes if note and note.strip()]
+    parts.append(f"Input:\n{shown}")
+    return escape_controls("\n\n".join(parts))
+
+
+def approval_item(
+    tool_name: str,
+    arguments: object,
+    *,
+    question: str | None = None,
+    notes: Sequence[str | None] = (),
+    more: Sequence[AskUserQuestionOption] = (),
+    id: str = "permission",
+    header: str = "Permission",
+) -> AskUserQuestionItem:
+    """The Allow / (more allow options) / Deny question for one tool call."""
+    name = safe_line(tool_name, "a tool")
+    return AskUserQuestionItem(
+        id,
+        safe_line(question, f"Allow {name} to run?"),
+        detail=tool_detail(arguments, notes=notes),
+        header=header,
+        options=[
+            AskUserQuestionOption(ALLOW, f"Run {name} this once"),
+            *more,
+            AskUserQuestionOption(DENY, f"Do not run {name}"),
+        ],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of an approval question.
+
+    ``choice`` is the allow option chosen (``None`` when denied); ``message`` says why a
+    call was denied, in words fit for the model (the user's own text when they wrote one).
+    ``code`` is the error code when the ask ended without an answer.
+    """
+
+    allowed: bool
+    choice: str | None = None
+    message: str = ""
+    code: str | None = None
+
+
+async def ask_approval(
+    item: AskUserQuestionItem,
+    *,
+    tool_name: str,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+) -> Verdict:
+    """Ask ``item`` (from :func:`approval_item`) and read the verdict; fails closed.
+
+    A suspension (``ASK_SUSPENDED``) is re-raised for the host; every other failure denies.
+    """
+    name = safe_line(tool_name, "the tool")
+    try:
+        answer = await ask_through(AskUserQuestionRequest([item], signal=signal), provider)
+    except HarnessError as error:
+        if is_suspension(error):
+            raise
+        return Verdict(False, message=f"{name} was not approved: {error.message}", code=error.code)
+    reply = answer.answers[0]
+    if reply.custom is not None:
+        return Verdict(False, message=f"The user denied {name} and said: {reply.custom}")
+    if not reply.selected:
+        return Verdict(False, message=f"The user skipped the permission question for {name}")
+    choice = reply.selected[0]
+    if choice == DENY:
+        return Verdict(False, message=f"The user denied {name}")
+    return Verdict(True, choice=choice)
