@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
 import mcp.types as mcp_types
 import pytest
 from claude_agent_sdk import (
@@ -26,6 +29,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import PermissionRuleValue
 from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 
 from interaction import AskUserQuestionAnswerItem, provide
 from interaction.integrations.claude_agent_sdk import (
@@ -563,3 +567,55 @@ async def test_the_permission_prompt_tool_denies_on_timeout() -> None:
         "behavior": "deny",
         "message": "Bash was not approved: ask_user_question timed out before the user answered",
     }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_the_stdio_server_asks_on_the_web_page_and_answers_the_cli() -> None:
+    """``python -m interaction.integrations.claude_agent_sdk``, as ``claude -p`` runs it."""
+    port, token = free_port(), "t0ken-for-the-test"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "interaction.integrations.claude_agent_sdk",
+            "--port",
+            str(port),
+            "--token",
+            token,
+        ],
+    )
+    async with (
+        Client(params) as client,
+        httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", headers={"authorization": f"Bearer {token}"}
+        ) as http,
+    ):
+        call = asyncio.create_task(
+            client.call_tool(
+                "permission_prompt", {"tool_name": "Bash", "input": {"command": "make"}}
+            )
+        )
+        async with http.stream("GET", "/api/events") as events:
+            async for line in events.aiter_lines():
+                if line.startswith("data: ") and '"request"' in line:
+                    question = json.loads(line.removeprefix("data: "))
+                    break
+        assert question["request"]["questions"][0]["options"] == [
+            {"label": "Allow", "description": "Run Bash this once"},
+            {"label": "Deny", "description": "Do not run Bash"},
+        ]
+        posted = await http.post(
+            f"/api/questions/{question['id']}/answer",
+            json={"answers": [{"id": "permission", "selected": ["Allow"]}]},
+        )
+        assert posted.status_code == 200
+        result = await asyncio.wait_for(call, WAIT)
+    (content,) = result.content
+    assert isinstance(content, mcp_types.TextContent)
+    assert json.loads(content.text) == {"behavior": "allow", "updatedInput": {"command": "make"}}

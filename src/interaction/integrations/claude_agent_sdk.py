@@ -361,14 +361,14 @@ def permission_prompt_server(
     return server
 
 
-async def _serve(host: str, port: int, deny_after: float | None) -> None:
+async def _serve(host: str, port: int, token: str | None, deny_after: float | None) -> None:
     try:
         from ..relay import Relay
         from ..web import WebServer
     except ImportError as exc:
         raise SystemExit(f"interaction-mcp-permission: {exc}") from None
     relay = Relay()
-    async with WebServer(relay, host=host, port=port) as web:
+    async with WebServer(relay, host=host, port=port, token=token) as web:
         print(f"interaction: answer permission prompts at {web.url}", file=sys.stderr, flush=True)
         with provide(relay):
             try:
@@ -390,10 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1", help="web page address (loopback)")
     parser.add_argument("--port", type=int, default=0, help="web page port (0: any free one)")
+    parser.add_argument("--token", default=None, help="the page's token (default: random)")
     parser.add_argument("--timeout", type=float, default=None, help="deny after SECONDS")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port, args.timeout))
+        asyncio.run(_serve(args.host, args.port, args.token, args.timeout))
     return 0
 
 
