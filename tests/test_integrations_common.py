@@ -193,7 +193,24 @@ async def test_a_timeout_denies_with_its_code() -> None:
 
 MODULES: Final = {
     "claude_agent_sdk": ("claude_agent_sdk", "claude"),
+    "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
 }
+
+
+def test_the_ask_user_answerer_names_the_harness_extra() -> None:
+    code = (
+        "import sys; sys.modules['pydantic_ai_harness'] = None\n"
+        "from interaction.integrations.pydantic_ai import answerer\n"
+        "try:\n"
+        "    answerer()\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "interaction.integrations.pydantic_ai.answerer needs pydantic-ai-harness:"
+        ' pip install "interaction-seam[pydantic-ai-harness]"'
+    )
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

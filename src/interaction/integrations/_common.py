@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from .._core import (
     AbortSignal,
     AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -36,11 +37,16 @@ __all__ = [
     "Verdict",
     "approval_item",
     "ask_approval",
+    "ask_approvals",
     "ask_through",
     "is_suspension",
     "safe_line",
     "tool_detail",
+    "verdict_of",
+    "with_provider",
 ]
+
+T = TypeVar("T")
 
 ALLOW: Final = "Allow"
 DENY: Final = "Deny"
@@ -56,24 +62,29 @@ def is_suspension(error: HarnessError) -> bool:
     return error.code == SUSPENDED_CODE
 
 
+async def with_provider(
+    provider: UserInteractionProvider | None, call: Callable[[], Awaitable[T]]
+) -> T:
+    """Await ``call()`` with ``provider`` active, or as it is if ``provider`` is ``None``.
+
+    A given provider is made active in a fresh context, so a provider registered around
+    the caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels it.
+    """
+    if provider is None:
+        return await call()
+
+    async def inside() -> T:
+        with provide(provider):
+            return await call()
+
+    return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
+
+
 async def ask_through(
     request: AskUserQuestionRequest, provider: UserInteractionProvider | None
 ) -> AskUserQuestionAnswer:
-    """``ask(request)`` through ``provider``, or through the provider active here if ``None``.
-
-    A given provider is asked in a fresh context, so a provider registered around the
-    caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels the ask.
-    """
-    if provider is None:
-        return await ask(request)
-
-    async def with_provider() -> AskUserQuestionAnswer:
-        with provide(provider):
-            return await ask(request)
-
-    return await asyncio.get_running_loop().create_task(
-        with_provider(), context=contextvars.Context()
-    )
+    """``ask(request)`` through ``provider``, or through the provider active here if ``None``."""
+    return await with_provider(provider, lambda: ask(request))
 
 
 def safe_line(text: object, fallback: str) -> str:
@@ -147,14 +158,41 @@ async def ask_approval(
 
     A suspension (``ASK_SUSPENDED``) is re-raised for the host; every other failure denies.
     """
-    name = safe_line(tool_name, "the tool")
+    (verdict,) = await ask_approvals([(item, tool_name)], provider=provider, signal=signal)
+    return verdict
+
+
+async def ask_approvals(
+    items: Sequence[tuple[AskUserQuestionItem, str]],
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+) -> list[Verdict]:
+    """Ask several approval questions (each with its tool's name) as one batch.
+
+    The question ids must be unique. An ask that ends without an answer denies them all.
+    """
     try:
-        answer = await ask_through(AskUserQuestionRequest([item], signal=signal), provider)
+        answer = await ask_through(
+            AskUserQuestionRequest([item for item, _ in items], signal=signal), provider
+        )
     except HarnessError as error:
         if is_suspension(error):
             raise
-        return Verdict(False, message=f"{name} was not approved: {error.message}", code=error.code)
-    reply = answer.answers[0]
+        return [
+            Verdict(
+                False,
+                message=f"{safe_line(name, 'the tool')} was not approved: {error.message}",
+                code=error.code,
+            )
+            for _, name in items
+        ]
+    return [verdict_of(reply, name) for reply, (_, name) in zip(answer.answers, items, strict=True)]
+
+
+def verdict_of(reply: AskUserQuestionAnswerItem, tool_name: str) -> Verdict:
+    """The verdict one approval answer gives: only an allow option allows."""
+    name = safe_line(tool_name, "the tool")
     if reply.custom is not None:
         return Verdict(False, message=f"The user denied {name} and said: {reply.custom}")
     if not reply.selected:
