@@ -194,6 +194,7 @@ async def test_a_timeout_denies_with_its_code() -> None:
 MODULES: Final = {
     "claude_agent_sdk": ("claude_agent_sdk", "claude"),
     "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "openai_agents": ("agents", "openai-agents"),
 }
 
 
