@@ -13,7 +13,7 @@ from interaction import (
     PlanReviewIntent,
     UnknownIntent,
 )
-from interaction._validation import is_blank, label_key
+from interaction._text_policy import is_blank, label_key
 
 # Text without the characters ask() refuses; prose may also hold newlines and tabs.
 _ALPHABET = st.characters(

@@ -18,7 +18,7 @@ from interaction import (
     UserInteractionError,
     check_request,
 )
-from interaction._validation import _check_item, _clean_questions
+from interaction._request_checks import _check_item, _clean_questions
 
 from .helpers import pkg_question
 from .strategies import requests

@@ -32,6 +32,7 @@ EXPECTED_PAGES = {
     "web.md",
     "terminal.md",
     "architecture.md",
+    "suspend.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

@@ -22,6 +22,7 @@ def test_codes_are_the_documented_set() -> None:
         "ASK_CANCELLED",
         "BAD_ANSWER",
         "PROVIDER_FAILED",
+        "ASK_SUSPENDED",
     ]
     assert ErrorCode.NO_PROVIDER == "NO_PROVIDER"
 

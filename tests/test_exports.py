@@ -22,8 +22,11 @@ CORE_MODULES = {
     "_helpers",
     "_presentation",
     "_registry",
+    "_suspend",
     "_types",
-    "_validation",
+    "_request_checks",
+    "_answer_checks",
+    "_text_policy",
     "_version",
 }
 # What _core offers beyond the public facade: tools the codec, the tool and the relay share

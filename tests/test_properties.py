@@ -16,7 +16,7 @@ from interaction import (
     ask,
     provide,
 )
-from interaction._validation import _is_clean_answer
+from interaction._answer_checks import _is_clean_answer
 from interaction.testing import ScriptedProvider
 
 from .strategies import line, requests

@@ -11,6 +11,7 @@ from ._agents import AgentRegistry as AgentRegistry
 from ._agents import LiveAgents as LiveAgents
 from ._agents import current_agents as current_agents
 from ._agents import provide_agents as provide_agents
+from ._answer_checks import check_answer as check_answer
 from ._ask import ask as ask
 from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
@@ -29,6 +30,13 @@ from ._presentation import split_recommended as split_recommended
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
 from ._registry import register_provider as register_provider
+from ._request_checks import check_request as check_request
+from ._suspend import AskSuspended as AskSuspended
+from ._suspend import ResumedAnswer as ResumedAnswer
+from ._suspend import Resumption as Resumption
+from ._suspend import request_digest as request_digest
+from ._suspend import resume as resume
+from ._text_policy import label_key as label_key
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
 from ._types import AskUserQuestionIntent as AskUserQuestionIntent
@@ -39,9 +47,6 @@ from ._types import JSONValue as JSONValue
 from ._types import PlanReviewIntent as PlanReviewIntent
 from ._types import UnknownIntent as UnknownIntent
 from ._types import UserInteractionProvider as UserInteractionProvider
-from ._validation import check_answer as check_answer
-from ._validation import check_request as check_request
-from ._validation import label_key as label_key
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -50,6 +55,7 @@ __all__ = [
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -62,6 +68,8 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "ResumedAnswer",
+    "Resumption",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -82,6 +90,8 @@ __all__ = [
     "provide",
     "provide_agents",
     "register_provider",
+    "request_digest",
+    "resume",
     "review_plan",
     "split_recommended",
 ]

@@ -6,20 +6,22 @@ import asyncio
 import contextlib
 from typing import Final, NoReturn
 
+from ._answer_checks import check_answer
 from ._errors import (
     DISPOSED_MESSAGE,
+    NO_PROVIDER_MESSAGE,
     ErrorCode,
     HarnessError,
     UserInteractionError,
     aborted_error,
 )
-from ._registry import current_registration
-from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
-from ._validation import check_answer, check_request
+from ._registry import Registration, current_registration
+from ._request_checks import check_request
+from ._suspend import AskSuspended, take_resumed
+from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
 
 __all__ = ["ask"]
 
-NO_PROVIDER_MESSAGE: Final = "no user-interaction provider is registered"
 ASYNCIO_REQUIRED_MESSAGE: Final = (
     "interaction.ask() must be awaited in an asyncio task; other event loops"
     " (trio, also through anyio) are not supported"
@@ -38,15 +40,30 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     provider's disposal cancels it; an ``Exception`` it raises that is not a
     ``HarnessError`` becomes ``PROVIDER_FAILED``, while any other ``BaseException``
     (``KeyboardInterrupt``, ``SystemExit``, a foreign cancellation) pass through; its answer
-    is checked (``BAD_ANSWER``) and returned in question order. Needs an asyncio event loop
+    is checked (``BAD_ANSWER``) and returned in question order. Inside
+    :func:`interaction.resume` a checked request takes its stored answer instead of
+    reaching the provider; a provider's ``AskSuspended`` passes through (its ``control``
+    exception, when it has one, is raised instead). Needs an asyncio event loop
     (``RuntimeError`` otherwise).
     """
     task = _current_asyncio_task()
     check_request(request)
+    resumed = take_resumed(request)
+    if resumed is not None:
+        return check_answer(request, resumed)
     registration = current_registration()
     if registration is None or (provider := registration.provider) is None:
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
+    return check_answer(request, await _wait_for(task, registration, provider, request))
 
+
+async def _wait_for(
+    task: asyncio.Task[object],
+    registration: Registration,
+    provider: UserInteractionProvider,
+    request: AskUserQuestionRequest,
+) -> object:
+    """The provider's answer, unchecked; an abort or disposal cancels the provider."""
     loop = asyncio.get_running_loop()
     stop: UserInteractionError | None = None
     stop_cause: BaseException | None = None
@@ -98,11 +115,13 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     if stop is not None:  # the provider swallowed the cancellation and answered anyway
         task.uncancel()
         raise stop from stop_cause
-    return check_answer(request, answer)
+    return answer
 
 
 def _raise_provider_failure(exc: BaseException) -> NoReturn:
     """Re-raise ``exc`` if it passes through ``ask()``, else raise ``PROVIDER_FAILED``."""
+    if isinstance(exc, AskSuspended) and exc.control is not None:
+        raise exc.control
     if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
         raise exc
     raise UserInteractionError(

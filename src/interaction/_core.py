@@ -2,7 +2,7 @@
 
 ``wire``, ``tool``, ``console``, ``relay``, ``testing``, ``cli``, ``terminal``, ``web``,
 ``mcp`` and ``integrations`` import the core only from here (``tests/test_exports.py``
-fails when one reaches into ``_types``, ``_validation`` or another private core module),
+fails when one reaches into ``_types``, ``_request_checks`` or another private core module),
 so a core module can be split or renamed by changing this file alone. Most names here are
 also public in ``interaction``; the rest are the few internal tools the codec, the tool
 and the relay share with ``ask()``:
@@ -16,6 +16,7 @@ and the relay share with ``ask()``:
 
 from ._abort import AbortController, AbortSignal
 from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
+from ._answer_checks import check_answer
 from ._ask import ask
 from ._errors import (
     DISPOSED_MESSAGE,
@@ -27,6 +28,9 @@ from ._errors import (
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import RECOMMENDED_SUFFIX, escape_controls, is_plan_review, split_recommended
 from ._registry import current_provider, provide, register_provider
+from ._request_checks import check_caller, check_questions, check_request
+from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
+from ._text_policy import SURROGATE, label_key
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -40,14 +44,6 @@ from ._types import (
     UserInteractionProvider,
     thaw,
 )
-from ._validation import (
-    SURROGATE,
-    check_answer,
-    check_caller,
-    check_questions,
-    check_request,
-    label_key,
-)
 from ._version import __version__
 
 __all__ = [
@@ -58,6 +54,7 @@ __all__ = [
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -70,6 +67,8 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "ResumedAnswer",
+    "Resumption",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -92,6 +91,8 @@ __all__ = [
     "provide",
     "provide_agents",
     "register_provider",
+    "request_digest",
+    "resume",
     "review_plan",
     "split_recommended",
     "thaw",

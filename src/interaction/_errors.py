@@ -1,4 +1,30 @@
-"""The error taxonomy: ``HarnessError``, ``UserInteractionError`` and the stable codes."""
+"""Every error the seam raises, its stable code and its fixed message, in one place.
+
+The hierarchy::
+
+    Exception
+     └── HarnessError              message + code; a tool host hands the model {name, code}
+          ├── UserInteractionError  + path of a structural fault ("questions[1].id")
+          └── AskSuspended          (``_suspend.py``) for the host that resumes; never
+                                    shown to the model
+
+The codes of ``UserInteractionError`` and their fixed messages (``-`` marks a message
+built per fault, ``"<path>: <problem>"`` by :func:`fault`):
+
+    ASK_ABORTED         ABORTED_MESSAGE, or DISPOSED_MESSAGE when the provider went away
+    ASK_TIMEOUT         TIMEOUT_MESSAGE
+    EMPTY_QUESTIONS     EMPTY_MESSAGE
+    CALLER_NOT_LIVE     NOT_LIVE_MESSAGE
+    DELEGATED_CALLER    DELEGATED_MESSAGE
+    BAD_REQUEST         -
+    BAD_INTENT          - (``question <id> declares intent ...``)
+    NO_PROVIDER         NO_PROVIDER_MESSAGE
+    DUPLICATE_PROVIDER  DUPLICATE_MESSAGE
+    ASK_CANCELLED       CANCELLED_MESSAGE (a provider may word its own)
+    BAD_ANSWER          -, or MISMATCH_MESSAGE for a resumed ask whose question changed
+    PROVIDER_FAILED     "the user-interaction provider failed: <Type>: <text>"
+    ASK_SUSPENDED       SUSPENDED_MESSAGE (carried by ``AskSuspended``)
+"""
 
 from __future__ import annotations
 
@@ -23,6 +49,7 @@ class ErrorCode(enum.StrEnum):
     ASK_CANCELLED = "ASK_CANCELLED"
     BAD_ANSWER = "BAD_ANSWER"
     PROVIDER_FAILED = "PROVIDER_FAILED"
+    ASK_SUSPENDED = "ASK_SUSPENDED"
 
 
 class HarnessError(Exception):
@@ -84,6 +111,38 @@ DISPOSED_MESSAGE: Final = (
     "ask_user_question was aborted: the user-interaction provider was disposed"
     " while the question was pending"
 )
+
+
+NO_PROVIDER_MESSAGE: Final = "no user-interaction provider is registered"
+DUPLICATE_MESSAGE: Final = "a user-interaction provider is already registered"
+SUSPENDED_MESSAGE: Final = "the question was suspended until the host resumes it"
+MISMATCH_MESSAGE: Final = "the resumed question is not the one that was asked"
+EMPTY_MESSAGE: Final = "ask_user_question requires at least one question"
+NOT_LIVE_MESSAGE: Final = (
+    "human interaction requires the exact live calling agent when an agent is supplied"
+)
+DELEGATED_MESSAGE: Final = (
+    "human interaction is unavailable while the calling agent is owned by another live agent;"
+    " include the unresolved question or decision in the child agent's final result"
+)
+
+
+def type_name(value: object) -> str:
+    """How a fault names the Python type it got: ``None``, ``int``, ``AskUserQuestionItem``."""
+    return "None" if value is None else type(value).__name__
+
+
+def fault(code: ErrorCode, path: str, problem: str) -> UserInteractionError:
+    """The one shape of a located fault: ``"<path>: <problem>"``, with ``path`` kept."""
+    return UserInteractionError(f"{path}: {problem}", code, path=path)
+
+
+def bad_request(path: str, problem: str) -> UserInteractionError:
+    return fault(ErrorCode.BAD_REQUEST, path, problem)
+
+
+def bad_answer(path: str, problem: str) -> UserInteractionError:
+    return fault(ErrorCode.BAD_ANSWER, path, problem)
 
 
 def aborted_error(reason: BaseException | None) -> UserInteractionError:

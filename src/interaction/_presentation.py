@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES
 from ._types import AskUserQuestionRequest, PlanReviewIntent
-from ._validation import UNSAFE, UNSAFE_EXCEPT_LINES
 
 __all__ = ["RECOMMENDED_SUFFIX", "escape_controls", "is_plan_review", "split_recommended"]
 

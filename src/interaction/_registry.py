@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from ._errors import ErrorCode, UserInteractionError
+from ._errors import DUPLICATE_MESSAGE, ErrorCode, UserInteractionError
 from ._types import UserInteractionProvider
 
 __all__ = [
@@ -24,8 +24,6 @@ __all__ = [
     "provide",
     "register_provider",
 ]
-
-DUPLICATE_MESSAGE: Final = "a user-interaction provider is already registered"
 
 
 class Registration:

@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
-from ._errors import ErrorCode, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError, fault
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -48,7 +48,7 @@ MAX_INTENT_DEPTH: Final = 64
 
 
 def _bad_intent_field(path: str, problem: str) -> UserInteractionError:
-    return UserInteractionError(f"{path}: {problem}", ErrorCode.BAD_INTENT, path=path)
+    return fault(ErrorCode.BAD_INTENT, path, problem)
 
 
 def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
@@ -194,13 +194,16 @@ class AskUserQuestionItem:
 class AskUserQuestionRequest:
     """A request for a human answer.
 
-    ``agent`` is the exact live calling agent, ``signal`` the owning step's abort signal;
-    both are process-local, never on the wire, and left out of equality.
+    ``agent`` is the exact live calling agent, ``signal`` the owning step's abort signal,
+    ``key`` a resume key the host derives from its own identity for the step (a durable
+    relay re-attaches a restarted asker by it); all three are process-local, never on the
+    wire, and left out of equality.
     """
 
     questions: Sequence[AskUserQuestionItem]
     agent: Agent | None = field(default=None, compare=False)
     signal: AbortSignal | None = field(default=None, compare=False)
+    key: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "questions", _as_tuple(self.questions))

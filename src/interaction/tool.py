@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._core import (
+    AskSuspended,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -383,6 +384,8 @@ async def run_tool(
             check_caller(signal, agent)
             raise
         answer = await ask(request)
+    except AskSuspended:
+        raise  # for the host that suspended the ask, not for the model
     except HarnessError as error:
         return render_error(error)
     return ToolResult(render_answer(answer))

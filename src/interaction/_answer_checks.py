@@ -1,0 +1,151 @@
+"""The answer check: a provider's answer must fit the request it answers (``BAD_ANSWER``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ._errors import bad_answer, type_name
+from ._text_policy import INVISIBLE, SURROGATE, describe_char, is_blank
+from ._types import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
+
+__all__ = ["check_answer"]
+
+
+def _check_answer_item(
+    item: object, path: str, questions: dict[str, AskUserQuestionItem], answered: set[str]
+) -> str:
+    if type(item) is not AskUserQuestionAnswerItem:
+        raise bad_answer(path, f"expected an AskUserQuestionAnswerItem, got {type_name(item)}")
+    if type(item.id) is not str:
+        raise bad_answer(f"{path}.id", f"expected a string, got {type_name(item.id)}")
+    question = questions.get(item.id)
+    if question is None:
+        raise bad_answer(f"{path}.id", f"no question has id {item.id!r}")
+    qid = item.id
+    if qid in answered:
+        raise bad_answer(f"{path}.id", f"question {qid} is answered more than once")
+    answered.add(qid)
+    selected = item.selected
+    if type(selected) is not tuple:
+        raise bad_answer(
+            f"{path}.selected", f"expected a sequence of labels, got {type_name(selected)}"
+        )
+    offered = {option.label for option in question.options}
+    chosen: set[str] = set()
+    for index, label in enumerate(selected):
+        label_path = f"{path}.selected[{index}]"
+        if type(label) is not str:
+            raise bad_answer(label_path, f"expected a string, got {type_name(label)}")
+        if not offered:
+            raise bad_answer(
+                label_path, f"question {qid} offers no options, so none can be selected"
+            )
+        if label not in offered:
+            raise bad_answer(label_path, f"question {qid} offers no option {label!r}")
+        if label in chosen:
+            raise bad_answer(label_path, f"question {qid} selects {label!r} more than once")
+        chosen.add(label)
+    if not question.multi_select and len(selected) > 1:
+        raise bad_answer(
+            f"{path}.selected",
+            f"question {qid} is single-select but {len(selected)} labels are selected",
+        )
+    custom = item.custom
+    if custom is not None:
+        if type(custom) is not str:
+            raise bad_answer(f"{path}.custom", f"expected a string, got {type_name(custom)}")
+        if found := SURROGATE.search(custom):
+            raise bad_answer(f"{path}.custom", describe_char(found.group()))
+        if is_blank(custom):
+            raise bad_answer(
+                f"{path}.custom", f"question {qid} has a blank custom answer (leave it out to skip)"
+            )
+        if selected and not question.multi_select:
+            raise bad_answer(
+                f"{path}.custom",
+                f"question {qid} is single-select, so a custom answer replaces the choice"
+                " and cannot accompany a selected label",
+            )
+    return qid
+
+
+_SCAN_LIMIT: Final = 8
+# A custom answer with either is looked at closely: it may be blank or unencodable.
+_SUSPECT_CUSTOM: Final = re.compile(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
+
+
+def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
+    """A fast pass: ``True`` only for a fitting answer already in question order."""
+    if type(answer) is not AskUserQuestionAnswer:
+        return False
+    items, questions = answer.answers, request.questions
+    if type(items) is not tuple or len(items) != len(questions):
+        return False
+    for item, question in zip(items, questions, strict=True):
+        if (
+            type(item) is not AskUserQuestionAnswerItem
+            or type(item.id) is not str
+            or item.id != question.id
+        ):
+            return False
+        selected, custom = item.selected, item.custom
+        if type(selected) is not tuple:
+            return False
+        count = len(selected)
+        if count > 1 and (not question.multi_select or len(set(selected)) != count):
+            return False
+        if count:
+            options = question.options
+            # A set past a few labels keeps the check linear when thousands are selected.
+            offered = options if count < _SCAN_LIMIT else {o.label for o in options}
+            for label in selected:
+                if type(label) is not str:
+                    return False
+                if offered is options:
+                    if all(o.label != label for o in options):
+                        return False
+                elif label not in offered:
+                    return False
+        if custom is not None and (
+            type(custom) is not str
+            or not custom.strip()
+            or (count and not question.multi_select)
+            or _SUSPECT_CUSTOM.search(custom)
+        ):
+            return False
+    return True
+
+
+def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
+    """Check a provider's ``answer`` against a checked ``request`` (``BAD_ANSWER`` if unfit).
+
+    Returns the answer with its items in question order.
+    """
+    if _is_clean_answer(request, answer):
+        assert isinstance(answer, AskUserQuestionAnswer)
+        return answer
+    if type(answer) is not AskUserQuestionAnswer:
+        raise bad_answer("answer", f"expected an AskUserQuestionAnswer, got {type_name(answer)}")
+    items = answer.answers
+    if type(items) is not tuple:
+        raise bad_answer("answers", f"expected a sequence of answer items, got {type_name(items)}")
+    questions = {item.id: item for item in request.questions}
+    answered: set[str] = set()
+    by_id: dict[str, AskUserQuestionAnswerItem] = {}
+    for index, item in enumerate(items):
+        qid = _check_answer_item(item, f"answers[{index}]", questions, answered)
+        assert isinstance(item, AskUserQuestionAnswerItem)
+        by_id[qid] = item
+    for question in request.questions:
+        if question.id not in by_id:
+            raise bad_answer("answers", f"question {question.id} has no answer")
+    ordered = tuple(by_id[question.id] for question in request.questions)
+    if ordered == items:
+        return answer
+    return AskUserQuestionAnswer(ordered)
