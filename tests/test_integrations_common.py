@@ -195,6 +195,7 @@ MODULES: Final = {
     "claude_agent_sdk": ("claude_agent_sdk", "claude"),
     "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
     "openai_agents": ("agents", "openai-agents"),
+    "langgraph": ("langgraph", "langgraph"),
 }
 
 
