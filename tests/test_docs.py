@@ -33,6 +33,7 @@ EXPECTED_PAGES = {
     "terminal.md",
     "architecture.md",
     "suspend.md",
+    "integrations.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
