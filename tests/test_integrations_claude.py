@@ -228,6 +228,7 @@ async def test_ask_user_question_is_answered_keyed_by_question_text_through_a_sc
         }
     ]
     (request,) = scripted.requests
+    assert request.key == "toolu_1"  # the CLI's tool_use_id is the resume key
     assert [(q.id, q.question, q.header, q.multi_select) for q in request.questions] == [
         ("q1", "Which package manager?", "Tooling", False),
         ("q2", "Which checks should run?", "Checks", True),
@@ -541,6 +542,7 @@ async def test_the_permission_prompt_tool_answers_in_the_clis_shape() -> None:
         server, {"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "toolu_1"}
     )
     assert allowed == {"behavior": "allow", "updatedInput": {"command": "ls"}}
+    assert scripted.requests[0].key == "toolu_1"
     answered = await call_prompt(
         server, {"tool_name": "AskUserQuestion", "input": {"questions": QUESTIONS[:1]}}
     )

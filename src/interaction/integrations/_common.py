@@ -17,6 +17,7 @@ from typing import Final, TypeVar
 
 from .._core import (
     AbortSignal,
+    AskSuspended,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
@@ -52,14 +53,13 @@ ALLOW: Final = "Allow"
 DENY: Final = "Deny"
 STOPPED: Final = frozenset({ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED})
 """The codes of an ask that ended without an answer: a dismissal, a timeout, an abort."""
-SUSPENDED_CODE: Final = "ASK_SUSPENDED"
 MAX_DETAIL: Final = 4000
 """How many characters of a tool's input a permission question shows."""
 
 
 def is_suspension(error: HarnessError) -> bool:
     """Whether ``error`` is an ``AskSuspended``: for the host, never a denial or a result."""
-    return error.code == SUSPENDED_CODE
+    return isinstance(error, AskSuspended)
 
 
 async def with_provider(
@@ -153,12 +153,14 @@ async def ask_approval(
     tool_name: str,
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
+    key: str | None = None,
 ) -> Verdict:
     """Ask ``item`` (from :func:`approval_item`) and read the verdict; fails closed.
 
     A suspension (``ASK_SUSPENDED``) is re-raised for the host; every other failure denies.
+    ``key`` is the request's resume key (the host's id for the tool call).
     """
-    (verdict,) = await ask_approvals([(item, tool_name)], provider=provider, signal=signal)
+    (verdict,) = await ask_approvals([(item, tool_name)], provider=provider, signal=signal, key=key)
     return verdict
 
 
@@ -167,6 +169,7 @@ async def ask_approvals(
     *,
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
+    key: str | None = None,
 ) -> list[Verdict]:
     """Ask several approval questions (each with its tool's name) as one batch.
 
@@ -174,7 +177,7 @@ async def ask_approvals(
     """
     try:
         answer = await ask_through(
-            AskUserQuestionRequest([item for item, _ in items], signal=signal), provider
+            AskUserQuestionRequest([item for item, _ in items], signal=signal, key=key), provider
         )
     except HarnessError as error:
         if is_suspension(error):

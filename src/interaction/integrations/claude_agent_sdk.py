@@ -107,7 +107,10 @@ def _text(data: Mapping[str, object], key: str, path: str, *, required: bool) ->
 
 
 def ask_user_question_request(
-    tool_input: Mapping[str, object], *, signal: AbortSignal | None = None
+    tool_input: Mapping[str, object],
+    *,
+    signal: AbortSignal | None = None,
+    key: str | None = None,
 ) -> AskUserQuestionRequest:
     """The request of an ``AskUserQuestion`` input; question ``i`` gets the id ``q{i+1}``.
 
@@ -161,7 +164,7 @@ def ask_user_question_request(
         check_questions(tuple(items))
     except UserInteractionError as error:
         raise _bad(error.path or "questions", error.message.split(": ", 1)[-1]) from None
-    return AskUserQuestionRequest(items, signal=signal)
+    return AskUserQuestionRequest(items, signal=signal, key=key)
 
 
 def answered_input(
@@ -252,7 +255,7 @@ async def decide(
         context = ToolPermissionContext()
     if tool_name == ASK_USER_QUESTION:
         try:
-            request = ask_user_question_request(tool_input, signal=signal)
+            request = ask_user_question_request(tool_input, signal=signal, key=context.tool_use_id)
             answer = await ask_through(request, provider)
         except HarnessError as error:
             if is_suspension(error):
@@ -273,7 +276,9 @@ async def decide(
         more=[option for option, _ in suggested],
         header=safe_line(context.display_name, "Permission"),
     )
-    verdict = await ask_approval(item, tool_name=tool_name, provider=provider, signal=signal)
+    verdict = await ask_approval(
+        item, tool_name=tool_name, provider=provider, signal=signal, key=context.tool_use_id
+    )
     if not verdict.allowed:
         return PermissionResultDeny(message=verdict.message)
     chosen = [update for option, update in suggested if option.label == verdict.choice]
@@ -318,12 +323,14 @@ async def permission_prompt(
     *,
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
+    tool_use_id: str | None = None,
 ) -> str:
     """The permission-prompt tool's text: ``{"behavior":"allow","updatedInput":...}`` or
     ``{"behavior":"deny","message":...}``, as the CLI expects from
     ``--permission-prompt-tool``. ``updatedInput`` is the input (answered, for
     ``AskUserQuestion``)."""
-    result = await decide(tool_name, tool_input, provider=provider, signal=signal)
+    context = ToolPermissionContext(tool_use_id=tool_use_id)
+    result = await decide(tool_name, tool_input, context, provider=provider, signal=signal)
     if isinstance(result, PermissionResultAllow) and result.updated_input is None:
         result = PermissionResultAllow(
             updated_input=tool_input, updated_permissions=result.updated_permissions
@@ -348,9 +355,10 @@ def permission_prompt_server(
     async def permission_prompt_tool(
         tool_name: str, input: dict[str, Any], tool_use_id: str | None = None
     ) -> str:
-        del tool_use_id
         signal = AbortSignal.timeout(timeout) if timeout is not None else None
-        return await permission_prompt(tool_name, input, provider=provider, signal=signal)
+        return await permission_prompt(
+            tool_name, input, provider=provider, signal=signal, tool_use_id=tool_use_id
+        )
 
     server.add_tool(
         permission_prompt_tool,
