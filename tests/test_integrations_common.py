@@ -15,6 +15,7 @@ from typing import Final
 import pytest
 
 from interaction import (
+    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -238,3 +239,29 @@ def test_the_package_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_suspension_is_for_the_host_never_a_denial() -> None:
+    from interaction import AskSuspended
+
+    class Suspends:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            raise AskSuspended(request)
+
+    with pytest.raises(AskSuspended):
+        await ask_approval(approval_item("Read", {}), tool_name="Read", provider=Suspends())
+
+
+def test_the_langgraph_resume_value_schema_takes_an_answer_or_an_error() -> None:
+    import jsonschema
+
+    from interaction.integrations.langgraph import _resume_schema
+
+    validator = jsonschema.Draft202012Validator(_resume_schema())
+    digest = "0" * 64
+    assert validator.is_valid({"digest": digest, "answers": [{"id": "a", "selected": []}]})
+    assert validator.is_valid(
+        {"digest": digest, "error": {"code": "ASK_CANCELLED", "message": "m"}}
+    )
+    assert not validator.is_valid({"answers": []})
+    assert not validator.is_valid({"digest": "x", "answers": []})
