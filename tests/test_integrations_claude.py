@@ -9,6 +9,7 @@ may withdraw a request with ``control_cancel_request``, and ends the turn with a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import socket
 import sys
@@ -20,6 +21,7 @@ import mcp.types as mcp_types
 import pytest
 from claude_agent_sdk import (
     ClaudeAgentOptions,
+    ClaudeSDKClient,
     PermissionResultAllow,
     PermissionResultDeny,
     PermissionUpdate,
@@ -621,3 +623,29 @@ async def test_the_stdio_server_asks_on_the_web_page_and_answers_the_cli() -> No
     (content,) = result.content
     assert isinstance(content, mcp_types.TextContent)
     assert json.loads(content.text) == {"behavior": "allow", "updatedInput": {"command": "make"}}
+
+
+async def test_the_callback_runs_in_the_context_captured_at_connect() -> None:
+    decisions: list[dict[str, Any]] = []
+
+    async def script(cli: FakeCLI) -> None:
+        decisions.append(await cli.permission("Read", {"file_path": "a.txt"}))
+
+    cli = FakeCLI(script)
+    client = ClaudeSDKClient(ClaudeAgentOptions(can_use_tool=can_use_tool()), transport=cli)
+    scripted = ScriptedProvider({"permission": "Allow"})
+
+    async def converse() -> list[object]:
+        await client.query("go")
+        return [message async for message in client.receive_response()]
+
+    with provide(scripted):
+        await client.connect()
+        # The conversation runs where no provider is registered: the connect() context asks.
+        messages = await asyncio.get_running_loop().create_task(
+            converse(), context=contextvars.Context()
+        )
+    await client.disconnect()
+    assert isinstance(messages[-1], ResultMessage)
+    assert decisions == [{"behavior": "allow", "updatedInput": {"file_path": "a.txt"}}]
+    assert len(scripted.requests) == 1
