@@ -12,8 +12,10 @@ import asyncio
 import contextvars
 import json
 import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +28,7 @@ from claude_agent_sdk import (
     PermissionResultDeny,
     PermissionUpdate,
     ResultMessage,
+    ToolPermissionContext,
     Transport,
     query,
 )
@@ -649,3 +652,30 @@ async def test_the_callback_runs_in_the_context_captured_at_connect() -> None:
     assert isinstance(messages[-1], ResultMessage)
     assert decisions == [{"behavior": "allow", "updatedInput": {"file_path": "a.txt"}}]
     assert len(scripted.requests) == 1
+
+
+async def test_hostile_question_text_is_denied_with_its_fault_and_never_shown() -> None:
+    scripted = ScriptedProvider()
+    hostile = {"questions": [{"question": "Pick \x1b]0;owned\x07 one", "options": []}]}
+    result = await decide("AskUserQuestion", hostile, provider=scripted)
+    assert result == PermissionResultDeny(
+        message="AskUserQuestion: questions[0].question: contains control character U+001B"
+        " (BAD_REQUEST)"
+    )
+    assert scripted.requests == []
+
+
+async def test_a_hostile_tool_title_and_input_are_shown_escaped() -> None:
+    scripted = ScriptedProvider({"permission": "Deny"})
+    context = ToolPermissionContext(title="Run \x1b[2J\u202etxt.exe", tool_use_id="toolu_9")
+    await decide("Bash", {"command": "echo \x1b[31m"}, context, provider=scripted)
+    question = scripted.last_request.questions[0]
+    assert question.question == "Run \\x1b[2J\\u202etxt.exe"
+    assert question.detail == 'Input:\n{\n  "command": "echo \\u001b[31m"\n}'
+
+
+def test_the_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "interaction-mcp-permission"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("usage: interaction-mcp-permission")
+    assert "--permission-prompt-tool" in out.stdout
