@@ -48,9 +48,10 @@ from .._core import (
     UserInteractionError,
     UserInteractionProvider,
     check_questions,
+    label_key,
     provide,
 )
-from ._common import approval_item, ask_approval, ask_through, is_suspension, safe_line
+from ._common import ALLOW, DENY, approval_item, ask_approval, ask_through, is_suspension, safe_line
 
 __all__ = [
     "ASK_USER_QUESTION",
@@ -224,14 +225,14 @@ def _suggestion_options(
     suggestions: Sequence[PermissionUpdate],
 ) -> list[tuple[AskUserQuestionOption, PermissionUpdate]]:
     options: list[tuple[AskUserQuestionOption, PermissionUpdate]] = []
-    taken = {"allow", "deny"}
+    taken = {label_key(ALLOW), label_key(DENY)}
     for update in suggestions:
         label = base = suggestion_label(update)
         count = 1
-        while label.casefold() in taken:
+        while label_key(label) in taken:
             count += 1
             label = f"{base} ({count})"
-        taken.add(label.casefold())
+        taken.add(label_key(label))
         options.append((AskUserQuestionOption(label), update))
     return options
 
@@ -313,7 +314,9 @@ def _wire(result: PermissionResult) -> str:
         return json.dumps({"behavior": "deny", "message": result.message}, ensure_ascii=False)
     body: dict[str, object] = {"behavior": "allow", "updatedInput": result.updated_input}
     if result.updated_permissions:
-        body["updatedPermissions"] = [update.to_dict() for update in result.updated_permissions]
+        # All or none, as the SDK sends them: one may restrict what the others allow.
+        with contextlib.suppress(ValueError):
+            body["updatedPermissions"] = [u.to_dict() for u in result.updated_permissions]
     return json.dumps(body, ensure_ascii=False)
 
 
