@@ -679,4 +679,3 @@ def test_the_console_script_is_installed() -> None:
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("usage: interaction-mcp-permission")
     assert "--permission-prompt-tool" in out.stdout
-
