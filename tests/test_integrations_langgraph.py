@@ -208,3 +208,29 @@ async def test_other_interrupts_are_left_alone() -> None:
     graph = single_node(plain)
     await graph.ainvoke({"result": ""}, CONFIG)
     assert await answer_interrupts(graph, CONFIG, provider=ScriptedProvider()) is None
+
+
+class Pair(TypedDict, total=False):
+    left: str
+    right: str
+
+
+async def test_parallel_nodes_are_answered_and_resumed_by_interrupt_id() -> None:
+    async def left(state: Pair) -> Pair:
+        return {"left": str(await choose("Left?", ["a", "b"], id="left"))}
+
+    async def right(state: Pair) -> Pair:
+        return {"right": str(await choose("Right?", ["c", "d"], id="right"))}
+
+    graph = StateGraph(Pair)
+    graph.add_node("left", left)
+    graph.add_node("right", right)
+    graph.add_edge(START, "left")
+    graph.add_edge(START, "right")
+    graph.add_edge("left", END)
+    graph.add_edge("right", END)
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    scripted = ScriptedProvider({"left": "b", "right": "c"})
+    result = await run_graph(compiled, {}, CONFIG, provider=scripted)
+    assert result == {"left": "b", "right": "c"}
+    assert sorted(q.id for r in scripted.requests for q in r.questions) == ["left", "right"]
