@@ -31,7 +31,14 @@ CORE_MODULES = {
 }
 # What _core offers beyond the public facade: tools the codec, the tool and the relay share
 # with ask(). Anything else an in-tree UI needs must be public, so an outside UI has it too.
-INTERNAL_ONLY = {"DISPOSED_MESSAGE", "SURROGATE", "check_caller", "check_questions", "thaw"}
+INTERNAL_ONLY = {
+    "DISPOSED_MESSAGE",
+    "SURROGATE",
+    "check_caller",
+    "check_questions",
+    "questions_from_json",
+    "thaw",
+}
 
 
 def _extras() -> list[Path]:

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+import interaction
 from interaction import (
+    AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -77,3 +79,54 @@ def test_escape_controls_makes_every_control_visible() -> None:
     )
     assert escape_controls("a\nb\tc", keep_newlines=False) == "a\\x0ab\\x09c"
     assert escape_controls("plain ünïcode ✓") == "plain ünïcode ✓"
+
+
+# ------------------------------------------------------------------ the one answer rule
+
+
+def _question(multi: bool) -> AskUserQuestionItem:
+    return AskUserQuestionItem(
+        "pkg",
+        "Which?",
+        multi_select=multi,
+        options=[AskUserQuestionOption("npm"), AskUserQuestionOption("Yarn (Recommended)")],
+    )
+
+
+@pytest.mark.parametrize(
+    ("multi", "selected", "text", "expected"),
+    [
+        (False, (), None, ((), None)),
+        (False, (), "  \u200b ", ((), None)),
+        (False, ("npm",), None, (("npm",), None)),
+        (False, (), " NPM ", (("npm",), None)),
+        (
+            False,
+            (),
+            "\uff4e\uff50\uff4d",
+            (("npm",), None),
+        ),  # compatibility forms count as the same
+        (False, ("npm",), "yarn (recommended)", (("Yarn (Recommended)",), None)),
+        (False, ("npm",), " bun ", ((), "bun")),
+        (True, ("npm",), "bun", (("npm",), "bun")),
+        (True, ("npm",), "Yarn (Recommended)", (("npm", "Yarn (Recommended)"), None)),
+        (True, ("npm", "npm"), "npm", (("npm",), None)),
+        (True, (), "", ((), None)),
+    ],
+)
+def test_answer_item_is_the_one_rule_for_typed_text(
+    multi: bool,
+    selected: tuple[str, ...],
+    text: str | None,
+    expected: tuple[tuple[str, ...], str | None],
+) -> None:
+    question = _question(multi)
+    item = interaction.answer_item(question, selected, text)
+    assert (item.id, (item.selected, item.custom)) == ("pkg", expected)
+    request = AskUserQuestionRequest([question])
+    assert interaction.check_answer(request, AskUserQuestionAnswer([item])).answers == (item,)
+
+
+def test_a_free_text_question_keeps_its_text_as_typed_without_the_edges() -> None:
+    question = AskUserQuestionItem("notes", "Anything else?")
+    assert interaction.answer_item(question, text="  two\nlines  ").custom == "two\nlines"

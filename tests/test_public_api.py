@@ -21,6 +21,7 @@ from interaction import (
 from .helpers import FakeAgent
 
 DOCUMENTED = [
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "AbortController",
     "AbortSignal",
@@ -45,6 +46,7 @@ DOCUMENTED = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",
@@ -97,7 +99,8 @@ def test_classes_and_functions_are_defined_in_private_modules() -> None:
 def test_import_pulls_in_no_optional_dependency() -> None:
     code = (
         "import sys, interaction, interaction.wire, interaction.tool, interaction.console,"
-        " interaction.testing, interaction.cli, interaction.relay, interaction.integrations;"
+        " interaction.testing, interaction.cli, interaction.relay, interaction.display,"
+        " interaction.integrations;"
         "bad = [m for m in ('prompt_toolkit', 'starlette', 'uvicorn', 'mcp', 'pytest',"
         " 'pydantic', 'msgspec', 'claude_agent_sdk', 'pydantic_ai', 'pydantic_ai_harness',"
         " 'agents', 'openai', 'langgraph', 'langchain_core') if m in sys.modules];"

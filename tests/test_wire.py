@@ -23,6 +23,7 @@ from interaction import (
     UserInteractionError,
     wire,
 )
+from interaction._request_checks import questions_from_json
 
 from .strategies import answers, requests
 
@@ -272,3 +273,94 @@ def test_deeply_nested_json_is_refused_cleanly() -> None:
     with pytest.raises(UserInteractionError) as info:
         wire.decode_request(deep)
     assert info.value.code == ErrorCode.BAD_REQUEST
+
+
+_NASTY: st.SearchStrategy[object] = st.sampled_from(
+    [None, 0, 1.5, True, [], {}, "", " ", "\u200b", "a\x1b[2J", "x\u202ey", "\ud800", "dup"]
+)
+
+
+@st.composite
+def near_valid_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid request's wire form with a few fields broken, removed or duplicated."""
+    document: dict[str, Any] = json.loads(json.dumps(wire.encode_request(draw(requests()))))
+    questions = document["questions"]
+    for _ in range(draw(st.integers(0, 3))):
+        if not questions:
+            break
+        question = draw(st.sampled_from(questions))
+        target = question
+        if question.get("options") and draw(st.booleans()):
+            target = draw(st.sampled_from(question["options"]))
+        key = draw(st.sampled_from([*target, "id", "label", "detail", "header", "multiSelect"]))
+        action = draw(st.sampled_from(["set", "delete", "copy"]))
+        if action == "delete":
+            target.pop(key, None)
+        elif action == "copy" and len(questions) > 1:
+            questions[1 - questions.index(question) if len(questions) == 2 else 0][key] = (
+                target.get(key)
+            )
+        else:
+            target[key] = draw(_NASTY)
+    return document
+
+
+def _outcome(decode: Any, document: object) -> object:
+    try:
+        return decode(document).questions
+    except UserInteractionError as error:
+        return (error.code, error.message)
+
+
+@given(near_valid_documents())
+def test_the_one_pass_decode_agrees_with_the_detailed_decode(document: dict[str, Any]) -> None:
+    detailed = _outcome(wire._decode_request_in_detail, document)
+    fast = questions_from_json(document["questions"])
+    if fast is not None:
+        assert fast == detailed
+        assert all(type(q.options) is tuple for q in fast)
+    else:
+        assert _outcome(wire.decode_request, document) == detailed
+    assert _outcome(wire.decode_request, json.dumps(document)) == detailed
+
+
+def _document(**changes: object) -> dict[str, Any]:
+    question: dict[str, Any] = {
+        "id": "pkg",
+        "question": "Which?",
+        "options": [{"label": "npm"}, {"label": "yarn", "description": "fast"}],
+    }
+    question.update(changes)
+    return {"questions": [question, {"id": "notes", "question": "Else?"}]}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        _document(id="notes"),
+        _document(id="\u200b"),
+        _document(id=" "),
+        _document(question=3),
+        _document(detail=None),
+        _document(header=None),
+        _document(header="a\x1b[2J"),
+        _document(detail="line\nok\x07"),
+        _document(multiSelect="yes"),
+        _document(options={"label": "npm"}),
+        _document(options=["npm"]),
+        _document(options=[{"label": "npm"}, {"label": "NPM "}]),
+        _document(options=[{"label": "ｎｐｍ"}, {"label": "npm"}]),  # noqa: RUF001
+        _document(options=[{"label": "x\u202ey"}]),
+        _document(options=[{"label": "npm", "description": None}]),
+        _document(options=[{"label": "\ufeff"}]),
+        _document(intent={"kind": "plan-review", "approve": "npm"}),
+    ],
+    ids=lambda document: json.dumps(document["questions"][0], ensure_ascii=True)[:60],
+)
+def test_the_one_pass_decode_leaves_every_fault_to_the_detailed_decode(
+    document: dict[str, Any],
+) -> None:
+    assert questions_from_json(document["questions"]) is None
+    assert _outcome(wire.decode_request, document) == _outcome(
+        wire._decode_request_in_detail, document
+    )

@@ -23,7 +23,9 @@ from ._helpers import choose as choose
 from ._helpers import choose_many as choose_many
 from ._helpers import confirm as confirm
 from ._helpers import review_plan as review_plan
+from ._presentation import OTHER_LABEL as OTHER_LABEL
 from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
+from ._presentation import answer_item as answer_item
 from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
 from ._presentation import split_recommended as split_recommended
@@ -50,6 +52,7 @@ from ._types import UserInteractionProvider as UserInteractionProvider
 from ._version import __version__ as __version__
 
 __all__ = [
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "AbortController",
     "AbortSignal",
@@ -74,6 +77,7 @@ __all__ = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",

@@ -9,6 +9,8 @@ and the relay share with ``ask()``:
 
 - ``check_questions`` / ``check_caller``: the structural and caller parts of
   ``check_request``, for a codec that has no signal or agent to check;
+- ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
+  or ``None`` when the detailed decode must look closer;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
 - ``thaw``: a plain, mutable JSON copy of a frozen intent field.
@@ -26,9 +28,16 @@ from ._errors import (
     cancelled_error,
 )
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
-from ._presentation import RECOMMENDED_SUFFIX, escape_controls, is_plan_review, split_recommended
+from ._presentation import (
+    OTHER_LABEL,
+    RECOMMENDED_SUFFIX,
+    answer_item,
+    escape_controls,
+    is_plan_review,
+    split_recommended,
+)
 from ._registry import current_provider, provide, register_provider
-from ._request_checks import check_caller, check_questions, check_request
+from ._request_checks import check_caller, check_questions, check_request, questions_from_json
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
 from ._text_policy import SURROGATE, label_key
 from ._types import (
@@ -48,6 +57,7 @@ from ._version import __version__
 
 __all__ = [
     "DISPOSED_MESSAGE",
+    "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "SURROGATE",
     "AbortController",
@@ -73,6 +83,7 @@ __all__ = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "answer_item",
     "ask",
     "ask_text",
     "cancelled_error",
@@ -90,6 +101,7 @@ __all__ = [
     "label_key",
     "provide",
     "provide_agents",
+    "questions_from_json",
     "register_provider",
     "request_digest",
     "resume",

@@ -1,16 +1,32 @@
-"""Presentation helpers for UIs: plan-review detection, ``(Recommended)`` labels, safe text."""
+"""Presentation helpers for UIs: plan-review detection, ``(Recommended)`` labels, safe text,
+the one "Other" wording and the one rule that turns a choice or typed text into an answer."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
-from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES
-from ._types import AskUserQuestionRequest, PlanReviewIntent
+from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES, is_blank, label_key
+from ._types import (
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+)
 
-__all__ = ["RECOMMENDED_SUFFIX", "escape_controls", "is_plan_review", "split_recommended"]
+__all__ = [
+    "OTHER_LABEL",
+    "RECOMMENDED_SUFFIX",
+    "answer_item",
+    "escape_controls",
+    "is_plan_review",
+    "split_recommended",
+]
 
 RECOMMENDED_SUFFIX: Final = "(Recommended)"
+OTHER_LABEL: Final = "Other (your own answer)"
+"""How every UI names the entry that lets the user type an answer of their own."""
 
 
 def is_plan_review(request: AskUserQuestionRequest) -> bool:
@@ -59,3 +75,27 @@ def escape_controls(text: str, *, keep_newlines: bool = True) -> str:
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def answer_item(
+    question: AskUserQuestionItem, selected: Iterable[str] = (), text: str | None = None
+) -> AskUserQuestionAnswerItem:
+    """The answer item for what the user did: labels chosen, and text typed as their own.
+
+    The one rule every UI follows: blank text is no text; text that names an option (by
+    :func:`label_key`) selects that option instead, as if it had been chosen (on a
+    single-select question it replaces the choice); other text is the custom answer, which
+    on a single-select question replaces any choice. Nothing at all is a skip.
+    """
+    labels = list(dict.fromkeys(selected))
+    custom = None if text is None or is_blank(text) else text.strip()
+    if custom is not None:
+        key = label_key(custom)
+        match = next((o.label for o in question.options if label_key(o.label) == key), None)
+        if match is not None:
+            custom = None
+            labels = [match] if not question.multi_select else [*labels, match]
+            labels = list(dict.fromkeys(labels))
+        elif not question.multi_select:
+            labels = []
+    return AskUserQuestionAnswerItem(question.id, tuple(labels), custom)

@@ -8,6 +8,8 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ._abort import AbortSignal
 from ._agents import current_agents, is_root
 from ._errors import (
@@ -29,7 +31,7 @@ from ._types import (
     UnknownIntent,
 )
 
-__all__ = ["check_caller", "check_questions", "check_request"]
+__all__ = ["check_caller", "check_questions", "check_request", "questions_from_json"]
 
 
 def _check_admission(agent: object) -> None:
@@ -186,6 +188,75 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
             else:
                 return False
     return not UNSAFE.search("".join(lines)) and not UNSAFE_EXCEPT_LINES.search("".join(blocks))
+
+
+_ABSENT: Final = object()
+
+
+def _optional_text(data: dict[str, object], key: str, bucket: list[str]) -> str | object | None:
+    """The string under ``key``, ``None`` when absent, ``_ABSENT`` for anything else."""
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        return None
+    if type(value) is str:
+        bucket.append(value)
+        return value
+    return _ABSENT
+
+
+def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
+    """Checked questions straight from parsed wire JSON, or ``None`` to decode in detail.
+
+    One pass that checks while it builds: it accepts only what the wire's detailed decode
+    followed by :func:`check_questions` would accept, and builds the same objects
+    (``tests/test_wire.py`` keeps the two in agreement). Items with an intent take the
+    detailed path.
+    """
+    if type(raw) is not list:
+        return None
+    lines: list[str] = []
+    blocks: list[str] = []
+    ids: set[str] = set()
+    items: list[AskUserQuestionItem] = []
+    for value in raw:
+        if type(value) is not dict or "intent" in value:
+            return None
+        qid, text = value.get("id"), value.get("question")
+        if type(qid) is not str or type(text) is not str or qid in ids:
+            return None
+        if _fast_blank(qid) or _fast_blank(text):
+            return None
+        ids.add(qid)
+        lines.append(qid)
+        blocks.append(text)
+        detail = _optional_text(value, "detail", blocks)
+        header = _optional_text(value, "header", lines)
+        multi = value.get("multiSelect", False)
+        raw_options = value.get("options", ())
+        if detail is _ABSENT or header is _ABSENT or type(multi) is not bool:
+            return None
+        if type(raw_options) is not list and raw_options != ():
+            return None
+        options: list[AskUserQuestionOption] = []
+        keys: set[str] = set()
+        for raw_option in raw_options:
+            if type(raw_option) is not dict:
+                return None
+            label = raw_option.get("label")
+            if type(label) is not str or _fast_blank(label):
+                return None
+            description = _optional_text(raw_option, "description", blocks)
+            if description is _ABSENT:
+                return None
+            lines.append(label)
+            keys.add(label.lower().strip() if label.isascii() else label_key(label))
+            options.append(AskUserQuestionOption(label, description))  # type: ignore[arg-type]
+        if len(keys) != len(options):
+            return None
+        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))  # type: ignore[arg-type]
+    if UNSAFE.search("".join(lines)) or UNSAFE_EXCEPT_LINES.search("".join(blocks)):
+        return None
+    return tuple(items)
 
 
 def check_questions(questions: tuple[object, ...]) -> None:

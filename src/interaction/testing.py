@@ -16,6 +16,7 @@ from ._core import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionRequest,
+    answer_item,
 )
 
 __all__ = ["BlockingProvider", "Script", "ScriptedAnswer", "ScriptedProvider"]
@@ -23,8 +24,10 @@ __all__ = ["BlockingProvider", "Script", "ScriptedAnswer", "ScriptedProvider"]
 ScriptedAnswer: TypeAlias = str | Sequence[str] | AskUserQuestionAnswerItem | None
 """One question's scripted answer.
 
-A string selects the option with that label, or is the custom answer when no option has
-it; a list of strings selects those labels; an item is returned as it is; ``None`` skips.
+A string is what the user typed as their own answer, under the rule every UI follows
+(:func:`interaction.answer_item`): it selects the option it names (compared by
+``label_key``), else it is the custom answer, and blank is a skip; a list of strings
+selects those labels; an item is returned as it is; ``None`` skips.
 """
 
 Script: TypeAlias = (
@@ -74,10 +77,8 @@ def _scripted_item(
         return scripted
     if scripted is None:
         return AskUserQuestionAnswerItem(question.id)
-    if isinstance(scripted, str):
-        if any(option.label == scripted for option in question.options):
-            return AskUserQuestionAnswerItem(question.id, (scripted,))
-        return AskUserQuestionAnswerItem(question.id, custom=scripted)
+    if isinstance(scripted, str):  # typed as the user's own answer, as in every UI
+        return answer_item(question, text=scripted)
     return AskUserQuestionAnswerItem(question.id, tuple(scripted))
 
 

@@ -30,6 +30,7 @@ from ._core import (
     UserInteractionError,
     check_answer,
     check_questions,
+    questions_from_json,
     thaw,
 )
 
@@ -257,6 +258,19 @@ def decode_request(data: object) -> AskUserQuestionRequest:
     The structural checks of ``ask()`` are made too (``BAD_REQUEST``); an empty batch and
     intents are left to ``ask()``, which refuses them with their own codes.
     """
+    parsed = data
+    if type(data) is bytes or type(data) is str:
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError):
+            parsed = None  # the detailed decode below names the fault
+    if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
+        return AskUserQuestionRequest(fast)
+    return _decode_request_in_detail(data)
+
+
+def _decode_request_in_detail(data: object) -> AskUserQuestionRequest:
+    """Decode and check field by field, naming the first fault."""
     d = _Decoder(ErrorCode.BAD_REQUEST)
     root = d.obj(d.parse(data, "request"), "request")
     if "questions" not in root:
