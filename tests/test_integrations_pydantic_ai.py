@@ -19,9 +19,18 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai_harness import AskUser
 
-from interaction import AskUserQuestionAnswerItem, UserInteractionProvider, provide
+from interaction import (
+    AskSuspended,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    UserInteractionProvider,
+    provide,
+    request_digest,
+)
 from interaction.integrations.pydantic_ai import (
     SKIPPED_ANSWER,
+    answer_deferred_calls,
     answerer,
     approval_handler,
     approve_deferred,
@@ -292,3 +301,40 @@ async def test_the_harness_timeout_cancels_the_question() -> None:
     result = await agent.run("set up")
     assert result.output == f"tool said: {TIMED_OUT}"
     assert blocking.cleaned_up == 1
+
+
+class Suspends:
+    """A provider that cannot wait: every ask is suspended for the host to resume later."""
+
+    def __init__(self) -> None:
+        self.requests: list[AskUserQuestionRequest] = []
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.requests.append(request)
+        raise AskSuspended(request)
+
+
+async def test_a_suspended_ask_defers_the_call_and_the_next_run_gets_the_answer() -> None:
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(calls_then_echoes("ask_user_question", ARGS)),
+        output_type=[str, DeferredToolRequests],
+    )
+    suspends = Suspends()
+    first = await agent.run("set up", toolsets=[ask_user_toolset(suspends)])
+    assert isinstance(first.output, DeferredToolRequests)
+    (call,) = first.output.calls
+    assert call.tool_call_id == "call-1"
+    assert first.output.metadata["call-1"] == {"digest": request_digest(suspends.requests[0])}
+    relay = Relay()
+    async with WebPage(relay, select("npm")):
+        with provide(relay):
+            results = await answer_deferred_calls(first.output)
+    second = await agent.run(
+        message_history=first.all_messages(),
+        deferred_tool_results=results,
+        toolsets=[ask_user_toolset(suspends)],
+    )
+    assert second.output == (
+        'tool said: {"answers":[{"id":"pkg","selected":["npm"]},{"id":"name","selected":[]}]}'
+    )
+    assert len(suspends.requests) == 1  # the answer came from the next run, not the provider

@@ -7,6 +7,8 @@
   one batch of Allow / Deny questions and returns the ``DeferredToolResults`` to continue the
   run with; :func:`approval_handler` is the same as a ``HandleDeferredToolCalls`` handler, so
   the run never stops.
+- a suspended ask (``AskSuspended``) defers the tool call; :func:`answer_deferred_calls`
+  answers the deferred calls for the next run;
 - :func:`answerer` answers pydantic-ai-harness's ``AskUser`` capability through the seam.
 
 Every function asks ``provider`` when one is given, else the provider active in context.
@@ -27,6 +29,7 @@ try:
         ToolApproved,
         ToolDenied,
     )
+    from pydantic_ai.exceptions import CallDeferred
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "interaction.integrations.pydantic_ai needs pydantic-ai:"
@@ -35,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from .._core import (
     AbortSignal,
+    AskSuspended,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SKIPPED_ANSWER",
     "ApprovalHandler",
+    "answer_deferred_calls",
     "answerer",
     "approval_handler",
     "approve_deferred",
@@ -86,12 +91,18 @@ def ask_user_toolset(
     """A toolset with the model-facing ``ask_user_question`` tool (``interaction.tool``'s).
 
     ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
+    When the provider suspends the ask (``AskSuspended``), the call is deferred
+    (``CallDeferred``): the run ends with it in ``DeferredToolRequests.calls``, and
+    :func:`answer_deferred_calls` answers it for the next run.
     """
 
     async def ask_user_question(**arguments: object) -> str:
-        result = await with_provider(
-            provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
-        )
+        try:
+            result = await with_provider(
+                provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
+            )
+        except AskSuspended as suspended:
+            raise CallDeferred(metadata={"digest": suspended.digest}) from None
         return result.content
 
     tool: Tool[object] = Tool.from_schema(
@@ -101,6 +112,33 @@ def ask_user_toolset(
         json_schema=tool_parameters(limits),
     )
     return FunctionToolset([tool])
+
+
+async def answer_deferred_calls(
+    requests: DeferredToolRequests,
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
+) -> DeferredToolResults:
+    """Ask the deferred ``ask_user_question`` calls of ``requests`` and return their results.
+
+    Each call's arguments are parsed and asked again (checked as on the first try) through
+    ``provider``, else the provider active here; its result text goes under the call's id
+    in ``DeferredToolResults.calls``. Other deferred calls are left alone.
+    """
+
+    async def answer(arguments: dict[str, object]) -> str:
+        result = await with_provider(
+            provider, lambda: run_tool(arguments, signal=signal, limits=limits)
+        )
+        return result.content
+
+    calls: dict[str, object] = {}
+    for call in requests.calls:
+        if call.tool_name == TOOL_NAME:
+            calls[call.tool_call_id] = await answer(call.args_as_dict())
+    return DeferredToolResults(calls=calls)
 
 
 # ---------------------------------------------------------------------------- approvals
