@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from agents import (
     Agent,
     FunctionTool,
@@ -17,6 +18,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from agents.exceptions import UserError
 from agents.items import TResponseInputItem, TResponseStreamEvent
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -25,7 +27,13 @@ from openai.types.responses import (
 )
 from typing_extensions import override
 
-from interaction import AskUserQuestionAnswerItem, provide
+from interaction import (
+    AskSuspended,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    provide,
+)
 from interaction.integrations.openai_agents import (
     ask_user_tool,
     resolve_interruptions,
@@ -225,3 +233,18 @@ async def test_an_explicit_provider_inside_another_registration() -> None:
         await run_with_approvals(approval_agent(ran), "clean up", provider=mine)
     assert ran == ["a.txt", "b.txt"]
     assert outer.requests == []
+
+
+async def test_a_suspended_ask_ends_the_run_with_the_suspension_as_cause() -> None:
+    class Suspends:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            raise AskSuspended(request)
+
+    agent = Agent(
+        name="setup",
+        model=CallsThenEchoes(("ask_user_question", ARGS)),
+        tools=[ask_user_tool(Suspends())],
+    )
+    with pytest.raises(UserError) as caught:
+        await Runner.run(agent, "set up")
+    assert isinstance(caught.value.__cause__, AskSuspended)
