@@ -34,6 +34,7 @@ EXPECTED_PAGES = {
     "architecture.md",
     "suspend.md",
     "relay.md",
+    "integrations.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

@@ -99,9 +99,11 @@ def test_classes_and_functions_are_defined_in_private_modules() -> None:
 def test_import_pulls_in_no_optional_dependency() -> None:
     code = (
         "import sys, interaction, interaction.wire, interaction.tool, interaction.console,"
-        " interaction.testing, interaction.cli, interaction.relay, interaction.display;"
+        " interaction.testing, interaction.cli, interaction.relay, interaction.display,"
+        " interaction.integrations;"
         "bad = [m for m in ('prompt_toolkit', 'starlette', 'uvicorn', 'mcp', 'pytest',"
-        " 'pydantic', 'msgspec') if m in sys.modules];"
+        " 'pydantic', 'msgspec', 'claude_agent_sdk', 'pydantic_ai', 'pydantic_ai_harness',"
+        " 'agents', 'openai', 'langgraph', 'langchain_core') if m in sys.modules];"
         "print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

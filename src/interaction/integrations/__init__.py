@@ -1,0 +1,15 @@
+"""Ready integrations with agent frameworks, one module per framework, each behind its extra.
+
+- ``interaction.integrations.claude_agent_sdk`` (extra ``[claude]``): a ``can_use_tool``
+  callback for the Claude Agent SDK and an MCP permission-prompt tool for ``claude -p``;
+- ``interaction.integrations.pydantic_ai`` (extra ``[pydantic-ai]``): a toolset, a
+  deferred-tool approval handler and an answerer for pydantic-ai-harness's ``AskUser``;
+- ``interaction.integrations.openai_agents`` (extra ``[openai-agents]``): a ``FunctionTool``
+  and a resolver of a run's tool-approval interruptions;
+- ``interaction.integrations.langgraph`` (extra ``[langgraph]``): a provider that suspends
+  with ``interrupt()`` and a driver that answers pending interrupts and resumes the graph.
+
+This package imports no framework: import the module you need. See docs/integrations.md.
+"""
+
+__all__: list[str] = []

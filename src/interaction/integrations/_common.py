@@ -1,0 +1,206 @@
+"""What every framework integration shares: asking through a given provider, and approvals.
+
+No framework is imported here. A tool approval is one single-select question: an allow
+option (``Allow``), any further allow options the framework offers (remembered rules, say),
+and ``Deny``. Anything but an allow option denies: ``Deny``, an answer of the user's own
+(its text becomes the deny message), a skip, a dismissal, a timeout, an abort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from .._core import (
+    AbortSignal,
+    AskSuspended,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    HarnessError,
+    UserInteractionProvider,
+    ask,
+    escape_controls,
+    provide,
+)
+
+__all__ = [
+    "ALLOW",
+    "DENY",
+    "STOPPED",
+    "Verdict",
+    "approval_item",
+    "ask_approval",
+    "ask_approvals",
+    "ask_through",
+    "is_suspension",
+    "safe_line",
+    "tool_detail",
+    "verdict_of",
+    "with_provider",
+]
+
+T = TypeVar("T")
+
+ALLOW: Final = "Allow"
+DENY: Final = "Deny"
+STOPPED: Final = frozenset({ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED})
+"""The codes of an ask that ended without an answer: a dismissal, a timeout, an abort."""
+MAX_DETAIL: Final = 4000
+"""How many characters of a tool's input a permission question shows."""
+
+
+def is_suspension(error: HarnessError) -> bool:
+    """Whether ``error`` is an ``AskSuspended``: for the host, never a denial or a result."""
+    return isinstance(error, AskSuspended)
+
+
+async def with_provider(
+    provider: UserInteractionProvider | None, call: Callable[[], Awaitable[T]]
+) -> T:
+    """Await ``call()`` with ``provider`` active, or as it is if ``provider`` is ``None``.
+
+    A given provider is made active in a fresh context, so a provider registered around
+    the caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels it.
+    """
+    if provider is None:
+        return await call()
+
+    async def inside() -> T:
+        with provide(provider):
+            return await call()
+
+    return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
+
+
+async def ask_through(
+    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
+) -> AskUserQuestionAnswer:
+    """``ask(request)`` through ``provider``, or through the provider active here if ``None``."""
+    return await with_provider(provider, lambda: ask(request))
+
+
+def safe_line(text: object, fallback: str) -> str:
+    """One line of untrusted text fit for a question: controls made visible, never blank."""
+    if not isinstance(text, str) or not text.strip():
+        return fallback
+    return escape_controls(" ".join(text.split()), keep_newlines=False)
+
+
+def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
+    """The detail of a permission question: the notes that are set, then the tool's input."""
+    try:
+        shown = json.dumps(arguments, indent=2, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):  # a circular structure, say
+        shown = repr(arguments)
+    if len(shown) > MAX_DETAIL:
+        shown = f"{shown[:MAX_DETAIL]}... ({len(shown) - MAX_DETAIL} more characters)"
+    parts = [note for note in notes if note and note.strip()]
+    parts.append(f"Input:\n{shown}")
+    return escape_controls("\n\n".join(parts))
+
+
+def approval_item(
+    tool_name: str,
+    arguments: object,
+    *,
+    question: str | None = None,
+    notes: Sequence[str | None] = (),
+    more: Sequence[AskUserQuestionOption] = (),
+    id: str = "permission",
+    header: str = "Permission",
+) -> AskUserQuestionItem:
+    """The Allow / (more allow options) / Deny question for one tool call."""
+    name = safe_line(tool_name, "a tool")
+    return AskUserQuestionItem(
+        id,
+        safe_line(question, f"Allow {name} to run?"),
+        detail=tool_detail(arguments, notes=notes),
+        header=header,
+        options=[
+            AskUserQuestionOption(ALLOW, f"Run {name} this once"),
+            *more,
+            AskUserQuestionOption(DENY, f"Do not run {name}"),
+        ],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of an approval question.
+
+    ``choice`` is the allow option chosen (``None`` when denied); ``message`` says why a
+    call was denied, in words fit for the model (the user's own text when they wrote one).
+    ``code`` is the error code when the ask ended without an answer.
+    """
+
+    allowed: bool
+    choice: str | None = None
+    message: str = ""
+    code: str | None = None
+
+
+async def ask_approval(
+    item: AskUserQuestionItem,
+    *,
+    tool_name: str,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+    key: str | None = None,
+) -> Verdict:
+    """Ask ``item`` (from :func:`approval_item`) and read the verdict; fails closed.
+
+    A suspension (``ASK_SUSPENDED``) is re-raised for the host; every other failure denies.
+    ``key`` is the request's resume key (the host's id for the tool call).
+    """
+    (verdict,) = await ask_approvals([(item, tool_name)], provider=provider, signal=signal, key=key)
+    return verdict
+
+
+async def ask_approvals(
+    items: Sequence[tuple[AskUserQuestionItem, str]],
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+    key: str | None = None,
+) -> list[Verdict]:
+    """Ask several approval questions (each with its tool's name) as one batch.
+
+    The question ids must be unique. An ask that ends without an answer denies them all.
+    """
+    try:
+        answer = await ask_through(
+            AskUserQuestionRequest([item for item, _ in items], signal=signal, key=key), provider
+        )
+    except HarnessError as error:
+        if is_suspension(error):
+            raise
+        return [
+            Verdict(
+                False,
+                message=f"{safe_line(name, 'the tool')} was not approved: {error.message}",
+                code=error.code,
+            )
+            for _, name in items
+        ]
+    return [verdict_of(reply, name) for reply, (_, name) in zip(answer.answers, items, strict=True)]
+
+
+def verdict_of(reply: AskUserQuestionAnswerItem, tool_name: str) -> Verdict:
+    """The verdict one approval answer gives: only an allow option allows."""
+    name = safe_line(tool_name, "the tool")
+    if reply.custom is not None:
+        return Verdict(False, message=f"The user denied {name} and said: {reply.custom}")
+    if not reply.selected:
+        return Verdict(False, message=f"The user skipped the permission question for {name}")
+    choice = reply.selected[0]
+    if choice == DENY:
+        return Verdict(False, message=f"The user denied {name}")
+    return Verdict(True, choice=choice)

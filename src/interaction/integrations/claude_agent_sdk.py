@@ -1,0 +1,413 @@
+"""The Claude Agent SDK: a ready ``can_use_tool`` callback, and an MCP permission-prompt tool.
+
+- :func:`can_use_tool` answers the SDK's permission requests through the seam. Claude
+  Code's built-in ``AskUserQuestion`` is asked as it is and answered in the shape the CLI
+  accepts; every other tool becomes an Allow / Deny question, with the SDK's permission
+  suggestions ("always allow ...") as further allow options.
+- :func:`permission_prompt_server` serves the same decision as an MCP tool for
+  ``claude -p --permission-prompt-tool``; ``python -m interaction.integrations.claude_agent_sdk``
+  runs it over stdio with the web page answering (stdio is taken by MCP).
+
+The callback runs in the context the SDK captured when it connected (``query()`` or
+``ClaudeSDKClient.connect()``): a provider registered around that call is the one asked.
+Pass a provider to :func:`can_use_tool` to ask that one instead, whatever is registered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+try:
+    from claude_agent_sdk import (
+        PermissionResultAllow,
+        PermissionResultDeny,
+        PermissionUpdate,
+        ToolPermissionContext,
+    )
+    from mcp.server.mcpserver import MCPServer
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "interaction.integrations.claude_agent_sdk needs the Claude Agent SDK:"
+        ' pip install "interaction-seam[claude]"'
+    ) from exc
+
+from .._core import (
+    AbortSignal,
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    HarnessError,
+    UserInteractionError,
+    UserInteractionProvider,
+    check_questions,
+    label_key,
+    provide,
+)
+from ._common import ALLOW, DENY, approval_item, ask_approval, ask_through, is_suspension, safe_line
+
+__all__ = [
+    "ASK_USER_QUESTION",
+    "CanUseTool",
+    "PermissionResult",
+    "answered_input",
+    "ask_user_question_request",
+    "can_use_tool",
+    "decide",
+    "main",
+    "permission_prompt",
+    "permission_prompt_server",
+    "suggestion_label",
+]
+
+ASK_USER_QUESTION: Final = "AskUserQuestion"
+"""The name of Claude Code's built-in tool that asks the user questions."""
+
+PermissionResult: TypeAlias = PermissionResultAllow | PermissionResultDeny
+CanUseTool: TypeAlias = Callable[
+    [str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult]
+]
+
+_PLACES: Final[Mapping[str, str]] = {
+    "session": "for this session",
+    "localSettings": "in this project (local settings)",
+    "projectSettings": "in this project (shared settings)",
+    "userSettings": "in all projects (user settings)",
+    "cliArg": "for this run",
+}
+MAX_LABEL: Final = 120
+
+
+# ---------------------------------------------------------------------------- AskUserQuestion
+
+
+def _bad(path: str, problem: str) -> UserInteractionError:
+    return UserInteractionError(
+        f"{ASK_USER_QUESTION}: {path}: {problem}", ErrorCode.BAD_REQUEST, path=path
+    )
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text(data: Mapping[str, object], key: str, path: str, *, required: bool) -> str | None:
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise _bad(f"{path}.{key}", f"expected a string, got {_kind(value)}")
+    return value
+
+
+def ask_user_question_request(
+    tool_input: Mapping[str, object],
+    *,
+    signal: AbortSignal | None = None,
+    key: str | None = None,
+) -> AskUserQuestionRequest:
+    """The request of an ``AskUserQuestion`` input; question ``i`` gets the id ``q{i+1}``.
+
+    ``BAD_REQUEST`` for an input the CLI would not send, and for a batch whose question
+    texts are not unique (the answers are keyed by question text, so they would collide).
+    """
+    questions = tool_input.get("questions")
+    if not isinstance(questions, list):
+        raise _bad("questions", f"expected an array, got {_kind(questions)}")
+    items: list[AskUserQuestionItem] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(questions):
+        path = f"questions[{index}]"
+        if not isinstance(raw, dict):
+            raise _bad(path, f"expected an object, got {_kind(raw)}")
+        text = _text(raw, "question", path, required=True)
+        assert text is not None
+        if text in seen:
+            raise _bad(
+                f"{path}.question",
+                f"repeats questions[{seen[text]}].question; the answers are keyed by"
+                " question text, so every question must be worded differently",
+            )
+        seen[text] = index
+        raw_options = raw.get("options", [])
+        if not isinstance(raw_options, list):
+            raise _bad(f"{path}.options", f"expected an array, got {_kind(raw_options)}")
+        options = []
+        for o_index, option in enumerate(raw_options):
+            o_path = f"{path}.options[{o_index}]"
+            if not isinstance(option, dict):
+                raise _bad(o_path, f"expected an object, got {_kind(option)}")
+            label = _text(option, "label", o_path, required=True)
+            assert label is not None
+            options.append(
+                AskUserQuestionOption(label, _text(option, "description", o_path, required=False))
+            )
+        multi = raw.get("multiSelect", False)
+        if not isinstance(multi, bool):
+            raise _bad(f"{path}.multiSelect", f"expected a boolean, got {_kind(multi)}")
+        items.append(
+            AskUserQuestionItem(
+                f"q{index + 1}",
+                text,
+                header=_text(raw, "header", path, required=False),
+                options=options,
+                multi_select=multi,
+            )
+        )
+    try:
+        check_questions(tuple(items))
+    except UserInteractionError as error:
+        raise _bad(error.path or "questions", error.message.split(": ", 1)[-1]) from None
+    return AskUserQuestionRequest(items, signal=signal, key=key)
+
+
+def answered_input(
+    tool_input: Mapping[str, object],
+    request: AskUserQuestionRequest,
+    answer: AskUserQuestionAnswer,
+) -> dict[str, object]:
+    """The ``updated_input`` the CLI accepts: the input, plus ``answers`` and ``annotations``.
+
+    ``answers`` maps each answered question's text to its label (single-select) or list of
+    labels (multi-select); the user's own text is the answer of a single-select question
+    and the last item of a multi-select one. A skipped question has no answer and is
+    annotated ``{"unanswered": "skipped"}`` under ``annotations`` (present only then).
+    Nothing else is added or changed.
+    """
+    answers: dict[str, object] = {}
+    annotations: dict[str, object] = {}
+    for question, item in zip(request.questions, answer.answers, strict=True):
+        chosen = [*item.selected, *([item.custom] if item.custom is not None else [])]
+        if not chosen:
+            annotations[question.question] = {"unanswered": "skipped"}
+        elif question.multi_select:
+            answers[question.question] = chosen
+        else:
+            answers[question.question] = chosen[0]
+    updated: dict[str, object] = {**tool_input, "answers": answers}
+    if annotations:
+        updated["annotations"] = annotations
+    return updated
+
+
+# ---------------------------------------------------------------------------- other tools
+
+
+def suggestion_label(update: PermissionUpdate) -> str:
+    """The option label offering one of the SDK's permission suggestions."""
+    place = _PLACES.get(update.destination or "session", "")
+    if update.type == "addRules" and update.behavior == "allow":
+        rules = ", ".join(
+            rule.tool_name
+            if rule.rule_content is None
+            else f"{rule.tool_name}({rule.rule_content})"
+            for rule in update.rules or ()
+        )
+        text = f"Allow, and always allow {rules} {place}"
+    elif update.type == "setMode" and update.mode is not None:
+        text = f"Allow, and switch to {update.mode} mode {place}"
+    elif update.type == "addDirectories":
+        text = f"Allow, and allow {', '.join(update.directories or ())} {place}"
+    else:
+        text = f"Allow, and apply the suggested {update.type} {place}"
+    text = safe_line(text, "Allow, and apply the suggestion")
+    return text if len(text) <= MAX_LABEL else f"{text[: MAX_LABEL - 1]}…"
+
+
+def _suggestion_options(
+    suggestions: Sequence[PermissionUpdate],
+) -> list[tuple[AskUserQuestionOption, PermissionUpdate]]:
+    options: list[tuple[AskUserQuestionOption, PermissionUpdate]] = []
+    taken = {label_key(ALLOW), label_key(DENY)}
+    for update in suggestions:
+        label = base = suggestion_label(update)
+        count = 1
+        while label_key(label) in taken:
+            count += 1
+            label = f"{base} ({count})"
+        taken.add(label_key(label))
+        options.append((AskUserQuestionOption(label), update))
+    return options
+
+
+async def decide(
+    tool_name: str,
+    tool_input: dict[str, Any],
+    context: ToolPermissionContext | None = None,
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+) -> PermissionResult:
+    """The permission decision for one tool call, asked through the seam; fails closed.
+
+    ``AskUserQuestion`` is answered with :func:`answered_input`; a dismissed, timed-out or
+    aborted one, or a malformed one, is denied with the reason. Any other tool is an
+    Allow / Deny question whose detail shows the prompt's description, the reason and the
+    input; a suggestion chosen is returned as ``updated_permissions``.
+    """
+    if context is None:
+        context = ToolPermissionContext()
+    if tool_name == ASK_USER_QUESTION:
+        try:
+            request = ask_user_question_request(tool_input, signal=signal, key=context.tool_use_id)
+            answer = await ask_through(request, provider)
+        except HarnessError as error:
+            if is_suspension(error):
+                raise
+            return PermissionResultDeny(message=f"{error.message} ({error.code})")
+        return PermissionResultAllow(updated_input=answered_input(tool_input, request, answer))
+    suggested = _suggestion_options(context.suggestions)
+    notes = [
+        context.description,
+        None if context.decision_reason is None else f"Why: {context.decision_reason}",
+        None if context.blocked_path is None else f"Path: {context.blocked_path}",
+    ]
+    item = approval_item(
+        tool_name,
+        tool_input,
+        question=context.title,
+        notes=notes,
+        more=[option for option, _ in suggested],
+        header=safe_line(context.display_name, "Permission"),
+    )
+    verdict = await ask_approval(
+        item, tool_name=tool_name, provider=provider, signal=signal, key=context.tool_use_id
+    )
+    if not verdict.allowed:
+        return PermissionResultDeny(message=verdict.message)
+    chosen = [update for option, update in suggested if option.label == verdict.choice]
+    return PermissionResultAllow(updated_permissions=chosen or None)
+
+
+def can_use_tool(
+    provider: UserInteractionProvider | None = None, *, timeout: float | None = None
+) -> CanUseTool:
+    """A ``can_use_tool`` callback for ``ClaudeAgentOptions`` that asks a human.
+
+    It asks ``provider``, or else the provider active in the context where the SDK
+    connected. ``timeout`` (seconds) bounds each question: it then denies. When the CLI
+    withdraws a request (``control_cancel_request``) the SDK cancels the callback, and the
+    question is withdrawn from the UI.
+    """
+
+    async def callback(
+        tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        signal = AbortSignal.timeout(timeout) if timeout is not None else None
+        return await decide(tool_name, tool_input, context, provider=provider, signal=signal)
+
+    return callback
+
+
+# ---------------------------------------------------------------------------- MCP tool
+
+
+def _wire(result: PermissionResult) -> str:
+    if isinstance(result, PermissionResultDeny):
+        return json.dumps({"behavior": "deny", "message": result.message}, ensure_ascii=False)
+    body: dict[str, object] = {"behavior": "allow", "updatedInput": result.updated_input}
+    if result.updated_permissions:
+        # All or none, as the SDK sends them: one may restrict what the others allow.
+        with contextlib.suppress(ValueError):
+            body["updatedPermissions"] = [u.to_dict() for u in result.updated_permissions]
+    return json.dumps(body, ensure_ascii=False)
+
+
+async def permission_prompt(
+    tool_name: str,
+    tool_input: dict[str, Any],
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+    tool_use_id: str | None = None,
+) -> str:
+    """The permission-prompt tool's text: ``{"behavior":"allow","updatedInput":...}`` or
+    ``{"behavior":"deny","message":...}``, as the CLI expects from
+    ``--permission-prompt-tool``. ``updatedInput`` is the input (answered, for
+    ``AskUserQuestion``)."""
+    context = ToolPermissionContext(tool_use_id=tool_use_id)
+    result = await decide(tool_name, tool_input, context, provider=provider, signal=signal)
+    if isinstance(result, PermissionResultAllow) and result.updated_input is None:
+        result = PermissionResultAllow(
+            updated_input=tool_input, updated_permissions=result.updated_permissions
+        )
+    return _wire(result)
+
+
+def permission_prompt_server(
+    provider: UserInteractionProvider | None = None,
+    *,
+    name: str = "interaction",
+    tool: str = "permission_prompt",
+    timeout: float | None = None,
+) -> MCPServer:
+    """An ``mcp`` ``MCPServer`` with the permission-prompt tool ``tool``.
+
+    Point the CLI at it with ``--permission-prompt-tool mcp__<name>__<tool>``. It asks
+    ``provider``, or the provider active where the server runs.
+    """
+    server = MCPServer(name)
+
+    async def permission_prompt_tool(
+        tool_name: str, input: dict[str, Any], tool_use_id: str | None = None
+    ) -> str:
+        signal = AbortSignal.timeout(timeout) if timeout is not None else None
+        return await permission_prompt(
+            tool_name, input, provider=provider, signal=signal, tool_use_id=tool_use_id
+        )
+
+    server.add_tool(
+        permission_prompt_tool,
+        name=tool,
+        description="Ask the user whether a tool may run (Claude Code permission prompt).",
+        structured_output=False,
+    )
+    return server
+
+
+async def _serve(host: str, port: int, token: str | None, deny_after: float | None) -> None:
+    try:
+        from ..relay import Relay
+        from ..web import WebServer
+    except ImportError as exc:
+        raise SystemExit(f"interaction-mcp-permission: {exc}") from None
+    relay = Relay()
+    async with WebServer(relay, host=host, port=port, token=token) as web:
+        print(f"interaction: answer permission prompts at {web.url}", file=sys.stderr, flush=True)
+        with provide(relay):
+            try:
+                await permission_prompt_server(timeout=deny_after).run_stdio_async()
+            finally:
+                relay.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``interaction-mcp-permission``: the permission-prompt MCP server over stdio.
+
+    Questions are answered on the web page (its address, with its token, goes to
+    stderr), since stdio carries MCP. Needs the ``[claude]`` and ``[web]`` extras.
+    """
+    parser = argparse.ArgumentParser(
+        prog="interaction-mcp-permission",
+        description="Serve Claude Code's --permission-prompt-tool over MCP stdio; answer on"
+        " the web page.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="web page address (loopback)")
+    parser.add_argument("--port", type=int, default=0, help="web page port (0: any free one)")
+    parser.add_argument("--token", default=None, help="the page's token (default: random)")
+    parser.add_argument("--timeout", type=float, default=None, help="deny after SECONDS")
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args.host, args.port, args.token, args.timeout))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

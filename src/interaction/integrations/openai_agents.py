@@ -1,0 +1,143 @@
+"""The OpenAI Agents SDK: an ``ask_user_question`` ``FunctionTool`` and tool-approval resolving.
+
+- :func:`ask_user_tool` is a ``FunctionTool`` whose schema is ``interaction.tool``'s and
+  whose calls go through ``run_tool``. Its schema is not strict: strict mode makes every
+  optional field (``header``, ``options``, ``multi_select``) required.
+- :func:`resolve_interruptions` asks about every pending tool approval of a ``RunState``
+  (``result.to_state()``) in one batch and approves or rejects each;
+  :func:`run_with_approvals` runs an agent and resolves its interruptions until it ends.
+
+Every function asks ``provider`` when one is given, else the provider active in context.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TypeVar
+
+try:
+    from agents import Agent, FunctionTool, Runner, RunResult, RunState, ToolApprovalItem
+    from agents.tool_context import ToolContext
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "interaction.integrations.openai_agents needs the OpenAI Agents SDK:"
+        ' pip install "interaction-seam[openai-agents]"'
+    ) from exc
+
+from .._core import AbortSignal, AskUserQuestionItem, UserInteractionProvider
+from ..tool import (
+    DEFAULT_LIMITS,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    ToolLimits,
+    run_tool,
+    tool_parameters,
+)
+from ._common import approval_item, ask_approvals, with_provider
+
+__all__ = ["MAX_ROUNDS", "ask_user_tool", "resolve_interruptions", "run_with_approvals"]
+
+State = TypeVar("State", bound="RunState[Any, Any]")
+Context = TypeVar("Context")
+MAX_ROUNDS: Final = 100
+"""How many times :func:`run_with_approvals` resumes a run before it gives up."""
+
+
+def _signal(timeout: float | None) -> AbortSignal | None:
+    return AbortSignal.timeout(timeout) if timeout is not None else None
+
+
+def ask_user_tool(
+    provider: UserInteractionProvider | None = None,
+    *,
+    limits: ToolLimits = DEFAULT_LIMITS,
+    timeout: float | None = None,
+) -> FunctionTool:
+    """The model-facing ``ask_user_question`` tool as a (non-strict) ``FunctionTool``.
+
+    ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
+    """
+
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        del context
+        result = await with_provider(
+            provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
+        )
+        return result.content
+
+    return FunctionTool(
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        params_json_schema=tool_parameters(limits),
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
+
+
+def _arguments(item: ToolApprovalItem) -> object:
+    text = item.arguments
+    if text is None:
+        return {}
+    try:
+        parsed: object = json.loads(text)
+    except ValueError:
+        return text
+    return parsed
+
+
+async def resolve_interruptions(
+    state: State,
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+) -> State:
+    """Ask about every pending approval of ``state``, approve or reject each, return ``state``.
+
+    Only ``Allow`` approves; anything else rejects with a message the model sees when the
+    run resumes (``Deny``, the user's own text, a skip, a dismissal, a timeout, an abort).
+    Resume with ``Runner.run(agent, state)``.
+    """
+    pending = state.get_interruptions()
+    if not pending:
+        return state
+    items: list[tuple[AskUserQuestionItem, str]] = []
+    for index, item in enumerate(pending):
+        name = item.name or "tool"
+        question_id = item.call_id or f"call-{index + 1}"
+        if any(asked.id == question_id for asked, _ in items):
+            question_id = f"{question_id}-{index + 1}"
+        items.append((approval_item(name, _arguments(item), id=question_id), name))
+    verdicts = await ask_approvals(items, provider=provider, signal=signal)
+    for item, verdict in zip(pending, verdicts, strict=True):
+        if verdict.allowed:
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=verdict.message)
+    return state
+
+
+async def run_with_approvals(
+    agent: Agent[Context],
+    input: str,
+    *,
+    context: Context | None = None,
+    provider: UserInteractionProvider | None = None,
+    deny_after: float | None = None,
+    max_rounds: int = MAX_ROUNDS,
+) -> RunResult:
+    """``Runner.run`` that resolves every tool-approval interruption through the seam.
+
+    ``deny_after`` (seconds) bounds each batch of approval questions (then they are rejected).
+    Raises ``RuntimeError`` if the run is still interrupted after ``max_rounds`` resumptions.
+    """
+    result = await Runner.run(agent, input, context=context)
+    for _ in range(max_rounds):
+        if not result.interruptions:
+            return result
+        state = await resolve_interruptions(
+            result.to_state(), provider=provider, signal=_signal(deny_after)
+        )
+        result = await Runner.run(agent, state, context=context)
+    if result.interruptions:
+        raise RuntimeError(f"the run was still waiting for approvals after {max_rounds} rounds")
+    return result

@@ -1,0 +1,260 @@
+"""pydantic-ai: the ``ask_user_question`` toolset, tool approvals, and an ``AskUser`` answerer.
+
+- :func:`ask_user_toolset` is a ``FunctionToolset`` with one tool, ``ask_user_question``,
+  whose schema is ``interaction.tool``'s and whose calls go through ``run_tool``: the model
+  gets ``{"answers":[...]}`` or an ``Error: ...`` result it can act on.
+- :func:`approve_deferred` turns the ``approvals`` of a run's ``DeferredToolRequests`` into
+  one batch of Allow / Deny questions and returns the ``DeferredToolResults`` to continue the
+  run with; :func:`approval_handler` is the same as a ``HandleDeferredToolCalls`` handler, so
+  the run never stops.
+- a suspended ask (``AskSuspended``) defers the tool call; :func:`answer_deferred_calls`
+  answers the deferred calls for the next run;
+- :func:`answerer` answers pydantic-ai-harness's ``AskUser`` capability through the seam.
+
+Every function asks ``provider`` when one is given, else the provider active in context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+try:
+    from pydantic_ai import (
+        DeferredToolRequests,
+        DeferredToolResults,
+        FunctionToolset,
+        RunContext,
+        Tool,
+        ToolApproved,
+        ToolDenied,
+    )
+    from pydantic_ai.exceptions import CallDeferred
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "interaction.integrations.pydantic_ai needs pydantic-ai:"
+        ' pip install "interaction-seam[pydantic-ai]"'
+    ) from exc
+
+from .._core import (
+    AbortSignal,
+    AskSuspended,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    HarnessError,
+    UserInteractionProvider,
+)
+from ..tool import (
+    DEFAULT_LIMITS,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    ToolLimits,
+    run_tool,
+    tool_parameters,
+)
+from ._common import STOPPED, approval_item, ask_approvals, ask_through, with_provider
+
+if TYPE_CHECKING:
+    from pydantic_ai_harness.ask_user import Answerer, AskUserRequest, AskUserResponse
+
+__all__ = [
+    "SKIPPED_ANSWER",
+    "ApprovalHandler",
+    "answer_deferred_calls",
+    "answerer",
+    "approval_handler",
+    "approve_deferred",
+    "ask_user_toolset",
+]
+
+ApprovalHandler: TypeAlias = Callable[
+    [RunContext[object], DeferredToolRequests], Awaitable[DeferredToolResults | None]
+]
+SKIPPED_ANSWER: Final = "(The user skipped this question.)"
+"""What the ``AskUser`` answerer sends for a skipped question: the harness has no skip."""
+
+
+def _signal(timeout: float | None) -> AbortSignal | None:
+    return AbortSignal.timeout(timeout) if timeout is not None else None
+
+
+# ---------------------------------------------------------------------------- toolset
+
+
+def ask_user_toolset(
+    provider: UserInteractionProvider | None = None,
+    *,
+    limits: ToolLimits = DEFAULT_LIMITS,
+    timeout: float | None = None,
+) -> FunctionToolset[object]:
+    """A toolset with the model-facing ``ask_user_question`` tool (``interaction.tool``'s).
+
+    ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
+    When the provider suspends the ask (``AskSuspended``), the call is deferred
+    (``CallDeferred``): the run ends with it in ``DeferredToolRequests.calls``, and
+    :func:`answer_deferred_calls` answers it for the next run.
+    """
+
+    async def ask_user_question(**arguments: object) -> str:
+        try:
+            result = await with_provider(
+                provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
+            )
+        except AskSuspended as suspended:
+            raise CallDeferred(metadata={"digest": suspended.digest}) from None
+        return result.content
+
+    tool: Tool[object] = Tool.from_schema(
+        ask_user_question,
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        json_schema=tool_parameters(limits),
+    )
+    return FunctionToolset([tool])
+
+
+async def answer_deferred_calls(
+    requests: DeferredToolRequests,
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
+) -> DeferredToolResults:
+    """Ask the deferred ``ask_user_question`` calls of ``requests`` and return their results.
+
+    Each call's arguments are parsed and asked again (checked as on the first try) through
+    ``provider``, else the provider active here; its result text goes under the call's id
+    in ``DeferredToolResults.calls``. Other deferred calls are left alone.
+    """
+
+    async def answer(arguments: dict[str, object]) -> str:
+        result = await with_provider(
+            provider, lambda: run_tool(arguments, signal=signal, limits=limits)
+        )
+        return result.content
+
+    calls: dict[str, object] = {}
+    for call in requests.calls:
+        if call.tool_name == TOOL_NAME:
+            calls[call.tool_call_id] = await answer(call.args_as_dict())
+    return DeferredToolResults(calls=calls)
+
+
+# ---------------------------------------------------------------------------- approvals
+
+
+async def approve_deferred(
+    requests: DeferredToolRequests,
+    *,
+    provider: UserInteractionProvider | None = None,
+    signal: AbortSignal | None = None,
+) -> DeferredToolResults:
+    """Ask about every call in ``requests.approvals`` (one question each, in one batch).
+
+    ``Allow`` approves (``ToolApproved()``); anything else is ``ToolDenied`` with a message
+    for the model: ``Deny``, the user's own text, a skip, a dismissal, a timeout, an abort.
+    ``requests.calls`` (external execution) are left alone.
+    """
+    if not requests.approvals:
+        return DeferredToolResults()
+    items = [
+        (
+            approval_item(
+                call.tool_name,
+                call.args_as_dict(),
+                id=call.tool_call_id,
+                header="Approve tool call",
+            ),
+            call.tool_name,
+        )
+        for call in requests.approvals
+    ]
+    verdicts = await ask_approvals(items, provider=provider, signal=signal)
+    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
+    for call, verdict in zip(requests.approvals, verdicts, strict=True):
+        approvals[call.tool_call_id] = (
+            ToolApproved() if verdict.allowed else ToolDenied(verdict.message)
+        )
+    return DeferredToolResults(approvals=approvals)
+
+
+def approval_handler(
+    provider: UserInteractionProvider | None = None, *, timeout: float | None = None
+) -> ApprovalHandler:
+    """A ``HandleDeferredToolCalls(handler=...)`` handler that asks for every approval.
+
+    It resolves approvals only; external calls are left to the next handler (or the
+    run's ``DeferredToolRequests`` output).
+    """
+
+    async def handler(
+        ctx: RunContext[object], requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        del ctx
+        if not requests.approvals:
+            return None
+        return await approve_deferred(requests, provider=provider, signal=_signal(timeout))
+
+    return handler
+
+
+# ---------------------------------------------------------------------------- AskUser
+
+
+def answerer(
+    provider: UserInteractionProvider | None = None,
+) -> Answerer:
+    """An ``answerer`` for pydantic-ai-harness's ``AskUser(answerer=...)``.
+
+    Each question is asked with its ``header`` as its id (the harness keeps headers
+    unique) and comes back under that header. A dismissal, timeout or abort is
+    ``AskUserResponse(cancelled=True)``. What the harness cannot carry: a skipped question
+    (sent as :data:`SKIPPED_ANSWER`, its custom answer), and options chosen together with
+    text of one's own on a multi-select question (sent as one custom answer naming both).
+    Use ``AskUser(timeout=...)`` to bound the wait.
+    """
+    try:
+        from pydantic_ai_harness.ask_user import AskUserAnswer, AskUserResponse
+    except ImportError as exc:
+        raise ImportError(
+            "interaction.integrations.pydantic_ai.answerer needs pydantic-ai-harness:"
+            ' pip install "interaction-seam[pydantic-ai-harness]"'
+        ) from exc
+
+    async def answer(request: AskUserRequest, /) -> AskUserResponse:
+        asked = AskUserQuestionRequest(
+            [
+                AskUserQuestionItem(
+                    question.header,
+                    question.question,
+                    header=question.header,
+                    options=[
+                        AskUserQuestionOption(option.label, option.description)
+                        for option in question.options
+                    ],
+                    multi_select=question.multi_select,
+                )
+                for question in request.questions
+            ]
+        )
+        try:
+            reply = await ask_through(asked, provider)
+        except HarnessError as error:
+            if error.code in STOPPED:
+                return AskUserResponse(cancelled=True)
+            raise
+        answers = []
+        for question, item in zip(request.questions, reply.answers, strict=True):
+            if item.custom is not None and item.selected:
+                custom = f"Chose {', '.join(item.selected)}, and added: {item.custom}"
+                answers.append(AskUserAnswer(header=question.header, custom_answer=custom))
+            elif item.custom is not None:
+                answers.append(AskUserAnswer(header=question.header, custom_answer=item.custom))
+            elif item.selected:
+                answers.append(AskUserAnswer(header=question.header, selected=tuple(item.selected)))
+            else:
+                answers.append(AskUserAnswer(header=question.header, custom_answer=SKIPPED_ANSWER))
+        return AskUserResponse(answers=tuple(answers))
+
+    return answer

@@ -1,0 +1,267 @@
+"""What the framework integrations share, and the relay answering as the web page would.
+
+The other ``test_integrations_*`` modules import :class:`WebPage` from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Final
+
+import pytest
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    provide,
+)
+from interaction.integrations._common import (
+    ALLOW,
+    DENY,
+    approval_item,
+    ask_approval,
+    ask_through,
+)
+from interaction.relay import PendingQuestion, Relay
+from interaction.testing import BlockingProvider, ScriptedProvider
+from interaction.wire import decode_answer, encode_request
+
+WAIT: Final = 10.0
+"""A generous bound on every wait for an event; nothing here sleeps."""
+HOLD: Final = "hold"
+"""What an answer function returns to leave a question pending."""
+
+
+class WebPage:
+    """Answers a relay's questions the way the web page does: wire JSON in, wire JSON out.
+
+    ``answer`` gets the question's wire-encoded request (what the page renders) and returns
+    the answer JSON text it would post, ``None`` to dismiss the question, or :data:`HOLD`
+    to leave it pending.
+    """
+
+    def __init__(
+        self, relay: Relay, answer: Callable[[dict[str, object]], str | None] | None = None
+    ) -> None:
+        self.relay = relay
+        self.answer = answer if answer is not None else (lambda _: HOLD)
+        self.seen: list[PendingQuestion] = []
+        self.withdrawn: list[str] = []
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+
+    async def wait(self, predicate: Callable[[], bool]) -> None:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(predicate), WAIT)
+
+    async def _run(self) -> None:
+        async for event in self.relay.subscribe():
+            if event.kind == "resolved":
+                if event.outcome == "aborted":
+                    self.withdrawn.append(event.id)
+            else:
+                assert event.question is not None
+                self._settle(event.question)
+            async with self._changed:
+                self._changed.notify_all()
+
+    def _settle(self, question: PendingQuestion) -> None:
+        self.seen.append(question)
+        text = self.answer(json.loads(json.dumps(encode_request(question.request))))
+        if text is None:
+            self.relay.cancel(question.id)
+        elif text != HOLD:
+            self.relay.answer(question.id, decode_answer(text, question.request))
+
+    async def __aenter__(self) -> WebPage:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+def select(*labels: str, custom: str | None = None) -> Callable[[dict[str, object]], str]:
+    """The page's answer selecting ``labels`` in the first question (and skipping the rest)."""
+
+    def answer(request: dict[str, object]) -> str:
+        questions = request["questions"]
+        assert isinstance(questions, list)
+        items: list[dict[str, object]] = []
+        for index, question in enumerate(questions):
+            item: dict[str, object] = {"id": question["id"], "selected": []}
+            if index == 0:
+                item["selected"] = list(labels)
+                if custom is not None:
+                    item["custom"] = custom
+            items.append(item)
+        return json.dumps({"answers": items})
+
+    return answer
+
+
+# ---------------------------------------------------------------------------- _common
+
+
+def test_an_approval_question_offers_allow_the_extra_options_and_deny() -> None:
+    item = approval_item(
+        "Bash\x1b[31m",
+        {"command": "rm -rf /tmp/x\x07"},
+        question="Claude wants to run a command",
+        notes=["Runs a shell command", None],
+        more=[AskUserQuestionOption("Allow, and always allow Bash")],
+    )
+    assert item.question == "Claude wants to run a command"
+    assert [o.label for o in item.options] == [ALLOW, "Allow, and always allow Bash", DENY]
+    assert item.options[0].description == "Run Bash\\x1b[31m this once"
+    assert item.detail == (
+        'Runs a shell command\n\nInput:\n{\n  "command": "rm -rf /tmp/x\\u0007"\n}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "allowed", "message"),
+    [
+        (AskUserQuestionAnswerItem("permission", [ALLOW]), True, ""),
+        (AskUserQuestionAnswerItem("permission", [DENY]), False, "The user denied Write"),
+        (
+            AskUserQuestionAnswerItem("permission", custom="use /tmp"),
+            False,
+            "The user denied Write and said: use /tmp",
+        ),
+        (
+            AskUserQuestionAnswerItem("permission"),
+            False,
+            "The user skipped the permission question for Write",
+        ),
+    ],
+)
+async def test_only_an_allow_option_allows(
+    answer: AskUserQuestionAnswerItem, allowed: bool, message: str
+) -> None:
+    provider = ScriptedProvider({"permission": answer})
+    verdict = await ask_approval(approval_item("Write", {}), tool_name="Write", provider=provider)
+    assert (verdict.allowed, verdict.message) == (allowed, message)
+    assert verdict.choice == (ALLOW if allowed else None)
+
+
+async def test_a_given_provider_is_asked_even_inside_another_registration() -> None:
+    outer, inner = ScriptedProvider(), ScriptedProvider({"permission": ALLOW})
+    with provide(outer):
+        verdict = await ask_approval(approval_item("Read", {}), tool_name="Read", provider=inner)
+    assert verdict.allowed
+    assert outer.requests == []
+    assert len(inner.requests) == 1
+
+
+async def test_cancelling_the_caller_withdraws_the_question() -> None:
+    blocking = BlockingProvider()
+    request = AskUserQuestionRequest([approval_item("Read", {})])
+    task = asyncio.create_task(ask_through(request, blocking))
+    await asyncio.wait_for(blocking.started.wait(), WAIT)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert blocking.cleaned_up == 1
+
+
+async def test_a_timeout_denies_with_its_code() -> None:
+    from interaction import AbortSignal
+
+    verdict = await ask_approval(
+        approval_item("Read", {}),
+        tool_name="Read",
+        provider=BlockingProvider(),
+        signal=AbortSignal.timeout(0.01),
+    )
+    assert not verdict.allowed
+    assert verdict.code == ErrorCode.ASK_TIMEOUT
+    assert verdict.message == (
+        "Read was not approved: ask_user_question timed out before the user answered"
+    )
+
+
+# ---------------------------------------------------------------------------- imports
+
+MODULES: Final = {
+    "claude_agent_sdk": ("claude_agent_sdk", "claude"),
+    "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "openai_agents": ("agents", "openai-agents"),
+    "langgraph": ("langgraph", "langgraph"),
+}
+
+
+def test_the_ask_user_answerer_names_the_harness_extra() -> None:
+    code = (
+        "import sys; sys.modules['pydantic_ai_harness'] = None\n"
+        "from interaction.integrations.pydantic_ai import answerer\n"
+        "try:\n"
+        "    answerer()\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "interaction.integrations.pydantic_ai.answerer needs pydantic-ai-harness:"
+        ' pip install "interaction-seam[pydantic-ai-harness]"'
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_missing_framework_names_its_extra(module: str) -> None:
+    framework, extra = MODULES[module]
+    code = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        "try:\n"
+        f"    import interaction.integrations.{module}\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert f'pip install "interaction-seam[{extra}]"' in out.stdout
+    assert f"interaction.integrations.{module} needs" in out.stdout
+
+
+def test_the_package_imports_no_framework() -> None:
+    code = (
+        "import sys, interaction.integrations;"
+        "print([m for m in ('claude_agent_sdk', 'pydantic_ai', 'agents', 'langgraph', 'mcp')"
+        " if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+async def test_a_suspension_is_for_the_host_never_a_denial() -> None:
+    from interaction import AskSuspended
+
+    class Suspends:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            raise AskSuspended(request)
+
+    with pytest.raises(AskSuspended):
+        await ask_approval(approval_item("Read", {}), tool_name="Read", provider=Suspends())
+
+
+def test_the_langgraph_resume_value_schema_takes_an_answer_or_an_error() -> None:
+    import jsonschema
+
+    from interaction.integrations.langgraph import _resume_schema
+
+    validator = jsonschema.Draft202012Validator(_resume_schema())
+    digest = "0" * 64
+    assert validator.is_valid({"digest": digest, "answers": [{"id": "a", "selected": []}]})
+    assert validator.is_valid(
+        {"digest": digest, "error": {"code": "ASK_CANCELLED", "message": "m"}}
+    )
+    assert not validator.is_valid({"answers": []})
+    assert not validator.is_valid({"digest": "x", "answers": []})

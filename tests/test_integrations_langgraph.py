@@ -1,0 +1,236 @@
+"""The LangGraph integration: real graphs on InMemorySaver, interrupted and resumed."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import interrupt
+
+from interaction import (
+    AbortSignal,
+    ErrorCode,
+    UserInteractionError,
+    choose,
+    confirm,
+    provide,
+)
+from interaction.integrations.langgraph import (
+    KIND,
+    InterruptProvider,
+    answer_interrupts,
+    is_question,
+    run_graph,
+)
+from interaction.relay import Relay
+from interaction.testing import BlockingProvider, ScriptedProvider
+from interaction.wire import decode_request
+
+from .test_integrations_common import WebPage, select
+
+
+class State(TypedDict):
+    result: str
+
+
+class Deployer:
+    """A one-node graph whose node asks two questions, and records what happened."""
+
+    def __init__(self, *, changing: bool = False) -> None:
+        self.runs = 0
+        self.errors: list[tuple[str, str]] = []
+        self.changing = changing
+
+    async def node(self, state: State) -> State:
+        self.runs += 1
+        region_question = f"Which region? (run {self.runs})" if self.changing else "Which region?"
+        try:
+            region = await choose(region_question, ["eu", "us"], id="region")
+            ok = await confirm(f"Deploy to {region}?", id="go")
+        except UserInteractionError as error:
+            self.errors.append((error.code, error.message))
+            return {"result": f"stopped: {error.code}"}
+        return {"result": f"deployed to {region}" if ok else "not deployed"}
+
+    def build(self, saver: InMemorySaver) -> Pregel[Any, Any, Any, Any]:
+        graph = StateGraph(State)
+        graph.add_node("deploy", self.node)
+        graph.add_edge(START, "deploy")
+        graph.add_edge("deploy", END)
+        return graph.compile(checkpointer=saver)
+
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "thread-1"}}
+
+
+async def test_run_graph_answers_each_interrupt_and_the_node_reruns_from_its_top() -> None:
+    deployer = Deployer()
+    scripted = ScriptedProvider({"region": "us", "go": "Yes"})
+    result = await run_graph(
+        deployer.build(InMemorySaver()), {"result": ""}, CONFIG, provider=scripted
+    )
+    assert result == {"result": "deployed to us"}
+    assert deployer.runs == 3  # asks, re-runs to ask again, re-runs to finish
+    assert [[q.id for q in r.questions] for r in scripted.requests] == [["region"], ["go"]]
+    assert scripted.requests[1].questions[0].question == "Deploy to us?"
+    assert scripted.requests[0].key is not None
+    assert scripted.requests[0].key.startswith("thread-1:")
+    assert deployer.errors == []
+
+
+async def test_the_interrupt_carries_the_request_and_its_answer_schema() -> None:
+    deployer = Deployer()
+    graph = deployer.build(InMemorySaver())
+    with provide(InterruptProvider()):
+        first = await graph.ainvoke({"result": ""}, CONFIG)
+    (pending,) = first["__interrupt__"]
+    assert is_question(pending)
+    assert pending.value["kind"] == KIND
+    request = decode_request(pending.value["request"])
+    assert [(q.id, q.question) for q in request.questions] == [("region", "Which region?")]
+    assert pending.value["schema"]["required"] == ["answers"]
+    assert deployer.errors == []  # GraphInterrupt passed through, never PROVIDER_FAILED
+
+
+async def test_a_graph_rebuilt_on_the_same_saver_is_answered_on_the_web_page() -> None:
+    saver = InMemorySaver()
+    with provide(InterruptProvider()):
+        await Deployer().build(saver).ainvoke({"result": ""}, CONFIG)
+    relay = Relay()
+    rebuilt = Deployer()
+    graph = rebuilt.build(saver)  # as a new process would, from the checkpoint alone
+    async with WebPage(relay, select("eu")) as page:
+        with provide(relay):
+            command = await answer_interrupts(graph, CONFIG)
+    assert command is not None
+    assert isinstance(command.resume, dict)
+    (resumed,) = command.resume.values()
+    assert resumed["answers"] == [{"id": "region", "selected": ["eu"]}]
+    with provide(InterruptProvider()):
+        second = await graph.ainvoke(command, CONFIG)
+    assert [
+        q.id for q in decode_request(second["__interrupt__"][0].value["request"]).questions
+    ] == ["go"]
+    async with WebPage(relay, select("Yes")):
+        with provide(relay):
+            command = await answer_interrupts(Deployer().build(saver), CONFIG)
+    assert command is not None
+    with provide(InterruptProvider()):
+        final = await graph.ainvoke(command, CONFIG)
+    assert final == {"result": "deployed to eu"}
+    assert [q.request.questions[0].question for q in page.seen] == ["Which region?"]
+
+
+async def test_a_dismissal_on_the_web_page_reaches_the_node_as_ask_cancelled() -> None:
+    deployer = Deployer()
+    relay = Relay()
+    async with WebPage(relay, lambda request: None):
+        with provide(relay):
+            result = await run_graph(deployer.build(InMemorySaver()), {"result": ""}, CONFIG)
+    assert result == {"result": "stopped: ASK_CANCELLED"}
+    assert deployer.errors == [
+        (ErrorCode.ASK_CANCELLED, "the user dismissed ask_user_question without answering")
+    ]
+
+
+async def test_a_timeout_while_answering_reaches_the_node_as_ask_timeout() -> None:
+    deployer = Deployer()
+    graph = deployer.build(InMemorySaver())
+    with provide(InterruptProvider()):
+        await graph.ainvoke({"result": ""}, CONFIG)
+    blocking = BlockingProvider()
+    command = await answer_interrupts(
+        graph, CONFIG, provider=blocking, signal=AbortSignal.timeout(0.05)
+    )
+    assert command is not None
+    with provide(InterruptProvider()):
+        result = await graph.ainvoke(command, CONFIG)
+    assert result == {"result": "stopped: ASK_TIMEOUT"}
+    assert deployer.errors == [
+        (ErrorCode.ASK_TIMEOUT, "ask_user_question timed out before the user answered")
+    ]
+    assert blocking.cleaned_up == 1
+
+
+async def test_a_question_that_changed_on_rerun_is_not_given_the_old_answer() -> None:
+    deployer = Deployer(changing=True)
+    result = await run_graph(
+        deployer.build(InMemorySaver()),
+        {"result": ""},
+        CONFIG,
+        provider=ScriptedProvider({"region": "eu"}),
+    )
+    assert result == {"result": "stopped: BAD_ANSWER"}
+    assert deployer.errors == [
+        (ErrorCode.BAD_ANSWER, "the resumed question is not the one that was asked")
+    ]
+
+
+def single_node(node: Any) -> Pregel[Any, Any, Any, Any]:
+    graph = StateGraph(State)
+    graph.add_node("only", node)
+    graph.add_edge(START, "only")
+    graph.add_edge("only", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+async def test_a_forged_interrupt_is_refused_before_anyone_is_asked() -> None:
+    async def forger(state: State) -> State:
+        interrupt(
+            {
+                "kind": KIND,
+                "request": {"questions": [{"id": "a", "question": "Wire the money?"}]},
+                "digest": "0" * 64,
+            }
+        )
+        return state
+
+    graph = single_node(forger)
+    await graph.ainvoke({"result": ""}, CONFIG)
+    scripted = ScriptedProvider()
+    with pytest.raises(UserInteractionError) as caught:
+        await answer_interrupts(graph, CONFIG, provider=scripted)
+    assert (caught.value.code, caught.value.message) == (
+        ErrorCode.BAD_REQUEST,
+        "the interrupt's question does not match its digest",
+    )
+    assert scripted.requests == []
+
+
+async def test_other_interrupts_are_left_alone() -> None:
+    async def plain(state: State) -> State:
+        return {"result": str(interrupt("approve?"))}
+
+    graph = single_node(plain)
+    await graph.ainvoke({"result": ""}, CONFIG)
+    assert await answer_interrupts(graph, CONFIG, provider=ScriptedProvider()) is None
+
+
+class Pair(TypedDict, total=False):
+    left: str
+    right: str
+
+
+async def test_parallel_nodes_are_answered_and_resumed_by_interrupt_id() -> None:
+    async def left(state: Pair) -> Pair:
+        return {"left": str(await choose("Left?", ["a", "b"], id="left"))}
+
+    async def right(state: Pair) -> Pair:
+        return {"right": str(await choose("Right?", ["c", "d"], id="right"))}
+
+    graph = StateGraph(Pair)
+    graph.add_node("left", left)
+    graph.add_node("right", right)
+    graph.add_edge(START, "left")
+    graph.add_edge(START, "right")
+    graph.add_edge("left", END)
+    graph.add_edge("right", END)
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    scripted = ScriptedProvider({"left": "b", "right": "c"})
+    result = await run_graph(compiled, {}, CONFIG, provider=scripted)
+    assert result == {"left": "b", "right": "c"}
+    assert sorted(q.id for r in scripted.requests for q in r.questions) == ["left", "right"]

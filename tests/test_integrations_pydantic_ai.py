@@ -1,0 +1,340 @@
+"""The pydantic-ai integration: real agent runs on pydantic-ai's FunctionModel and TestModel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolDenied
+from pydantic_ai.capabilities import HandleDeferredToolCalls
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+from pydantic_ai_harness import AskUser
+
+from interaction import (
+    AskSuspended,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    UserInteractionProvider,
+    provide,
+    request_digest,
+)
+from interaction.integrations.pydantic_ai import (
+    SKIPPED_ANSWER,
+    answer_deferred_calls,
+    answerer,
+    approval_handler,
+    approve_deferred,
+    ask_user_toolset,
+)
+from interaction.relay import Relay
+from interaction.testing import BlockingProvider, ScriptedProvider
+
+from .test_integrations_common import WebPage, select
+
+ARGS: dict[str, object] = {
+    "questions": [
+        {"id": "pkg", "question": "Which package manager?", "options": [{"label": "pnpm"}, "npm"]},
+        {"id": "name", "question": "Project name?"},
+    ]
+}
+
+
+def calls_then_echoes(
+    tool: str, args: dict[str, object]
+) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A model that calls ``tool`` once, then says what the tool returned."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        returns = [part for part in last.parts if isinstance(part, ToolReturnPart)]
+        if returns:
+            return ModelResponse(parts=[TextPart(f"tool said: {returns[0].content}")])
+        return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id="call-1")])
+
+    return model
+
+
+# ---------------------------------------------------------------------------- toolset
+
+
+async def test_the_toolset_asks_and_the_model_gets_the_answers() -> None:
+    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", ARGS)))
+    scripted = ScriptedProvider({"pkg": "npm", "name": "seam"})
+    with provide(scripted):
+        result = await agent.run("set up", toolsets=[ask_user_toolset()])
+    assert result.output == (
+        'tool said: {"answers":[{"id":"pkg","selected":["npm"]},'
+        '{"id":"name","selected":[],"custom":"seam"}]}'
+    )
+    (request,) = scripted.requests
+    assert [q.id for q in request.questions] == ["pkg", "name"]
+
+
+async def test_the_model_sees_the_tools_schema() -> None:
+    seen: list[dict[str, object]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del messages
+        seen.extend(tool.parameters_json_schema for tool in info.function_tools)
+        return ModelResponse(parts=[TextPart("no questions")])
+
+    from interaction.tool import tool_parameters
+
+    await Agent(FunctionModel(model), toolsets=[ask_user_toolset()]).run("hi")
+    assert seen == [tool_parameters()]
+
+
+async def test_the_toolset_answered_on_the_web_page() -> None:
+    relay = Relay()
+    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", ARGS)))
+    async with WebPage(relay, select("pnpm")) as page:
+        with provide(relay):
+            result = await agent.run("set up", toolsets=[ask_user_toolset()])
+    assert result.output == (
+        'tool said: {"answers":[{"id":"pkg","selected":["pnpm"]},{"id":"name","selected":[]}]}'
+    )
+    assert len(page.seen) == 1
+
+
+async def test_a_dismissal_and_a_timeout_are_results_the_model_can_act_on() -> None:
+    relay = Relay()
+    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", ARGS)))
+    async with WebPage(relay, lambda request: None):
+        with provide(relay):
+            dismissed = await agent.run("set up", toolsets=[ask_user_toolset()])
+    assert dismissed.output.startswith(
+        "tool said: Error: the user dismissed ask_user_question without answering\n"
+    )
+    blocking = BlockingProvider()
+    timed_out = await agent.run("set up", toolsets=[ask_user_toolset(blocking, timeout=0.05)])
+    assert timed_out.output.startswith(
+        "tool said: Error: ask_user_question timed out before the user answered\n"
+    )
+    assert blocking.cleaned_up == 1
+
+
+async def test_bad_arguments_tell_the_model_how_to_fix_them() -> None:
+    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", {"questions": "x"})))
+    result = await agent.run("go", toolsets=[ask_user_toolset(ScriptedProvider())])
+    assert result.output.startswith("tool said: Error: ask_user_question: questions:")
+
+
+async def test_test_model_calls_the_tool_with_schema_generated_arguments() -> None:
+    scripted = ScriptedProvider()
+    with provide(scripted):
+        result = await Agent(TestModel(call_tools=["ask_user_question"])).run(
+            "go", toolsets=[ask_user_toolset()]
+        )
+    assert len(scripted.requests) == 1
+    assert json.loads(result.output)["ask_user_question"].startswith('{"answers":[')
+
+
+# ---------------------------------------------------------------------------- approvals
+
+
+def approval_agent(ran: list[str]) -> Agent[None, str | DeferredToolRequests]:
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(calls_then_echoes("delete_file", {"path": "notes.txt"})),
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        ran.append(path)
+        return f"deleted {path}"
+
+    return agent
+
+
+async def test_deferred_approvals_are_asked_and_the_run_continues() -> None:
+    ran: list[str] = []
+    agent = approval_agent(ran)
+    first = await agent.run("clean up")
+    assert isinstance(first.output, DeferredToolRequests)
+    scripted = ScriptedProvider({"call-1": "Allow"})
+    results = await approve_deferred(first.output, provider=scripted)
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    assert second.output == "tool said: deleted notes.txt"
+    assert ran == ["notes.txt"]
+    question = scripted.last_request.questions[0]
+    assert question.id == "call-1"
+    assert question.question == "Allow delete_file to run?"
+    assert question.detail == 'Input:\n{\n  "path": "notes.txt"\n}'
+
+
+async def test_a_denial_on_the_web_page_reaches_the_model_and_the_tool_never_runs() -> None:
+    ran: list[str] = []
+    agent = approval_agent(ran)
+    first = await agent.run("clean up")
+    assert isinstance(first.output, DeferredToolRequests)
+    relay = Relay()
+    async with WebPage(relay, select(custom="keep it, archive instead")):
+        with provide(relay):
+            results = await approve_deferred(first.output)
+    assert results.approvals == {
+        "call-1": ToolDenied("The user denied delete_file and said: keep it, archive instead")
+    }
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    assert second.output == (
+        "tool said: The user denied delete_file and said: keep it, archive instead"
+    )
+    assert ran == []
+
+
+async def test_the_handler_resolves_approvals_inside_one_run() -> None:
+    ran: list[str] = []
+    agent = approval_agent(ran)
+    scripted = ScriptedProvider({"call-1": "Allow"})
+    result = await agent.run(
+        "clean up", capabilities=[HandleDeferredToolCalls(handler=approval_handler(scripted))]
+    )
+    assert result.output == "tool said: deleted notes.txt"
+    assert ran == ["notes.txt"]
+
+
+async def test_a_timed_out_approval_denies() -> None:
+    ran: list[str] = []
+    agent = approval_agent(ran)
+    handler = approval_handler(BlockingProvider(), timeout=0.05)
+    result = await agent.run("clean up", capabilities=[HandleDeferredToolCalls(handler=handler)])
+    assert result.output == (
+        "tool said: delete_file was not approved:"
+        " ask_user_question timed out before the user answered"
+    )
+    assert ran == []
+
+
+async def test_nothing_to_approve_leaves_the_requests_alone() -> None:
+    handler = approval_handler(ScriptedProvider())
+    assert await handler(RunContext.__new__(RunContext), DeferredToolRequests()) is None
+    assert (await approve_deferred(DeferredToolRequests())).approvals == {}
+
+
+# ---------------------------------------------------------------------------- AskUser
+
+HARNESS_ARGS: dict[str, object] = {
+    "questions": [
+        {
+            "header": "Package manager",
+            "question": "Which package manager?",
+            "options": [{"label": "pnpm", "description": "fast"}, {"label": "npm"}],
+        },
+        {
+            "header": "Checks",
+            "question": "Which checks?",
+            "options": [{"label": "types"}, {"label": "tests"}],
+            "multi_select": True,
+        },
+        {
+            "header": "License",
+            "question": "Which license?",
+            "options": [{"label": "MIT"}, {"label": "Apache-2.0"}],
+        },
+    ]
+}
+
+
+async def run_ask_user(provider: UserInteractionProvider | None = None) -> str:
+    capability = AskUser(answerer=answerer(provider))
+    agent = Agent(
+        FunctionModel(calls_then_echoes("ask_user_question", HARNESS_ARGS)),
+        capabilities=[capability],
+    )
+    return (await agent.run("set up")).output
+
+
+async def test_the_ask_user_answerer_maps_headers_to_ids_and_back() -> None:
+    scripted = ScriptedProvider(
+        {
+            "Package manager": "pnpm",
+            "Checks": AskUserQuestionAnswerItem("Checks", ["tests"], custom="lint"),
+        }
+    )
+    output = await run_ask_user(scripted)
+    request = scripted.last_request
+    assert [(q.id, q.header, q.multi_select) for q in request.questions] == [
+        ("Package manager", "Package manager", False),
+        ("Checks", "Checks", True),
+        ("License", "License", False),
+    ]
+    assert request.questions[0].options[0].description == "fast"
+    result = output.removeprefix("tool said: ")
+    assert "pnpm" in result
+    assert "Chose tests, and added: lint" in result
+    assert SKIPPED_ANSWER in result
+
+
+async def test_the_ask_user_answerer_on_the_web_page_and_its_cancel() -> None:
+    relay = Relay()
+    async with WebPage(relay, select("npm")):
+        with provide(relay):
+            answered = await run_ask_user()
+    assert "npm" in answered
+    async with WebPage(relay, lambda request: None):
+        with provide(relay):
+            declined = await run_ask_user()
+    from pydantic_ai_harness.ask_user import DECLINED
+
+    assert declined == f"tool said: {DECLINED}"
+
+
+async def test_the_harness_timeout_cancels_the_question() -> None:
+    from pydantic_ai_harness.ask_user import TIMED_OUT
+
+    blocking = BlockingProvider()
+    agent = Agent(
+        FunctionModel(calls_then_echoes("ask_user_question", HARNESS_ARGS)),
+        capabilities=[AskUser(answerer=answerer(blocking), timeout=0.05)],
+    )
+    result = await agent.run("set up")
+    assert result.output == f"tool said: {TIMED_OUT}"
+    assert blocking.cleaned_up == 1
+
+
+class Suspends:
+    """A provider that cannot wait: every ask is suspended for the host to resume later."""
+
+    def __init__(self) -> None:
+        self.requests: list[AskUserQuestionRequest] = []
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.requests.append(request)
+        raise AskSuspended(request)
+
+
+async def test_a_suspended_ask_defers_the_call_and_the_next_run_gets_the_answer() -> None:
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(calls_then_echoes("ask_user_question", ARGS)),
+        output_type=[str, DeferredToolRequests],
+    )
+    suspends = Suspends()
+    first = await agent.run("set up", toolsets=[ask_user_toolset(suspends)])
+    assert isinstance(first.output, DeferredToolRequests)
+    (call,) = first.output.calls
+    assert call.tool_call_id == "call-1"
+    assert first.output.metadata["call-1"] == {"digest": request_digest(suspends.requests[0])}
+    relay = Relay()
+    async with WebPage(relay, select("npm")):
+        with provide(relay):
+            results = await answer_deferred_calls(first.output)
+    second = await agent.run(
+        message_history=first.all_messages(),
+        deferred_tool_results=results,
+        toolsets=[ask_user_toolset(suspends)],
+    )
+    assert second.output == (
+        'tool said: {"answers":[{"id":"pkg","selected":["npm"]},{"id":"name","selected":[]}]}'
+    )
+    assert len(suspends.requests) == 1  # the answer came from the next run, not the provider
