@@ -87,15 +87,14 @@ def answer_item(
     single-select question it replaces the choice); other text is the custom answer, which
     on a single-select question replaces any choice. Nothing at all is a skip.
     """
-    labels = list(dict.fromkeys(selected))
+    labels = list(selected)
     custom = None if text is None or is_blank(text) else text.strip()
     if custom is not None:
         key = label_key(custom)
         match = next((o.label for o in question.options if label_key(o.label) == key), None)
         if match is not None:
             custom = None
-            labels = [match] if not question.multi_select else [*labels, match]
-            labels = list(dict.fromkeys(labels))
+            labels = [*labels, match] if question.multi_select else [match]
         elif not question.multi_select:
             labels = []
-    return AskUserQuestionAnswerItem(question.id, tuple(labels), custom)
+    return AskUserQuestionAnswerItem(question.id, tuple(dict.fromkeys(labels)), custom)

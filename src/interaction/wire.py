@@ -189,47 +189,7 @@ def _decode_option(d: _Decoder, value: object, path: str) -> AskUserQuestionOpti
     )
 
 
-_MISSING: Final = object()
-
-
-def _optional_str(data: dict[str, object], key: str) -> tuple[bool, str | None]:
-    value = data.get(key, _MISSING)
-    if value is _MISSING:
-        return True, None
-    return type(value) is str, value if type(value) is str else None
-
-
-def _fast_item(value: object) -> AskUserQuestionItem | None:
-    """The item from well-formed data without intent, or ``None`` to decode it in detail."""
-    if type(value) is not dict or "intent" in value:
-        return None
-    qid, text = value.get("id"), value.get("question")
-    if type(qid) is not str or type(text) is not str:
-        return None
-    detail_ok, detail = _optional_str(value, "detail")
-    header_ok, header = _optional_str(value, "header")
-    multi = value.get("multiSelect", False)
-    if not (detail_ok and header_ok and type(multi) is bool):
-        return None
-    raw_options = value.get("options", [])
-    if type(raw_options) is not list:
-        return None
-    options = []
-    for raw in raw_options:
-        if type(raw) is not dict:
-            return None
-        label = raw.get("label")
-        description_ok, description = _optional_str(raw, "description")
-        if type(label) is not str or not description_ok:
-            return None
-        options.append(AskUserQuestionOption(label, description))
-    return AskUserQuestionItem(qid, text, detail, header, options, multi)
-
-
 def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
-    fast = _fast_item(value)
-    if fast is not None:
-        return fast
     data = d.obj(value, path)
     options: tuple[AskUserQuestionOption, ...] = ()
     if "options" in data:
