@@ -583,6 +583,24 @@ def free_port() -> int:
         return port
 
 
+async def first_question_on_the_stream(http: httpx.AsyncClient) -> dict[str, Any]:
+    """The question in the stream's opening snapshot, or in the first ``requested`` event.
+
+    Which one depends on whether the CLI's call reached the server before the stream opened.
+    """
+    async with http.stream("GET", "/api/events") as events:
+        async for line in events.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            data: dict[str, Any] = json.loads(line.removeprefix("data: "))
+            if "request" in data:
+                return data
+            if data.get("questions"):
+                first: dict[str, Any] = data["questions"][0]
+                return first
+    raise AssertionError("the stream ended before a question arrived")
+
+
 async def test_the_stdio_server_asks_on_the_web_page_and_answers_the_cli() -> None:
     """``python -m interaction.integrations.claude_agent_sdk``, as ``claude -p`` runs it."""
     port, token = free_port(), "t0ken-for-the-test"
@@ -608,11 +626,7 @@ async def test_the_stdio_server_asks_on_the_web_page_and_answers_the_cli() -> No
                 "permission_prompt", {"tool_name": "Bash", "input": {"command": "make"}}
             )
         )
-        async with http.stream("GET", "/api/events") as events:
-            async for line in events.aiter_lines():
-                if line.startswith("data: ") and '"request"' in line:
-                    question = json.loads(line.removeprefix("data: "))
-                    break
+        question = await first_question_on_the_stream(http)
         assert question["request"]["questions"][0]["options"] == [
             {"label": "Allow", "description": "Run Bash this once"},
             {"label": "Deny", "description": "Do not run Bash"},
