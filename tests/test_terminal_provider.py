@@ -182,7 +182,7 @@ async def test_escape_and_ctrl_c_never_throw_work_away_unasked(
     [
         ("one two" + ESC + "b" + "x", "one xtwo"),  # Alt-b
         ("one two" + ESC + "b" + ESC + "f" + "x", "one twox"),  # Alt-f
-        ("one two" + ESC + "\x7f", "one "),  # Alt-Backspace
+        ("one two" + ESC + "\x7f" + "x", "one x"),  # Alt-Backspace
     ],
 )
 async def test_meta_keys_edit_the_text_instead_of_dismissing(

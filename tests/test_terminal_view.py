@@ -12,7 +12,7 @@ from interaction import (
     AskUserQuestionRequest,
     PlanReviewIntent,
 )
-from interaction.terminal._flow import BatchFlow
+from interaction.flow import BatchFlow
 from interaction.terminal._markdown import markdown
 from interaction.terminal._text import Fragments, Line, plain, wrap
 from interaction.terminal._view import Screen, Viewport, paint
@@ -41,7 +41,7 @@ def batch_summary(batch: BatchFlow) -> list[Fragments]:
 
 
 def flow(*questions: AskUserQuestionItem) -> BatchFlow:
-    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]), review=False)
 
 
 # ---------------------------------------------------------------------- wrapping
@@ -298,7 +298,7 @@ def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> No
 def test_any_screen_fits_its_terminal_and_shows_the_cursor(
     request: AskUserQuestionRequest, actions: list[str], height: int, width: int
 ) -> None:
-    batch = BatchFlow(request)
+    batch = BatchFlow(request, review=False)
     for action in actions:
         if action == "skip" and batch.index < len(batch.questions) - 1:
             batch.skip()

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 RECOMMENDED_SUFFIX: Final = "(Recommended)"
-OTHER_LABEL: Final = "Other (your own answer)"
+OTHER_LABEL: Final = "Other…"
 """How every UI names the entry that lets the user type an answer of their own."""
 
 

@@ -27,7 +27,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from .._core import AskUserQuestionAnswer, cancelled_error
-from ._flow import BatchFlow
+from ..flow import BatchFlow
 from ._view import Screen, Viewport, joined, paint
 
 __all__ = ["STYLE", "build_app"]

@@ -25,8 +25,8 @@ from .._core import (
     UserInteractionError,
 )
 from ..console import ConsoleProvider, input_ended
+from ..flow import BatchFlow
 from ._app import STYLE, build_app
-from ._flow import BatchFlow
 from ._view import summary
 
 __all__ = ["TerminalProvider"]
@@ -125,7 +125,7 @@ class TerminalProvider:
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
     ) -> AskUserQuestionAnswer:
-        flow = BatchFlow(request)
+        flow = BatchFlow(request, review=False)
         app = build_app(flow, input, output, self._deadline)
         loop = asyncio.get_running_loop()
 

@@ -1,7 +1,8 @@
 """What the terminal shows for a :class:`BatchFlow`, for a given terminal size.
 
-Pure: state in, styled rows out. Every model-supplied string passes through
-``escape_controls`` before it is styled, so it is only ever text. The screen is split in
+Pure: state in, styled rows out. Model text comes escaped from the flow's display model
+(:func:`interaction.display.present`) and what the user typed is escaped here, so both are
+only ever text. The screen is split in
 three for the layout: the part above the text field, the field's prompt, and the part
 below it. Long details page (PgUp/PgDn), long option lists are windowed with "more"
 markers around the cursor, and everything wraps at the terminal's width.
@@ -17,8 +18,9 @@ from typing import Final
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.utils import get_cwidth
 
-from .._core import escape_controls, split_recommended
-from ._flow import OTHER, BatchFlow, Row
+from .._core import escape_controls
+from ..display import QuestionView
+from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
 from ._text import Fragments, Line, fit, plain, wrap
 
@@ -26,7 +28,6 @@ __all__ = ["Screen", "Viewport", "paint", "summary"]
 
 MARGIN: Final = "  "
 CURSOR: Final = "❯ "
-OTHER_LABEL: Final = "Other…"
 SEPARATOR: Final = " · "
 SUMMARY_NAME: Final = 40
 MIN_DETAIL_ROWS: Final = 3
@@ -130,8 +131,8 @@ def summary(flow: BatchFlow, width: int) -> list[Fragments]:
     """
     lines = []
     for question, item in zip(flow.questions, flow.answer().answers, strict=True):
-        name = _shorten(_safe(question.header or question.question.split("\n", 1)[0]))
-        parts = [split_recommended(_safe(label))[0] for label in item.selected]
+        name = _shorten(question.header or question.question.split("\n", 1)[0])
+        parts = _shown(question, item.selected)
         if not parts and item.custom is None:
             lines.append(Line([("class:summary.skip", "- "), ("", f"{name}: (skipped)")]))
             continue
@@ -156,13 +157,24 @@ def _shorten(text: str) -> str:
 
 
 def _safe(text: str) -> str:
-    """One line of model text, escaped."""
+    """One line of what the user typed, escaped."""
     return escape_controls(text, keep_newlines=False)
 
 
 def _lines(text: str) -> list[str]:
-    """Model prose, escaped, tabs expanded, split at its newlines."""
-    return escape_controls(text).expandtabs(TAB_SIZE).split("\n")
+    """What the user typed, escaped, tabs expanded, split at its newlines."""
+    return _prose(escape_controls(text))
+
+
+def _prose(text: str) -> list[str]:
+    """Escaped prose from the display model, tabs expanded, split at its newlines."""
+    return text.expandtabs(TAB_SIZE).split("\n")
+
+
+def _shown(question: QuestionView, labels: Sequence[str]) -> list[str]:
+    """Chosen labels as their options are drawn (escaped, without the recommended badge)."""
+    texts = {option.label: option.text for option in question.options}
+    return [texts.get(label) or _safe(label) for label in labels]
 
 
 def _rows(lines: Sequence[Line], width: int) -> list[Fragments]:
@@ -174,12 +186,12 @@ def _title(flow: BatchFlow) -> Line:
         "Plan review" if flow.plan_review else f"Question {flow.index + 1}/{len(flow.questions)}"
     )
     if flow.question.header:
-        title += f" · {_safe(flow.question.header)}"
+        title += f" · {flow.question.header}"
     return Line([("class:title", f"── {title} ──")])
 
 
 def _question(flow: BatchFlow) -> list[Line]:
-    return [Line([("class:question", line)]) for line in _lines(flow.question.question)]
+    return [Line([("class:question", line)]) for line in _prose(flow.question.question)]
 
 
 @functools.lru_cache(maxsize=8)
@@ -188,7 +200,7 @@ def _detail(detail: str, width: int) -> list[Fragments]:
 
     Callers copy rather than change the rows.
     """
-    return _rows(markdown(escape_controls(detail), "class:detail"), width)
+    return _rows(markdown(detail, "class:detail"), width)
 
 
 def _choices(flow: BatchFlow) -> list[list[Line]]:
@@ -233,15 +245,15 @@ def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
     hang = " " * get_cwidth(plain(lead))
     if row is OTHER:
         text = flow.draft.text
-        label: Fragments = [(current, f"Other: {_safe(text)}" if text else OTHER_LABEL)]
+        other = flow.question.other or ""
+        label: Fragments = [(current, f"Other: {_safe(text)}" if text else other)]
         return [Line([*lead, *label], hang=hang)]
-    text, recommended = split_recommended(_safe(row.label))
-    label = [(current, text)]
-    if recommended:
+    label = [(current, row.text)]
+    if row.recommended:
         label += [("", " "), ("class:badge", "[recommended]")]
     lines = [Line([*lead, *label], hang=hang)]
     if row.description:
-        for part in _lines(row.description):
+        for part in _prose(row.description):
             lines.append(Line([("class:description", part)], hang, hang))
     return lines
 
@@ -251,7 +263,7 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
     fragments: Fragments = []
     for index, row in enumerate(rows):
         focused = flow.mode == "list" and flow.draft.cursor == index
-        text = OTHER_LABEL if row is OTHER else split_recommended(_safe(row.label))[0]
+        text = (flow.question.other or "") if row is OTHER else row.text
         fragments.append(("class:cursor", CURSOR.strip()) if focused else ("", " "))
         # Not "button": prompt_toolkit's own style paints class:button.focused red.
         fragments.append(("class:action.focused" if focused else "class:action", f"[ {text} ]"))
@@ -259,7 +271,7 @@ def _buttons(flow: BatchFlow, rows: tuple[Row, ...]) -> list[Line]:
     lines = [Line(fragments, hang=" ")]
     focus = rows[flow.draft.cursor]
     if flow.mode == "list" and focus is not OTHER and focus.description:
-        for part in _lines(focus.description):
+        for part in _prose(focus.description):
             lines.append(Line([("class:description", part)], MARGIN, MARGIN))
     return lines
 
@@ -288,7 +300,7 @@ def _status(flow: BatchFlow) -> list[Line]:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
         lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
     if flow.multi and flow.draft.chosen:
-        chosen = ", ".join(split_recommended(_safe(label))[0] for label in flow.draft.chosen)
+        chosen = ", ".join(_shown(flow.question, flow.draft.chosen))
         lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
     if flow.notice:
         lines.append(Line([("class:notice", flow.notice)]))

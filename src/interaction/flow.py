@@ -1,8 +1,14 @@
-"""The state of one batch on the terminal: the current question, the cursor and the drafts.
+"""One batch, asked one question at a time: the flow every interactive UI drives.
 
-Pure Python, no prompt_toolkit: the key bindings call these methods and the view reads the
-state, so every rule of the flow is testable without a terminal. Nothing is answered until
-the last question is confirmed; going back keeps every draft.
+:class:`BatchFlow` is UI-neutral (no terminal, no HTML): a UI calls its methods for what
+the user did (move, choose, type, skip, go to another question, send) and draws its state
+from :attr:`BatchFlow.view`, the escaped display model of :func:`interaction.display.present`.
+Every answer item is built by :func:`interaction.answer_item`, so text typed as one's own
+answer that names an option selects that option, in every UI.
+
+Nothing is answered until the batch is sent. A batch of two or more questions ends in a
+review step that lists every answer; Enter sends, Back edits. A single question is sent as
+soon as it is answered.
 """
 
 from __future__ import annotations
@@ -11,26 +17,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from .._core import (
+from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
-    AskUserQuestionOption,
     AskUserQuestionRequest,
-    PlanReviewIntent,
-    is_plan_review,
+    answer_item,
 )
+from .display import OptionView, QuestionView, present
 
-__all__ = ["OTHER", "BatchFlow", "Draft", "Mode", "Row"]
+__all__ = [
+    "FIRST_QUESTION",
+    "NOTHING_CHOSEN",
+    "OTHER",
+    "TYPE_OR_SKIP",
+    "BatchFlow",
+    "Draft",
+    "Mode",
+    "Row",
+    "Status",
+    "discard_prompt",
+]
 
 Mode: TypeAlias = Literal["list", "text"]
 """``list``: the cursor is on the rows; ``text``: the user types an answer of their own."""
 
+Status: TypeAlias = Literal["answered", "skipped", "open"]
+"""Where a question of the batch stands: answered, skipped (an empty item), or not yet."""
+
 OTHER: Final = None
 """The row that opens the free-text field, after the options."""
 
-Row: TypeAlias = AskUserQuestionOption | None
-"""An option, or :data:`OTHER`."""
+Row: TypeAlias = OptionView | None
+"""An option as displayed, or :data:`OTHER`."""
 
 NOTHING_CHOSEN: Final = "Nothing chosen yet: Space toggles an option, s skips the question."
 FIRST_QUESTION: Final = "This is the first question."
@@ -53,16 +72,21 @@ class Draft:
 
 
 class BatchFlow:
-    """One request, asked one question at a time.
+    """One request, asked one question at a time, then reviewed and sent.
 
-    ``done`` turns true when the last question is confirmed; :meth:`answer` is then the
-    answer, one item per question in question order.
+    ``done`` turns true when the batch is sent; :meth:`answer` is then the answer, one item
+    per question in question order. ``dismissed`` turns true when the user throws the batch
+    away. ``review`` (default: two or more questions) adds the review step before sending.
     """
 
-    def __init__(self, request: AskUserQuestionRequest) -> None:
-        self.questions: Sequence[AskUserQuestionItem] = request.questions
-        self.plan_review = is_plan_review(request)
+    def __init__(self, request: AskUserQuestionRequest, *, review: bool | None = None) -> None:
+        self.view = present(request)
+        self.questions: Sequence[QuestionView] = self.view.questions
+        self.plan_review = self.view.plan_review
+        self.review = len(self.questions) > 1 if review is None else review
         self.index = 0
+        self.reviewing = False
+        """On the review step, after the last question: :meth:`enter` sends."""
         self.drafts = [Draft(mode="list" if q.options else "text") for q in self.questions]
         self.notice = ""
         self.done = False
@@ -71,13 +95,14 @@ class BatchFlow:
         """Whole seconds until the ask times out, when the UI knows its deadline."""
         self.confirming = False
         """Waiting for y/N: would the user throw away what they have answered or typed?"""
+        self._items: Sequence[AskUserQuestionItem] = request.questions
         self._answers: list[AskUserQuestionAnswerItem | None] = [None] * len(self.questions)
         self._digits = ""
 
     # ------------------------------------------------------------------ reading
 
     @property
-    def question(self) -> AskUserQuestionItem:
+    def question(self) -> QuestionView:
         return self.questions[self.index]
 
     @property
@@ -98,21 +123,30 @@ class BatchFlow:
 
         In a plan review the approve option comes first, whatever the request's order.
         """
-        options = tuple(self.question.options)
-        if not options:
-            return ()
-        intent = self.question.intent
-        if self.plan_review and isinstance(intent, PlanReviewIntent):
-            approve = [option for option in options if option.label == intent.approve]
-            options = (*approve, *(option for option in options if option not in approve))
-        return (*options, OTHER)
+        options = self.question.options
+        return (*options, OTHER) if options else ()
+
+    def status(self, index: int) -> Status:
+        """Whether question ``index`` is answered, skipped, or still open."""
+        item = self._answers[index]
+        if item is None:
+            return "open"
+        return "answered" if item.selected or item.custom is not None else "skipped"
+
+    @property
+    def answers(self) -> tuple[AskUserQuestionAnswerItem | None, ...]:
+        """The item given to each question so far (``None``: open), for a review screen."""
+        return tuple(self._answers)
 
     def answer(self) -> AskUserQuestionAnswer:
-        """The confirmed answers; only once ``done``."""
-        items = [item for item in self._answers if item is not None]
-        assert self.done, "the batch is not finished"
-        assert len(items) == len(self.questions), "a question was never answered"
-        return AskUserQuestionAnswer(items)
+        """The answer that was sent; only once ``done``. A question left open is a skip."""
+        assert self.done, "the batch is not sent"
+        return AskUserQuestionAnswer(
+            [
+                item if item is not None else AskUserQuestionAnswerItem(question.id)
+                for item, question in zip(self._answers, self.questions, strict=True)
+            ]
+        )
 
     # ------------------------------------------------------------------ the list
 
@@ -151,15 +185,21 @@ class BatchFlow:
             chosen.append(row.label)
 
     def enter(self) -> None:
-        """Single-select: choose the row under the cursor. Multi-select: confirm the question."""
+        """Single-select: choose the row under the cursor. Multi-select: confirm the question.
+
+        On the review step: send the batch.
+        """
         self._reset()
+        if self.reviewing:
+            self.send()
+            return
         row = self._row()
         if self.multi:
             self._confirm_multi()
         elif row is OTHER:
             self.open_text()
         else:
-            self._finish(AskUserQuestionAnswerItem(self.question.id, (row.label,)))
+            self._finish(self._item((row.label,)))
 
     def open_text(self) -> None:
         """Go to the free-text field of a question with options."""
@@ -183,17 +223,17 @@ class BatchFlow:
         """Enter in the text field: the text is the answer of one's own.
 
         Blank text skips a question without options and is refused on a single-select; a
-        multi-select confirms its ticked labels with the text.
+        multi-select confirms its ticked labels with the text. Text that names an option
+        selects it instead (:func:`interaction.answer_item`).
         """
         self._reset()
         text = self.draft.text
         if not self.question.options:
-            custom = text if text.strip() else None
-            self._finish(AskUserQuestionAnswerItem(self.question.id, custom=custom))
+            self._finish(self._item((), text))
         elif self.multi:
             self._confirm_multi()
         elif text.strip():
-            self._finish(AskUserQuestionAnswerItem(self.question.id, custom=text))
+            self._finish(self._item((), text))
         else:
             self.notice = TYPE_OR_SKIP
 
@@ -202,15 +242,42 @@ class BatchFlow:
     def skip(self) -> None:
         """Leave the question unanswered (an item with nothing selected) and go on."""
         self._reset()
-        self._finish(AskUserQuestionAnswerItem(self.question.id))
+        if not self.reviewing:
+            self._finish(AskUserQuestionAnswerItem(self.question.id))
 
     def back(self) -> None:
-        """Return to the previous question with its draft as it was."""
+        """Return to the previous question with its draft as it was (from the review: the last)."""
         self._reset()
-        if self.index == 0:
+        if self.reviewing:
+            self.reviewing = False
+        elif self.index == 0:
             self.notice = FIRST_QUESTION
         else:
             self.index -= 1
+
+    def forward(self) -> None:
+        """Go to the next question without answering this one (after the last: the review)."""
+        self._reset()
+        if self.index < len(self.questions) - 1:
+            self.index += 1
+        elif self.review:
+            self.reviewing = True
+
+    def goto(self, index: int) -> None:
+        """Go to question ``index`` (``len(questions)``: the review step), keeping every draft."""
+        self._reset()
+        if self.review and index == len(self.questions):
+            self.reviewing = True
+        elif 0 <= index < len(self.questions):
+            self.index, self.reviewing = index, False
+        else:
+            raise IndexError(f"there is no question {index} in this batch")
+
+    def send(self) -> None:
+        """Send the batch as it stands: a question still open is sent as a skip."""
+        self._reset()
+        self.reviewing = False
+        self.done = True
 
     # ------------------------------------------------------------------ leaving
 
@@ -226,7 +293,7 @@ class BatchFlow:
         """Esc: out of a text field back to the options; otherwise ask to dismiss."""
         if self.confirming:
             self.keep()
-        elif self.mode == "text" and self.question.options:
+        elif not self.reviewing and self.mode == "text" and self.question.options:
             self.close_text()
         else:
             self._ask_to_dismiss()
@@ -266,17 +333,21 @@ class BatchFlow:
         self._digits = ""
         self.notice = ""
 
+    def _item(self, selected: Sequence[str], text: str | None = None) -> AskUserQuestionAnswerItem:
+        return answer_item(self._items[self.index], selected, text)
+
     def _confirm_multi(self) -> None:
-        draft = self.draft
-        custom = draft.text if draft.text.strip() else None
-        if not draft.chosen and custom is None:
+        item = self._item(self.draft.chosen, self.draft.text)
+        if not item.selected and item.custom is None:
             self.notice = NOTHING_CHOSEN
             return
-        self._finish(AskUserQuestionAnswerItem(self.question.id, draft.chosen, custom))
+        self._finish(item)
 
     def _finish(self, item: AskUserQuestionAnswerItem) -> None:
         self._answers[self.index] = item
-        if self.index == len(self.questions) - 1:
-            self.done = True
-        else:
+        if self.index < len(self.questions) - 1:
             self.index += 1
+        elif self.review:
+            self.reviewing = True
+        else:
+            self.done = True

@@ -1,7 +1,9 @@
-"""The terminal UI's batch flow, without a terminal: every rule of moving, choosing and typing."""
+"""The batch flow every UI drives, without a UI: every rule of moving, choosing, typing,
+reviewing and sending."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,7 +16,7 @@ from interaction import (
     PlanReviewIntent,
     check_answer,
 )
-from interaction.terminal._flow import NOTHING_CHOSEN, OTHER, TYPE_OR_SKIP, BatchFlow
+from interaction.flow import FIRST_QUESTION, NOTHING_CHOSEN, OTHER, TYPE_OR_SKIP, BatchFlow
 
 from .helpers import CHECKS, NOTES, pkg_question
 from .strategies import requests
@@ -30,13 +32,18 @@ PLAN = AskUserQuestionItem(
 )
 
 
-def flow(*questions: AskUserQuestionItem) -> BatchFlow:
-    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
+def flow(*questions: AskUserQuestionItem, review: bool | None = None) -> BatchFlow:
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]), review=review)
+
+
+def labels(batch: BatchFlow) -> list[str | None]:
+    """The rows as the labels they answer with (``None``: the Other row)."""
+    return [None if row is OTHER else row.label for row in batch.rows]
 
 
 def test_single_select_moves_wrapping_and_enter_chooses() -> None:
     batch = flow()
-    assert batch.rows == (*pkg_question().options, OTHER)
+    assert labels(batch) == [*(option.label for option in pkg_question().options), None]
     batch.move(-1)
     assert batch.draft.cursor == 3  # wrapped to the Other row
     batch.move(1)
@@ -100,7 +107,7 @@ def test_multi_select_custom_accompanies_the_labels() -> None:
     assert (opened, batch.mode) == ("text", "list")
     assert batch.draft.text == "  docs  "  # kept when going back to the options
     batch.enter()
-    assert batch.answer().answers == (Item("checks", ["tests"], "  docs  "),)
+    assert batch.answer().answers == (Item("checks", ["tests"], "docs"),)
 
 
 def test_space_on_the_other_row_opens_the_field() -> None:
@@ -134,6 +141,8 @@ def test_a_question_without_options_is_a_text_field_and_blank_skips() -> None:
     batch.submit_text()
     batch.set_text("yes")
     batch.submit_text()
+    assert (batch.reviewing, batch.done) == (True, False)
+    batch.enter()
     assert batch.answer().answers == (Item("notes"), Item("more", custom="yes"))
 
 
@@ -155,6 +164,8 @@ def test_skip_and_back_keep_every_draft_and_send_nothing_early() -> None:
     assert (batch.index, batch.draft.text) == (2, "draft")
     assert not batch.done
     batch.submit_text()
+    assert batch.reviewing
+    batch.send()
     assert batch.answer().answers == (
         Item("pkg", ["npm"]),
         Item("checks"),
@@ -165,7 +176,8 @@ def test_skip_and_back_keep_every_draft_and_send_nothing_early() -> None:
 def test_plan_review_puts_the_approve_option_first() -> None:
     batch = flow(PLAN)
     assert batch.plan_review
-    assert batch.rows == (Option("Approve"), Option("Revise"), OTHER)
+    assert labels(batch) == ["Approve", "Revise", None]
+    assert [row.primary for row in batch.rows if row is not OTHER] == [True, False]
     batch.enter()
     assert batch.answer().answers == (Item("plan", ["Approve"]),)
 
@@ -173,7 +185,7 @@ def test_plan_review_puts_the_approve_option_first() -> None:
 def test_a_batch_with_a_plan_review_intent_is_the_generic_flow() -> None:
     batch = flow(PLAN, NOTES)
     assert not batch.plan_review
-    assert batch.rows == (Option("Revise"), Option("Approve"), OTHER)
+    assert labels(batch) == ["Revise", "Approve", None]
 
 
 ACTIONS = st.sampled_from(
@@ -190,6 +202,7 @@ ACTIONS = st.sampled_from(
         "submit",
         "skip",
         "back",
+        "forward",
     ]
 )
 
@@ -199,7 +212,7 @@ def test_any_keys_give_an_answer_that_fits_the_request(
     request: AskUserQuestionRequest, actions: list[str], data: st.DataObject
 ) -> None:
     batch = BatchFlow(request)
-    for action in [*actions, *["skip"] * len(request.questions)]:
+    for action in [*actions, *["skip"] * len(request.questions), "enter"]:
         if batch.done:
             break
         match action:
@@ -211,7 +224,7 @@ def test_any_keys_give_an_answer_that_fits_the_request(
                 if batch.mode == "list" and batch.multi:
                     batch.toggle()
             case "enter":
-                if batch.mode == "list" and batch.rows:
+                if batch.reviewing or (batch.mode == "list" and batch.rows):
                     batch.enter()
             case "open":
                 batch.open_text()
@@ -226,6 +239,8 @@ def test_any_keys_give_an_answer_that_fits_the_request(
                 batch.skip()
             case "back":
                 batch.back()
+            case "forward":
+                batch.forward()
     assert batch.done
     answer = batch.answer()
     assert check_answer(request, answer) == answer
@@ -251,3 +266,84 @@ def test_esc_closes_a_field_and_dismissing_work_asks_first() -> None:
     assert batch.notice == "Discard 2 answers? y/N"
     batch.interrupt()  # Ctrl-C twice
     assert (batch.dismissed, batch.done) == (True, False)
+
+
+def test_typed_text_that_names_an_option_selects_it() -> None:
+    batch = flow()
+    batch.open_text()
+    batch.set_text("  NPM ")
+    batch.submit_text()
+    assert batch.answer().answers == (Item("pkg", ["npm"]),)
+    batch = flow(CHECKS)
+    batch.toggle()  # tests
+    batch.open_text()
+    batch.set_text("Lint")
+    batch.submit_text()
+    assert batch.answer().answers == (Item("checks", ["tests", "lint"]),)
+
+
+def test_a_batch_ends_in_a_review_that_sends_or_goes_back_to_edit() -> None:
+    batch = flow(pkg_question(), CHECKS)
+    batch.enter()  # pnpm
+    batch.skip()
+    assert batch.reviewing
+    assert [batch.status(0), batch.status(1)] == ["answered", "skipped"]
+    assert batch.answers == (Item("pkg", ["pnpm (Recommended)"]), Item("checks"))
+    batch.back()  # edit the last question, its draft as it was
+    assert (batch.reviewing, batch.index) == (False, 1)
+    batch.toggle()
+    batch.enter()
+    assert (batch.reviewing, batch.done) == (True, False)
+    batch.enter()
+    assert batch.answer().answers == (
+        Item("pkg", ["pnpm (Recommended)"]),
+        Item("checks", ["tests"]),
+    )
+
+
+def test_any_question_can_be_revisited_and_an_open_one_is_sent_as_a_skip() -> None:
+    batch = flow(pkg_question(), CHECKS, NOTES)
+    batch.forward()
+    batch.forward()
+    assert (batch.index, batch.status(0), batch.status(1)) == (2, "open", "open")
+    batch.set_text("later")
+    batch.submit_text()
+    assert batch.reviewing
+    batch.goto(0)
+    assert (batch.reviewing, batch.index) == (False, 0)
+    batch.enter()
+    assert batch.index == 1
+    batch.goto(3)  # the review step
+    assert batch.reviewing
+    batch.forward()  # nothing after the review
+    assert batch.reviewing
+    batch.send()
+    assert batch.answer().answers == (
+        Item("pkg", ["pnpm (Recommended)"]),
+        Item("checks"),
+        Item("notes", custom="later"),
+    )
+
+
+def test_goto_refuses_a_question_the_batch_does_not_have() -> None:
+    batch = flow(pkg_question(), CHECKS)
+    batch.back()
+    assert batch.notice == FIRST_QUESTION
+    for index in (-1, 3):
+        with pytest.raises(IndexError, match=f"^there is no question {index} in this batch$"):
+            batch.goto(index)
+
+
+def test_a_single_question_and_review_false_send_at_once() -> None:
+    single = flow()
+    single.enter()
+    assert (single.done, single.reviewing) == (True, False)
+    direct = flow(pkg_question(), NOTES, review=False)
+    direct.enter()
+    direct.submit_text()
+    assert direct.done
+    assert direct.answer().answers == (Item("pkg", ["pnpm (Recommended)"]), Item("notes"))
+    direct = flow(pkg_question(), NOTES, review=False)
+    direct.forward()
+    direct.forward()  # no review step to go to
+    assert (direct.index, direct.reviewing) == (1, False)
