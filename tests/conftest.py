@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import AsyncIterator
+
 import pytest
 from hypothesis import HealthCheck, settings
+from playwright.async_api import Browser, Page, async_playwright
 
 from interaction import AskUserQuestionRequest
+from interaction.relay import Relay
+from interaction.web import WebServer
 
 from .helpers import pkg_question
+from .web_helpers import served
 
 pytest_plugins = ["pytester"]
 
@@ -23,3 +31,39 @@ settings.load_profile("interaction")
 @pytest.fixture
 def request_one() -> AskUserQuestionRequest:
     return AskUserQuestionRequest([pkg_question()])
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HAVE_CHROMIUM = os.path.exists(CHROMIUM)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if not HAVE_CHROMIUM:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is required under CI: .ci/run installs it")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        await launched.close()
+
+
+@pytest.fixture
+async def site(browser: Browser) -> AsyncIterator[tuple[Relay, WebServer, Page]]:
+    async with served() as (relay, server):
+        page = await browser.new_page()
+        page.on("dialog", lambda dialog: pytest.fail(f"the page opened a dialog: {dialog.message}"))
+        await page.goto(server.url)
+        yield relay, server, page
+        await page.close()

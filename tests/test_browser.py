@@ -1,6 +1,7 @@
 """The answering page in a real browser: Debian's chromium, driven by Playwright.
 
-Locally these tests skip when /usr/bin/chromium is missing; under CI they fail instead.
+The ``browser`` and ``site`` fixtures live in conftest.py: locally they skip when
+/usr/bin/chromium is missing; under CI they fail instead.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, cast
 
 import pytest
-from playwright.async_api import Browser, Page, Route, async_playwright
+from playwright.async_api import Browser, Page, Route
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -37,42 +38,8 @@ from interaction.web._app import WebApp
 from .helpers import CHECKS, NOTES
 from .web_helpers import served
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-HAVE_CHROMIUM = os.path.exists(CHROMIUM)
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 Item = AskUserQuestionAnswerItem
 Option = AskUserQuestionOption
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    if not HAVE_CHROMIUM:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is required under CI: .ci/run installs it")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        await launched.close()
-
-
-@pytest.fixture
-async def site(browser: Browser) -> AsyncIterator[tuple[Relay, WebServer, Page]]:
-    async with served() as (relay, server):
-        page = await browser.new_page()
-        page.on("dialog", lambda dialog: pytest.fail(f"the page opened a dialog: {dialog.message}"))
-        await page.goto(server.url)
-        yield relay, server, page
-        await page.close()
 
 
 def asking(*questions: AskUserQuestionItem) -> asyncio.Task[AskUserQuestionAnswer]:

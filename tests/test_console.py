@@ -72,7 +72,7 @@ async def test_prints_header_question_detail_and_numbered_options() -> None:
         "     fast\n"
         "     strict\n"
         "  2. npm\n"
-        "  3. Other (type your own answer)\n"
+        "  3. Other…\n"
         "Choose 1-3, or type an answer of your own (an empty line skips).\n"
         "> "
     )
@@ -101,7 +101,7 @@ async def test_single_select_takes_a_number_a_label_or_text_of_ones_own(
 async def test_a_number_out_of_range_re_prompts_with_one_message_for_both_kinds() -> None:
     _, screen = await run_console("9\n2\n")
     assert "There is no option 9: the options are numbered 1-4.\n> " in screen
-    assert "  4. Other (type your own answer)\n" in screen
+    assert "  4. Other…\n" in screen
     _, screen = await run_console("1 9\n2\n", MULTI)
     assert "There is no option 9: the options are numbered 1-4.\n> " in screen
 
@@ -138,7 +138,7 @@ async def test_multi_select_bad_input_re_prompts() -> None:
     assert (
         "Not understood: 'x'. Enter numbers from 1 to 4, separated by commas or spaces.\n" in screen
     )
-    assert "  4. Other (type your own answer)\n" in screen
+    assert "  4. Other…\n" in screen
 
 
 async def test_an_option_less_question_takes_free_text() -> None:
@@ -180,10 +180,10 @@ async def test_a_plan_review_is_titled_and_marks_the_approving_option() -> None:
         options=[Option("Revise"), Option("Approve")],
         intent=PlanReviewIntent("Approve"),
     )
-    answer, screen = await run_console("2\n", question)
+    answer, screen = await run_console("1\n", question)
     assert answer == AskUserQuestionAnswer([Item("plan", ["Approve"])])
     assert "── Plan review ──\n" in screen
-    assert "  2. Approve [approves the plan]\n" in screen
+    assert "  1. Approve [approves the plan]\n  2. Revise\n" in screen  # as every UI orders it
 
 
 async def test_model_text_never_reaches_the_terminal_as_control_sequences() -> None:

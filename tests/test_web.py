@@ -26,6 +26,7 @@ from interaction import (
     ask,
     provide,
 )
+from interaction.display import present
 from interaction.relay import (
     RELAY_UNAVAILABLE,
     PendingQuestion,
@@ -245,6 +246,7 @@ async def test_list_answer_and_forgeries_over_http() -> None:
                         ]
                     },
                     "planReview": False,
+                    "view": present(AskUserQuestionRequest([SINGLE])).to_json(),
                 }
             ]
         }
@@ -273,6 +275,19 @@ async def test_list_answer_and_forgeries_over_http() -> None:
         assert late.json()["error"]["code"] == "NOT_PENDING"
         answer = await asking
     assert answer.answers[0].selected == ("npm",)
+
+
+async def test_typed_text_naming_an_option_is_that_option_as_in_every_ui() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        posted = await http.post(
+            f"/api/questions/{qid}/answer",
+            json={"answers": [{"id": "pkg", "selected": [], "custom": "  NPM "}]},
+        )
+        assert posted.json() == {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+        answer = await asking
+    assert answer.answers == (AskUserQuestionAnswerItem("pkg", ["npm"]),)
 
 
 async def test_cancel_over_http_and_late_answers() -> None:

@@ -1,11 +1,12 @@
 """A line-based provider over any pair of text streams: stdlib only, the embedded default.
 
-Each question is printed with its header, detail and numbered options, and one more
-numbered entry, "Other", for an answer of one's own. Single-select takes a number, a label,
-or any other text as the answer of one's own; multi-select takes numbers separated by
-commas or spaces; an empty line skips. End of input is ``ASK_CANCELLED`` ("input ended").
-Model text is printed with every control character shown as a visible escape, so no
-escape sequence reaches the terminal.
+It drives the shared :class:`~interaction.flow.BatchFlow`, one reply per question: each
+question is printed from the display model with its header, detail and numbered options,
+and one more numbered entry, "Other…", for an answer of one's own. Single-select takes a
+number, a label, or any other text as the answer of one's own (text naming an option
+selects it, as in every UI); multi-select takes numbers separated by commas or spaces; an
+empty line skips. End of input is ``ASK_CANCELLED`` ("input ended"). Model text arrives
+escaped from the display model, so no escape sequence reaches the terminal.
 """
 
 from __future__ import annotations
@@ -22,17 +23,13 @@ from typing import Final, TextIO
 
 from ._core import (
     AskUserQuestionAnswer,
-    AskUserQuestionAnswerItem,
-    AskUserQuestionItem,
     AskUserQuestionRequest,
     ErrorCode,
-    PlanReviewIntent,
     UserInteractionError,
     escape_controls,
-    is_plan_review,
-    label_key,
-    split_recommended,
 )
+from .display import QuestionView
+from .flow import BatchFlow
 
 __all__ = ["INPUT_ENDED", "ConsoleProvider", "input_ended"]
 
@@ -73,41 +70,36 @@ class ConsoleProvider:
         async with self._turn:
             if self._reader is None or self._reader.stream is not self.input:
                 self._reader = _LineReader(self.input)
-            plan = is_plan_review(request)
-            total = len(request.questions)
-            items = []
-            for number, question in enumerate(request.questions, start=1):
-                self._show(question, number, total, plan=plan)
-                items.append(await self._answer(question))
-            return AskUserQuestionAnswer(items)
+            # A line-based UI has no review screen: each reply answers its question.
+            flow = BatchFlow(request, review=False)
+            while not flow.done:
+                self._show(flow)
+                await self._answer(flow)
+            return flow.answer()
 
     def _write(self, text: str) -> None:
         self.output.write(text)
         self.output.flush()
 
-    def _show(self, question: AskUserQuestionItem, number: int, total: int, *, plan: bool) -> None:
-        title = "Plan review" if plan else f"Question {number}/{total}"
+    def _show(self, flow: BatchFlow) -> None:
+        question = flow.question  # the display model: every model string already escaped
+        plan = flow.plan_review
+        title = "Plan review" if plan else f"Question {flow.index + 1}/{len(flow.questions)}"
         if question.header:
-            title += f" · {escape_controls(question.header, keep_newlines=False)}"
-        lines = ["", f"── {title} ──", escape_controls(question.question)]
+            title += f" · {question.header}"
+        lines = ["", f"── {title} ──", question.question]
         if question.detail:
-            lines.extend(f"  │ {line}" for line in escape_controls(question.detail).splitlines())
-        approve = question.intent.approve if isinstance(question.intent, PlanReviewIntent) else None
-        for index, option in enumerate(question.options, start=1):
-            text, recommended = split_recommended(
-                escape_controls(option.label, keep_newlines=False)
-            )
+            lines.extend(f"  │ {line}" for line in question.detail.splitlines())
+        for number, option in enumerate(question.options, start=1):
             marks = [
-                " [recommended]" if recommended else "",
-                " [approves the plan]" if plan and option.label == approve else "",
+                " [recommended]" if option.recommended else "",
+                " [approves the plan]" if option.primary else "",
             ]
-            lines.append(f"  {index}. {text}{''.join(marks)}")
+            lines.append(f"  {number}. {option.text}{''.join(marks)}")
             if option.description:
-                lines.extend(
-                    f"     {line}" for line in escape_controls(option.description).splitlines()
-                )
-        if question.options:
-            lines.append(f"  {len(question.options) + 1}. Other (type your own answer)")
+                lines.extend(f"     {line}" for line in option.description.splitlines())
+        if question.other:
+            lines.append(f"  {len(question.options) + 1}. {question.other}")
         lines.append(_hint(question))
         self._write("\n".join(lines) + "\n")
 
@@ -120,25 +112,26 @@ class ConsoleProvider:
             raise input_ended()
         return line.strip()
 
-    async def _answer(self, question: AskUserQuestionItem) -> AskUserQuestionAnswerItem:
+    async def _answer(self, flow: BatchFlow) -> None:
+        question = flow.question
         while True:
             reply = await self._prompt()
-            if not reply:
-                return AskUserQuestionAnswerItem(question.id)
-            if not question.options:
-                return AskUserQuestionAnswerItem(question.id, custom=reply)
+            if not reply or not question.options:
+                flow.answer_with(text=reply)
+                return
             parse = _parse_multi if question.multi_select else _parse_single
             result = parse(question, reply)
             if isinstance(result, str):
                 self._write(f"{result}\n")
                 continue
-            labels, custom, wants_other = result
+            labels, text, wants_other = result
             if wants_other:
-                custom = await self._prompt("Your answer: ") or None
-            return AskUserQuestionAnswerItem(question.id, labels, custom)
+                text = await self._prompt("Your answer: ")
+            flow.answer_with(labels, text)
+            return
 
 
-def _hint(question: AskUserQuestionItem) -> str:
+def _hint(question: QuestionView) -> str:
     count = len(question.options)
     if not count:
         return "Type your answer (an empty line skips)."
@@ -153,10 +146,10 @@ def _no_option(token: str, count: int) -> str:
 
 
 _Parsed = tuple[tuple[str, ...], str | None, bool] | str
-"""Selected labels, a custom answer and whether to ask for one; or a re-prompt message."""
+"""Labels chosen, text typed as one's own and whether to ask for it; or a re-prompt message."""
 
 
-def _parse_single(question: AskUserQuestionItem, reply: str) -> _Parsed:
+def _parse_single(question: QuestionView, reply: str) -> _Parsed:
     count = len(question.options)
     if reply.isdecimal():
         number = int(reply)
@@ -165,21 +158,18 @@ def _parse_single(question: AskUserQuestionItem, reply: str) -> _Parsed:
         if number == count + 1:
             return (), None, True
         return _no_option(reply, count)
-    key = label_key(reply)
-    for option in question.options:
-        if label_key(option.label) == key:
-            return (option.label,), None, False
-    return (), reply, False
+    return (), reply, False  # naming an option selects it: the flow's one rule
 
 
-def _parse_multi(question: AskUserQuestionItem, reply: str) -> _Parsed:
+def _parse_multi(question: QuestionView, reply: str) -> _Parsed:
     count = len(question.options)
     chosen: list[str] = []
     wants_other = False
     for token in filter(None, _SEPARATORS.split(reply)):
         if not token.isdecimal():
+            shown = escape_controls(token, keep_newlines=False)
             return (
-                f"Not understood: {escape_controls(token, keep_newlines=False)!r}."
+                f"Not understood: {shown!r}."
                 f" Enter numbers from 1 to {count + 1}, separated by commas or spaces."
             )
         number = int(token)

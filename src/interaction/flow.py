@@ -237,6 +237,17 @@ class BatchFlow:
         else:
             self.notice = TYPE_OR_SKIP
 
+    def answer_with(self, selected: Sequence[str] = (), text: str | None = None) -> None:
+        """Answer the current question at once from labels chosen and text typed.
+
+        For a UI that reads a whole reply at a time (the console, a form); the item follows
+        the same rule as every other path (:func:`interaction.answer_item`), and nothing at
+        all is a skip.
+        """
+        self._reset()
+        if not self.reviewing:
+            self._finish(self._item(selected, text))
+
     # ------------------------------------------------------------------ the batch
 
     def skip(self) -> None:

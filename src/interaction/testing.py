@@ -17,6 +17,7 @@ from ._core import (
     AskUserQuestionItem,
     AskUserQuestionRequest,
     answer_item,
+    label_key,
 )
 
 __all__ = ["BlockingProvider", "Script", "ScriptedAnswer", "ScriptedProvider"]
@@ -26,8 +27,10 @@ ScriptedAnswer: TypeAlias = str | Sequence[str] | AskUserQuestionAnswerItem | No
 
 A string is what the user typed as their own answer, under the rule every UI follows
 (:func:`interaction.answer_item`): it selects the option it names (compared by
-``label_key``), else it is the custom answer, and blank is a skip; a list of strings
-selects those labels; an item is returned as it is; ``None`` skips.
+``label_key``), else it is the custom answer, and blank is a skip. A list of strings is
+what the user chose and typed: each one naming an option selects it, in order, and the
+one that names none is the custom answer (two such strings are a scripting error). An
+item is returned as it is; ``None`` skips.
 """
 
 Script: TypeAlias = (
@@ -79,7 +82,14 @@ def _scripted_item(
         return AskUserQuestionAnswerItem(question.id)
     if isinstance(scripted, str):  # typed as the user's own answer, as in every UI
         return answer_item(question, text=scripted)
-    return AskUserQuestionAnswerItem(question.id, tuple(scripted))
+    labels = {label_key(option.label): option.label for option in question.options}
+    chosen = [labels[key] for key in map(label_key, scripted) if key in labels]
+    typed = [text for text in scripted if label_key(text) not in labels]
+    if len(typed) > 1:
+        raise ValueError(
+            f"the script for question {question.id!r} types two answers of its own: {typed!r}"
+        )
+    return answer_item(question, chosen, typed[0] if typed else None)
 
 
 class BlockingProvider:

@@ -18,7 +18,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._core import ErrorCode, UserInteractionError, is_plan_review
+from .._core import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    answer_item,
+    is_plan_review,
+)
+from ..display import present
 from ..relay import (
     NOT_PENDING,
     RELAY_UNAVAILABLE,
@@ -59,12 +67,31 @@ _WHY: Final = {
 
 
 def question_json(question: PendingQuestion) -> dict[str, object]:
-    """A pending question as the page and API clients receive it."""
+    """A pending question as the page and API clients receive it.
+
+    ``request`` is the wire request; ``view`` its display model
+    (:meth:`interaction.display.RequestView.to_json`), which is all the page draws.
+    """
     return {
         "id": question.id,
         "request": encode_request(question.request),
         "planReview": is_plan_review(question.request),
+        "view": present(question.request).to_json(),
     }
+
+
+def as_typed(
+    request: AskUserQuestionRequest, answer: AskUserQuestionAnswer
+) -> AskUserQuestionAnswer:
+    """A checked answer from the page or a client, under the seam's one answer rule.
+
+    Custom text that names an option selects that option (:func:`interaction.answer_item`),
+    as typing it does in every other UI.
+    """
+    questions = {question.id: question for question in request.questions}
+    return AskUserQuestionAnswer(
+        [answer_item(questions[i.id], i.selected, i.custom) for i in answer.answers]
+    )
 
 
 def _sse(kind: str, data: object, event_id: str | None = None) -> str:
@@ -324,7 +351,7 @@ class WebApp:
             if question is None:
                 return self._not_pending(question_id, None)
             decoded = decode_answer(await self._read_json(request), question.request)
-            checked = await self.relay.submit(question_id, decoded)
+            checked = await self.relay.submit(question_id, as_typed(question.request, decoded))
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)

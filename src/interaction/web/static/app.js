@@ -7,7 +7,10 @@
   if (new URLSearchParams(location.search).has("token")) {
     history.replaceState(null, "", location.pathname);
   }
-  const questions = new Map(); // relay id -> {id, request, planReview}
+  // relay id -> {id, request, planReview, view}: the page draws only `view`, the display
+  // model the server built (model text escaped, the recommended badge split off, the
+  // plan's approve option first and marked primary, the one wording for "Other").
+  const questions = new Map();
   const main = document.getElementById("main");
   const statusLine = document.getElementById("status");
   const notice = document.getElementById("notice");
@@ -80,9 +83,9 @@
   const loadDraft = (entry) => {
     try {
       const saved = JSON.parse(localStorage.getItem(draftKey(entry.id)) || "null");
-      if (saved && Array.isArray(saved.items) && saved.items.length === entry.request.questions.length) return saved;
+      if (saved && Array.isArray(saved.items) && saved.items.length === entry.view.questions.length) return saved;
     } catch (_) { /* a broken draft is dropped */ }
-    return { index: 0, items: entry.request.questions.map(() => ({ selected: [], custom: "" })) };
+    return { index: 0, items: entry.view.questions.map(() => ({ selected: [], custom: "" })) };
   };
   const saveDraft = (id, draft) => {
     try { localStorage.setItem(draftKey(id), JSON.stringify(draft)); } catch (_) { /* full: kept in memory */ }
@@ -102,7 +105,7 @@
     aborted: "was withdrawn by the agent",
   };
   const titleOf = (entry) => {
-    const q = entry && entry.request.questions[0];
+    const q = entry && entry.view.questions[0];
     return q ? "“" + (q.header || q.question).slice(0, 80) + "”" : "The question";
   };
   let noticeTimer = null;
@@ -179,21 +182,13 @@
   };
 
   // ---- rendering
-  const split = (label) => {
-    const trimmed = label.trimEnd();
-    if (trimmed.endsWith("(Recommended)") && trimmed.length > 13) {
-      return [trimmed.slice(0, -13).trimEnd(), true];
-    }
-    return [label, false];
-  };
-  const labelNode = (label) => {
-    const [text, recommended] = split(label);
-    return el("span", { class: "label" }, document.createTextNode(text),
-      recommended ? el("span", { class: "badge", text: "Recommended" }) : null);
-  };
+  const labelNode = (option) => el("span", { class: "label" }, document.createTextNode(option.text),
+    option.recommended ? el("span", { class: "badge", text: "Recommended" }) : null);
   const kbd = (text) => el("kbd", { text });
+  // What the user did, as the server takes it; the server turns text that names an
+  // option into that option (the seam's one answer rule), so the page need not.
   const answerOf = (entry, draft) => ({
-    answers: entry.request.questions.map((q, i) => {
+    answers: entry.view.questions.map((q, i) => {
       const item = { id: q.id, selected: draft.items[i].selected.slice() };
       const custom = draft.items[i].custom.trim();
       if (custom) {
@@ -216,9 +211,9 @@
   let choose = null; // what a digit key does
 
   const renderPlan = (entry) => {
-    const q = entry.request.questions[0];
-    const approve = q.intent.approve;
-    const others = (q.options || []).filter((o) => o.label !== approve);
+    const q = entry.view.questions[0];
+    const approve = q.options.find((o) => o.primary);
+    const others = q.options.filter((o) => !o.primary);
     const titleId = "title-" + entry.id;
     const plan = markdown(q.detail || "", { class: "detail plan-body", tabindex: "0", role: "region", "aria-label": "The plan" });
     const card = el("section", { class: "card plan", "data-testid": "plan-review", "aria-labelledby": titleId },
@@ -230,10 +225,10 @@
     const send = (label) => () => settle(entry, `/api/questions/${entry.id}/answer`,
       { answers: [{ id: q.id, selected: [label] }] });
     const approveButton = el("button", { class: "primary", "data-testid": "approve", "data-autofocus": "" }, labelNode(approve));
-    approveButton.addEventListener("click", send(approve));
+    approveButton.addEventListener("click", send(approve.label));
     actions.append(approveButton);
     for (const option of others) {
-      const button = el("button", { "data-testid": "decline" }, labelNode(option.label));
+      const button = el("button", { "data-testid": "decline" }, labelNode(option));
       button.addEventListener("click", send(option.label));
       actions.append(button);
     }
@@ -250,9 +245,9 @@
 
   const renderGeneric = (entry) => {
     const draft = loadDraft(entry);
-    const total = entry.request.questions.length;
+    const total = entry.view.questions.length;
     const index = Math.min(draft.index, total - 1);
-    const q = entry.request.questions[index];
+    const q = entry.view.questions[index];
     const item = draft.items[index];
     const store = () => saveDraft(entry.id, draft);
     const titleId = "title-" + entry.id + "-" + index;
@@ -262,7 +257,7 @@
       q.detail ? markdown(q.detail) : null);
     const options = el("div", { class: "options", role: q.multiSelect ? "group" : "radiogroup", "aria-labelledby": titleId });
     const inputs = [];
-    (q.options || []).forEach((option, n) => {
+    q.options.forEach((option, n) => {
       const input = el("input", { type: q.multiSelect ? "checkbox" : "radio", name: "choice", value: String(n) });
       input.checked = item.selected.includes(option.label);
       input.addEventListener("change", () => {
@@ -278,13 +273,14 @@
       });
       inputs.push(input);
       const row = el("label", { class: "option", "data-testid": "option" }, input,
-        el("span", { class: "text" }, labelNode(option.label),
+        el("span", { class: "text" }, labelNode(option),
           option.description ? el("span", { class: "description", text: option.description }) : null),
         n < 9 ? el("kbd", { class: "key", "aria-hidden": "true", text: String(n + 1) }) : null);
       options.append(row);
     });
     if (inputs.length) card.append(options);
-    const other = el("input", { type: "text", "data-testid": "other", "aria-label": inputs.length ? "Other (your own answer)" : "Your answer", autocomplete: "off" });
+    const otherName = q.other || "Your answer"; // null: a free-text question, the field is the answer
+    const other = el("input", { type: "text", "data-testid": "other", "aria-label": otherName, autocomplete: "off" });
     other.value = item.custom;
     other.addEventListener("input", () => {
       item.custom = other.value;
@@ -298,7 +294,7 @@
       if (event.key === "Enter" && !event.isComposing) { event.preventDefault(); forward(); }
     });
     card.append(el("label", { class: "other" },
-      el("span", { text: inputs.length ? "Other (your own answer)" : "Your answer" }), other));
+      el("span", { text: otherName }), other));
     card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
     const button = (text, testid, onClick, isPrimary = false) => {
@@ -340,7 +336,7 @@
       shortcuts.replaceChildren();
       return;
     }
-    main.append(entry.planReview ? renderPlan(entry) : renderGeneric(entry));
+    main.append(entry.view.planReview ? renderPlan(entry) : renderGeneric(entry));
     main.append(el("p", { class: "queue", "data-testid": "queue" }));
     updateQueue();
     main.scrollTop = 0;
