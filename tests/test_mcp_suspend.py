@@ -12,6 +12,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.context import ClientRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from mcp.server.request_state import RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
@@ -21,6 +22,7 @@ from interaction import ErrorCode, UserInteractionError
 from interaction.mcp import (
     ElicitationProvider,
     InputRequiredBridge,
+    InteractiveMCPServer,
     elicitation_callback,
     interactive,
 )
@@ -294,7 +296,8 @@ async def test_without_the_bridge_or_the_capability_it_is_no_provider_saying_wha
     assert unwrapped == (
         "error:NO_PROVIDER:the MCP client cannot answer questions pushed during a tool call:"
         " it speaks protocol 2026-07-28 or later, where a server asks through an"
-        " input-required result; serve the tool with @interaction.mcp.interactive"
+        " input-required result; serve it from an interaction.mcp.InteractiveMCPServer"
+        " (or with @interaction.mcp.interactive)"
     )
     assert incapable == (
         "error:NO_PROVIDER:the MCP client cannot answer questions:"
@@ -385,3 +388,83 @@ async def test_a_client_that_cannot_be_asked_is_no_provider_naming_what_it_lacks
     with interaction.provide(provider), pytest.raises(UserInteractionError) as caught:
         await interaction.confirm("Go?")
     assert (caught.value.code, caught.value.message) == (ErrorCode.NO_PROVIDER, message)
+
+
+def make_interactive_server(*, plain: bool = False) -> InteractiveMCPServer:
+    """Plain tool code, no decorator: the server makes the asks work on 2026-07-28."""
+    security = RequestStateSecurity(codec=PlainCodec()) if plain else None
+    server = InteractiveMCPServer("releaser", request_state_security=security)
+    runs: list[str] = []
+
+    @server.tool()
+    async def release(version: str, ctx: Context) -> str:
+        runs.append(version)
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            if not await interaction.confirm(f"Publish {version}?"):
+                return "not published"
+            name = await interaction.ask_text("Release name?")
+        return json.dumps({"name": name, "runs": len(runs)})
+
+    @server.tool()
+    @interactive
+    async def wrapped(ctx: Context) -> str:
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            return str(await interaction.ask_text("Release name?"))
+
+    @server.tool()
+    async def broken(ctx: Context) -> str:
+        raise RuntimeError("a bug in the tool")
+
+    return server
+
+
+@pytest.mark.parametrize(("mode", "runs"), [("auto", 3), ("legacy", 1)])
+async def test_an_interactive_server_runs_plain_tools_on_both_generations(
+    mode: str, runs: int
+) -> None:
+    provider = ScriptedProvider({"confirm": "Yes", "text": "Nova"})
+    callback = elicitation_callback(provider)
+    server = make_interactive_server()
+    async with Client(server, mode=mode, elicitation_callback=callback) as client:
+        released = json.loads(text_of(await client.call_tool("release", {"version": "2.0"})))
+        wrapped = text_of(await client.call_tool("wrapped", {}))
+        broken = await client.call_tool("broken", {})
+    assert released == {"name": "Nova", "runs": runs}
+    assert wrapped == "Nova"  # one round owns the state: no "already used" from a second
+    assert broken.is_error
+    assert text_of(broken) == "Error executing tool broken"
+    assert [r.questions[0].question for r in provider.requests] == [
+        "Publish 2.0?",
+        "Release name?",
+        "Release name?",
+    ]
+
+
+async def test_an_interactive_server_answers_with_an_input_required_result_per_ask() -> None:
+    async with Client(make_interactive_server(plain=True), elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool(
+            "release", {"version": "2.0"}, allow_input_required=True
+        )
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        assert first.input_requests is not None
+        assert list(first.input_requests) == ["ask1"]
+        assert first.request_state is not None
+        with pytest.raises(MCPError) as forged:
+            await client.session.call_tool(
+                "release",
+                {"version": "2.0"},
+                input_responses={
+                    "ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
+                },
+                request_state=forge(first.request_state, tamper_answer),
+                allow_input_required=True,
+            )
+    assert forged.value.error.message == (
+        "the request state is not one this server issued for this tool call"
+    )
+    assert forged.value.error.data == {"code": "BAD_REQUEST"}
+
+
+async def test_an_interactive_server_called_directly_raises_as_mcpserver_does() -> None:
+    with pytest.raises(UnexpectedToolError, match=r"^Error executing tool broken$"):
+        await make_interactive_server().call_tool("broken", {})

@@ -2,7 +2,8 @@
 
 - Server side (:mod:`interaction.mcp._server`): :class:`ElicitationProvider` asks the
   connected client through MCP form elicitation, pushed on legacy connections
-  (``elicitation/create``).
+  (``elicitation/create``); on 2026-07-28 ones :class:`InteractiveMCPServer` (or
+  ``@interactive`` on one tool) turns the asks into input-required rounds.
 - Client side (:mod:`interaction.mcp._client`): :func:`elicitation_callback` answers a
   server's form elicitation with the provider active in context (terminal, console, web
   relay): pass it as an MCP client's ``elicitation_callback``.
@@ -28,7 +29,7 @@ from ._server import (
     form_to_answer,
     request_to_form,
 )
-from ._suspend import InputRequiredBridge, interactive
+from ._suspend import InputRequiredBridge, InteractiveMCPServer, interactive
 
 __all__ = [
     "ELICITATION_VERSION",
@@ -39,6 +40,7 @@ __all__ = [
     "ElicitationProvider",
     "FormField",
     "InputRequiredBridge",
+    "InteractiveMCPServer",
     "elicitation_callback",
     "form_to_answer",
     "interactive",

@@ -59,7 +59,7 @@ NO_BACK_CHANNEL: Final = (
 NOT_SUSPENDABLE: Final = (
     f"the MCP client cannot answer questions pushed during a tool call: it speaks protocol"
     f" {INPUT_REQUIRED_VERSION} or later, where a server asks through an input-required result;"
-    " serve the tool with @interaction.mcp.interactive"
+    " serve it from an interaction.mcp.InteractiveMCPServer (or with @interaction.mcp.interactive)"
 )
 
 

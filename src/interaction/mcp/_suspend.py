@@ -1,11 +1,13 @@
 """2026-07-28: a tool's asks suspended into input-required results, then resumed.
 
 On a 2026-07-28 connection a server cannot push ``elicitation/create`` during a tool call.
-A tool served with :func:`interactive` answers instead with an ``InputRequiredResult``
-that carries the elicitation form and a ``request_state``; when the client calls again
-with the user's response, the tool runs again from its top under
-``interaction.resume(...)``: the asks it already made get their stored answers, the one
-that was pending gets the client's response, and the next new ask suspends again.
+A tool served by :class:`InteractiveMCPServer` (every tool, its code unchanged) or wrapped
+with :func:`interactive` answers instead with an ``InputRequiredResult`` that carries the
+elicitation form and a ``request_state``; when the client calls again with the user's
+response, the tool runs again from its top under ``interaction.resume(...)``: the asks it
+already made get their stored answers, the one that was pending gets the client's
+response, and the next new ask suspends again. On older connections the tool runs once
+and the provider pushes, as before.
 
 The ``request_state`` is the answers so far, signed with HMAC-SHA256 under a key only the
 server holds, bound to the tool and its arguments, with an expiry and a single-use nonce:
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
 
 import mcp.types as mcp_types
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 from .._core import (
@@ -55,7 +57,7 @@ from ._server import (
     supports_form_elicitation,
 )
 
-__all__ = ["InputRequiredBridge", "interactive"]
+__all__ = ["InputRequiredBridge", "InteractiveMCPServer", "interactive"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -214,21 +216,23 @@ class InputRequiredBridge:
             ctx = next((v for v in (*args, *kwargs.values()) if isinstance(v, Context)), None)
             if ctx is None:
                 raise TypeError(NO_CONTEXT)
-            version = ctx.protocol_version or ""
-            if version < INPUT_REQUIRED_VERSION:
-                return await tool(*args, **kwargs)  # legacy: the provider pushes
-            return await self._round(ctx, version, tool, *args, **kwargs)
+            return await self.run(ctx, lambda: tool(*args, **kwargs))
 
         return wrapper
 
+    async def run(
+        self, ctx: Context[Any, Any], call: Callable[[], Awaitable[R]]
+    ) -> R | mcp_types.InputRequiredResult:
+        """One tool call, ``call()``: as it is on a legacy connection, in rounds on 2026-07-28."""
+        version = ctx.protocol_version or ""
+        if version < INPUT_REQUIRED_VERSION or ACTIVE_ROUND.get() is not None:
+            # Legacy: the provider pushes. Already in a round (an @interactive tool on an
+            # InteractiveMCPServer): that round owns the state.
+            return await call()
+        return await self._round(ctx, version, call)
+
     async def _round(
-        self,
-        ctx: Context[Any, Any],
-        version: str,
-        tool: Callable[P, Awaitable[R]],
-        /,
-        *args: P.args,
-        **kwargs: P.kwargs,
+        self, ctx: Context[Any, Any], version: str, call: Callable[[], Awaitable[R]]
     ) -> R | mcp_types.InputRequiredResult:
         try:
             state = self.open(ctx)
@@ -251,8 +255,11 @@ class InputRequiredBridge:
         token = ACTIVE_ROUND.set(suspension)
         try:
             with resume(state.answers):
-                return await tool(*args, **kwargs)
-        except AskSuspended as suspended:
+                return await call()
+        except Exception as exc:
+            suspended = _suspension(exc)
+            if suspended is None:
+                raise
             request = suspended.request
             message, schema, _ = request_to_form(request, version)
             answers = [*state.answers, *suspension.collected]
@@ -268,5 +275,42 @@ class InputRequiredBridge:
             ACTIVE_ROUND.reset(token)
 
 
+def _suspension(exc: BaseException) -> AskSuspended | None:
+    """The ask that suspended, also when the SDK wrapped it (``UnexpectedToolError``)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, AskSuspended):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return None
+
+
 interactive: Final = InputRequiredBridge()
 """The default bridge, under a key made when the process starts: ``@interactive``."""
+
+
+class InteractiveMCPServer(MCPServer[Any]):
+    """An ``MCPServer`` whose every tool can ask, on both protocol generations, unchanged.
+
+    Tools are written and registered as on ``MCPServer``; a tool that asks through
+    :class:`ElicitationProvider` pushes its questions on legacy connections and answers
+    in input-required rounds on 2026-07-28 ones. ``bridge`` signs the request state (by
+    default :data:`interactive`, under a key made when the process starts; servers behind
+    several workers pass an :class:`InputRequiredBridge` with a shared key).
+    """
+
+    def __init__(
+        self, *args: Any, bridge: InputRequiredBridge = interactive, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.bridge = bridge
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        if context is None:  # a direct call, as the SDK's own tests make: no connection
+            return await super().call_tool(name, arguments)
+        run = super().call_tool
+        return await self.bridge.run(context, lambda: run(name, arguments, context))
