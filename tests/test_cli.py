@@ -84,8 +84,8 @@ def test_bad_input_exits_2_with_the_message_on_stderr(tmp_path: Path) -> None:
     path.write_text('{"questions": [{"id": 1}]}')
     result = run("ask", str(path))
     assert result.returncode == 2
-    assert (
-        result.stderr == "interaction: questions[0].id: expected a string, got int (BAD_REQUEST)\n"
+    assert result.stderr == (
+        "interaction: questions[0].id: expected a string, got number (BAD_REQUEST)\n"
     )
     empty = tmp_path / "empty.json"
     empty.write_text('{"questions": []}')

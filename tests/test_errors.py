@@ -6,6 +6,7 @@ import pickle
 import pytest
 
 from interaction import ErrorCode, HarnessError, UserInteractionError
+from interaction._errors import json_type, type_name
 
 
 def test_codes_are_the_documented_set() -> None:
@@ -60,3 +61,22 @@ def test_pickle_and_copy_keep_message_code_and_path(error: HarnessError) -> None
         assert clone.to_dict() == error.to_dict()
         assert getattr(clone, "path", None) == getattr(error, "path", None)
         assert clone.args == error.args
+
+
+def test_what_a_model_or_wire_client_sent_is_named_by_its_json_type() -> None:
+    class Mapping(dict[str, object]):
+        pass
+
+    named = [json_type(v) for v in (None, True, 3, 2.5, "x", [], {}, Mapping(), b"x")]
+    assert named == [
+        "null",
+        "boolean",
+        "number",
+        "number",
+        "string",
+        "array",
+        "object",
+        "object",
+        "bytes",
+    ]
+    assert type_name(None) == "None"  # what a Python caller built keeps Python's names

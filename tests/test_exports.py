@@ -36,6 +36,7 @@ INTERNAL_ONLY = {
     "SURROGATE",
     "check_caller",
     "check_questions",
+    "json_type",
     "questions_from_json",
     "thaw",
 }

@@ -292,11 +292,11 @@ async def test_a_batch_with_repeated_question_texts_is_refused_without_asking() 
         ({}, "AskUserQuestion: questions: expected an array, got null"),
         (
             {"questions": [{"question": 3}]},
-            "AskUserQuestion: questions[0].question: expected a string, got int",
+            "AskUserQuestion: questions[0].question: expected a string, got number",
         ),
         (
             {"questions": [{"question": "Q?", "multiSelect": "yes"}]},
-            "AskUserQuestion: questions[0].multiSelect: expected a boolean, got str",
+            "AskUserQuestion: questions[0].multiSelect: expected a boolean, got string",
         ),
         (
             {"questions": [{"question": "Q?", "options": [{"label": "a"}, {"label": "a"}]}]},

@@ -127,7 +127,7 @@ def test_the_booleans_of_a_2025_06_18_multi_select_give_its_selection() -> None:
         (
             "2025-06-18",
             {"checks__1": "yes"},
-            "elicitation content checks__1: expected a boolean, got str",
+            "elicitation content checks__1: expected a boolean, got string",
         ),
     ],
 )

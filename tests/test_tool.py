@@ -117,23 +117,23 @@ def test_what_models_commonly_emit_is_tolerated() -> None:
     ("arguments", "message"),
     [
         ("not json", "arguments: are not valid JSON"),
-        ([], "arguments: expected an object with questions, got an array"),
+        ([], "arguments: expected an object with questions, got array"),
         ({}, "questions: is required: pass an array of questions"),
-        ({"questions": "nope"}, "questions: expected an array of questions, got a string"),
+        ({"questions": "nope"}, "questions: expected an array of questions, got string"),
         (
             {"questions": "[oops"},
             "questions: expected an array of questions, got a string that is not JSON",
         ),
-        ({"questions": [3]}, "questions[0]: expected an object, got a number"),
+        ({"questions": [3]}, "questions[0]: expected an object, got number"),
         ({"questions": [{"question": "?"}]}, "questions[0].id: is required"),
         ({"questions": [{"id": "a", "question": " "}]}, "questions[0].question: must not be empty"),
         (
             {"questions": [{"id": "a", "question": "?", "options": [7]}]},
-            "questions[0].options[0]: expected an object with a label, got a number",
+            "questions[0].options[0]: expected an object with a label, got number",
         ),
         (
             {"questions": [{"id": "a", "question": "?", "multi_select": "yes"}]},
-            "questions[0].multi_select: expected true or false, got a string",
+            "questions[0].multi_select: expected a boolean, got string",
         ),
         (
             {"questions": [{"id": "a", "question": "?", "header": "h" * 41}]},
@@ -288,6 +288,6 @@ async def test_bad_arguments_render_as_an_error_result() -> None:
         result = await run_tool('{"questions": [{"id": 1}]}')
     assert result.error == {"name": "UserInteractionError", "code": "BAD_REQUEST"}
     assert result.content == (
-        "Error: ask_user_question: questions[0].id: expected a string, got a number."
+        "Error: ask_user_question: questions[0].id: expected a string, got number."
         " Fix the arguments and call ask_user_question again."
     )

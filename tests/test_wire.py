@@ -82,11 +82,11 @@ def test_invalid_documents_are_refused_by_schema_and_decoder(path: Path) -> None
         ("[]", "request: expected an object, got array"),
         ("{}", "questions: is required"),
         ('{"questions": null}', "questions: expected an array, got null"),
-        ('{"questions": [1]}', "questions[0]: expected an object, got int"),
+        ('{"questions": [1]}', "questions[0]: expected an object, got number"),
         ('{"questions": [{"question": "q"}]}', "questions[0].id: is required"),
         (
             '{"questions": [{"id": "a", "question": "?", "options": [{"label": 3}]}]}',
-            "questions[0].options[0].label: expected a string, got int",
+            "questions[0].options[0].label: expected a string, got number",
         ),
         (
             '{"questions": [{"id": "a", "question": "?"}, {"id": "a", "question": "?"}]}',
@@ -98,7 +98,7 @@ def test_invalid_documents_are_refused_by_schema_and_decoder(path: Path) -> None
         ),
         (
             '{"questions": [{"id": "a", "question": "?", "multiSelect": 1}]}',
-            "questions[0].multiSelect: expected a bool, got int",
+            "questions[0].multiSelect: expected a boolean, got number",
         ),
         (
             '{"questions": [{"id": "a", "question": "?", "intent": {"kind": ""}}]}',

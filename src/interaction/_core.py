@@ -13,7 +13,8 @@ and the relay share with ``ask()``:
   or ``None`` when the detailed decode must look closer;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
-- ``thaw``: a plain, mutable JSON copy of a frozen intent field.
+- ``thaw``: a plain, mutable JSON copy of a frozen intent field;
+- ``json_type``: the one name for the JSON type of what a model or wire client sent.
 """
 
 from ._abort import AbortController, AbortSignal
@@ -26,6 +27,7 @@ from ._errors import (
     HarnessError,
     UserInteractionError,
     cancelled_error,
+    json_type,
 )
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import (
@@ -98,6 +100,7 @@ __all__ = [
     "current_provider",
     "escape_controls",
     "is_plan_review",
+    "json_type",
     "label_key",
     "provide",
     "provide_agents",

@@ -128,8 +128,34 @@ DELEGATED_MESSAGE: Final = (
 
 
 def type_name(value: object) -> str:
-    """How a fault names the Python type it got: ``None``, ``int``, ``AskUserQuestionItem``."""
+    """How a fault names the Python type it got: ``None``, ``int``, ``AskUserQuestionItem``.
+
+    For values a Python caller built; what a model or a wire client sent is named by
+    :func:`json_type`.
+    """
     return "None" if value is None else type(value).__name__
+
+
+_JSON_TYPES: Final = {
+    type(None): "null",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
+def json_type(value: object) -> str:
+    """How a fault names the JSON type it got: ``null``, ``boolean``, ``number``, ``string``,
+    ``array``, ``object`` (subclasses too); anything else by its Python type."""
+    if name := _JSON_TYPES.get(type(value)):
+        return name
+    for kind, name in _JSON_TYPES.items():
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def fault(code: ErrorCode, path: str, problem: str) -> UserInteractionError:

@@ -23,6 +23,7 @@ from ._core import (
     ask,
     check_caller,
     check_questions,
+    json_type,
 )
 from .wire import JSONObject, dumps
 
@@ -173,22 +174,6 @@ def _fault(path: str, problem: str) -> UserInteractionError:
     )
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
     try:
         return json.loads(text)
@@ -216,7 +201,7 @@ def _array(value: object, path: str, what: str) -> list[object]:
         value = _loads(value, path, f"an array of {what}")
     value = _plain(value)
     if not isinstance(value, list):
-        raise _fault(path, f"expected an array of {what}, got {_kind(value)}")
+        raise _fault(path, f"expected an array of {what}, got {json_type(value)}")
     return value
 
 
@@ -225,7 +210,7 @@ def _text(data: Mapping[str, object], key: str, path: str, limit: int) -> str | 
     if value is None:
         return None
     if not isinstance(value, str):
-        raise _fault(f"{path}.{key}", f"expected a string, got {_kind(value)}")
+        raise _fault(f"{path}.{key}", f"expected a string, got {json_type(value)}")
     if len(value) > limit:
         raise _fault(f"{path}.{key}", f"is {len(value)} characters long; the limit is {limit}")
     return value
@@ -245,7 +230,7 @@ def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOpti
         value = {"label": value}
     value = _plain(value)
     if not isinstance(value, dict):
-        raise _fault(path, f"expected an object with a label, got {_kind(value)}")
+        raise _fault(path, f"expected an object with a label, got {json_type(value)}")
     label = _required_text(value, "label", path, limits.max_label)
     return AskUserQuestionOption(label, _text(value, "description", path, limits.max_description))
 
@@ -253,7 +238,7 @@ def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOpti
 def _question(value: object, path: str, limits: ToolLimits) -> AskUserQuestionItem:
     value = _plain(value)
     if not isinstance(value, dict):
-        raise _fault(path, f"expected an object, got {_kind(value)}")
+        raise _fault(path, f"expected an object, got {json_type(value)}")
     question_id = _required_text(value, "id", path, _MAX_ID)
     text = _required_text(value, "question", path, limits.max_question)
     options: list[AskUserQuestionOption] = []
@@ -269,7 +254,7 @@ def _question(value: object, path: str, limits: ToolLimits) -> AskUserQuestionIt
     if multi is None:
         multi = False
     if not isinstance(multi, bool):
-        raise _fault(f"{path}.{key}", f"expected true or false, got {_kind(multi)}")
+        raise _fault(f"{path}.{key}", f"expected a boolean, got {json_type(multi)}")
     return AskUserQuestionItem(
         id=question_id,
         question=text,
@@ -301,7 +286,7 @@ def request_from_arguments(
             raise _fault("arguments", "are not valid JSON") from None
     arguments = _plain(arguments)
     if not isinstance(arguments, dict):
-        raise _fault("arguments", f"expected an object with questions, got {_kind(arguments)}")
+        raise _fault("arguments", f"expected an object with questions, got {json_type(arguments)}")
     if "questions" not in arguments:
         raise _fault("questions", "is required: pass an array of questions")
     raw = _array(arguments["questions"], "questions", "questions")

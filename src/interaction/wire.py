@@ -30,6 +30,7 @@ from ._core import (
     UserInteractionError,
     check_answer,
     check_questions,
+    json_type,
     questions_from_json,
     thaw,
 )
@@ -112,20 +113,6 @@ def dumps(value: AskUserQuestionRequest | AskUserQuestionAnswer) -> str:
 # ---------------------------------------------------------------------------- decoding
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
-
-
 class _Decoder:
     def __init__(self, code: ErrorCode) -> None:
         self.code = code
@@ -143,12 +130,12 @@ class _Decoder:
 
     def obj(self, value: object, path: str) -> Mapping[str, object]:
         if not isinstance(value, dict):
-            raise self.fail(path, f"expected an object, got {_json_type(value)}")
+            raise self.fail(path, f"expected an object, got {json_type(value)}")
         return value
 
     def array(self, value: object, path: str) -> list[object]:
         if not isinstance(value, list):
-            raise self.fail(path, f"expected an array, got {_json_type(value)}")
+            raise self.fail(path, f"expected an array, got {json_type(value)}")
         return value
 
     def string(self, data: Mapping[str, object], key: str, path: str) -> str:
@@ -156,7 +143,7 @@ class _Decoder:
             raise self.fail(f"{path}.{key}", "is required")
         value = data[key]
         if not isinstance(value, str):
-            raise self.fail(f"{path}.{key}", f"expected a string, got {_json_type(value)}")
+            raise self.fail(f"{path}.{key}", f"expected a string, got {json_type(value)}")
         return value
 
     def optional_string(self, data: Mapping[str, object], key: str, path: str) -> str | None:
@@ -199,7 +186,7 @@ def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
         )
     multi = data.get("multiSelect", False)
     if not isinstance(multi, bool):
-        raise d.fail(f"{path}.multiSelect", f"expected a bool, got {_json_type(multi)}")
+        raise d.fail(f"{path}.multiSelect", f"expected a boolean, got {json_type(multi)}")
     intent = _decode_intent(d, data["intent"], f"{path}.intent") if "intent" in data else None
     return AskUserQuestionItem(
         id=d.string(data, "id", path),
@@ -249,7 +236,7 @@ def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestio
     raw = d.array(data["selected"], f"{path}.selected")
     for index, label in enumerate(raw):
         if not isinstance(label, str):
-            raise d.fail(f"{path}.selected[{index}]", f"expected a string, got {_json_type(label)}")
+            raise d.fail(f"{path}.selected[{index}]", f"expected a string, got {json_type(label)}")
     selected = tuple(label for label in raw if isinstance(label, str))
     custom = d.optional_string(data, "custom", path)
     for text, where in (

@@ -48,6 +48,7 @@ from .._core import (
     UserInteractionError,
     UserInteractionProvider,
     check_questions,
+    json_type,
     label_key,
     provide,
 )
@@ -94,16 +95,12 @@ def _bad(path: str, problem: str) -> UserInteractionError:
     )
 
 
-def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 def _text(data: Mapping[str, object], key: str, path: str, *, required: bool) -> str | None:
     value = data.get(key)
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise _bad(f"{path}.{key}", f"expected a string, got {_kind(value)}")
+        raise _bad(f"{path}.{key}", f"expected a string, got {json_type(value)}")
     return value
 
 
@@ -120,13 +117,13 @@ def ask_user_question_request(
     """
     questions = tool_input.get("questions")
     if not isinstance(questions, list):
-        raise _bad("questions", f"expected an array, got {_kind(questions)}")
+        raise _bad("questions", f"expected an array, got {json_type(questions)}")
     items: list[AskUserQuestionItem] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(questions):
         path = f"questions[{index}]"
         if not isinstance(raw, dict):
-            raise _bad(path, f"expected an object, got {_kind(raw)}")
+            raise _bad(path, f"expected an object, got {json_type(raw)}")
         text = _text(raw, "question", path, required=True)
         assert text is not None
         if text in seen:
@@ -138,12 +135,12 @@ def ask_user_question_request(
         seen[text] = index
         raw_options = raw.get("options", [])
         if not isinstance(raw_options, list):
-            raise _bad(f"{path}.options", f"expected an array, got {_kind(raw_options)}")
+            raise _bad(f"{path}.options", f"expected an array, got {json_type(raw_options)}")
         options = []
         for o_index, option in enumerate(raw_options):
             o_path = f"{path}.options[{o_index}]"
             if not isinstance(option, dict):
-                raise _bad(o_path, f"expected an object, got {_kind(option)}")
+                raise _bad(o_path, f"expected an object, got {json_type(option)}")
             label = _text(option, "label", o_path, required=True)
             assert label is not None
             options.append(
@@ -151,7 +148,7 @@ def ask_user_question_request(
             )
         multi = raw.get("multiSelect", False)
         if not isinstance(multi, bool):
-            raise _bad(f"{path}.multiSelect", f"expected a boolean, got {_kind(multi)}")
+            raise _bad(f"{path}.multiSelect", f"expected a boolean, got {json_type(multi)}")
         items.append(
             AskUserQuestionItem(
                 f"q{index + 1}",

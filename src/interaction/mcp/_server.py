@@ -23,6 +23,7 @@ from .._core import (
     UserInteractionError,
     answer_item,
     cancelled_error,
+    json_type,
 )
 from ..wire import JSONObject
 
@@ -193,7 +194,7 @@ def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise _bad(key, f"expected a string, got {type(value).__name__}")
+        raise _bad(key, f"expected a string, got {json_type(value)}")
     return value if value.strip() else None
 
 
@@ -243,7 +244,7 @@ def form_to_answer(
             for option, key in zip(question.options, field.option_keys, strict=True):
                 flag = content.get(key)
                 if flag is not None and not isinstance(flag, bool):
-                    raise _bad(key, f"expected a boolean, got {type(flag).__name__}")
+                    raise _bad(key, f"expected a boolean, got {json_type(flag)}")
                 if flag:
                     selected.append(option.label)
             items.append(_with_other(question, tuple(selected), other))
@@ -257,7 +258,7 @@ def form_to_answer(
             items.append(_with_other(question, tuple(value), other))
         else:
             if value is not None and value != "" and not isinstance(value, str):
-                raise _bad(field.key, f"expected an option label, got {type(value).__name__}")
+                raise _bad(field.key, f"expected an option label, got {json_type(value)}")
             chosen = (value,) if isinstance(value, str) and value else ()
             items.append(_with_other(question, chosen, other))
     return AskUserQuestionAnswer(items)
