@@ -191,8 +191,12 @@ def tamper_answer(inner: str) -> str:
         pytest.param(lambda inner: inner.partition(".")[0] + ".ü", id="non-ascii-signature"),
     ],
 )
-async def test_a_forged_state_is_a_clear_error_never_an_answer(change: Any) -> None:
-    async with Client(make_server(plain=True), elicitation_callback=UNUSED) as client:
+@pytest.mark.parametrize("served", ["decorated", "interactive server"])
+async def test_a_forged_state_is_a_clear_error_never_an_answer(change: Any, served: str) -> None:
+    server = (
+        make_server(plain=True) if served == "decorated" else make_interactive_server(plain=True)
+    )
+    async with Client(server, elicitation_callback=UNUSED) as client:
         first = await client.session.call_tool(
             "release", {"version": "2.0"}, allow_input_required=True
         )
@@ -438,31 +442,6 @@ async def test_an_interactive_server_runs_plain_tools_on_both_generations(
         "Release name?",
         "Release name?",
     ]
-
-
-async def test_an_interactive_server_answers_with_an_input_required_result_per_ask() -> None:
-    async with Client(make_interactive_server(plain=True), elicitation_callback=UNUSED) as client:
-        first = await client.session.call_tool(
-            "release", {"version": "2.0"}, allow_input_required=True
-        )
-        assert isinstance(first, mcp_types.InputRequiredResult)
-        assert first.input_requests is not None
-        assert list(first.input_requests) == ["ask1"]
-        assert first.request_state is not None
-        with pytest.raises(MCPError) as forged:
-            await client.session.call_tool(
-                "release",
-                {"version": "2.0"},
-                input_responses={
-                    "ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
-                },
-                request_state=forge(first.request_state, tamper_answer),
-                allow_input_required=True,
-            )
-    assert forged.value.error.message == (
-        "the request state is not one this server issued for this tool call"
-    )
-    assert forged.value.error.data == {"code": "BAD_REQUEST"}
 
 
 async def test_an_interactive_server_called_directly_raises_as_mcpserver_does() -> None:
