@@ -41,7 +41,7 @@ def batch_summary(batch: BatchFlow) -> list[Fragments]:
 
 
 def flow(*questions: AskUserQuestionItem) -> BatchFlow:
-    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]), review=False)
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
 
 
 # ---------------------------------------------------------------------- wrapping
@@ -127,7 +127,7 @@ def test_the_generic_screen() -> None:
         options=[Option("pnpm (Recommended)", "fast\nstrict"), Option("npm")],
     )
     assert screen(flow(question)) == (
-        "── Question 1/1 · Tools ──\n"
+        "── Tools ──\n"
         "Which package manager?\n"
         "  Pick one.\n"
         "\n"
@@ -154,7 +154,7 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
     batch.open_text()
     batch.set_text("c")
     assert screen(batch) == (
-        "── Question 2/2 ──\n"
+        "✓ Which package manag…  ● Which?  ○ Submit\n"
         "Which?\n"
         "\n"
         "  [x] 1. a\n"
@@ -207,20 +207,22 @@ def test_a_free_text_question_is_a_field() -> None:
     batch = flow(AskUserQuestionItem("notes", "Anything else?"), pkg_question())
     batch.set_text("so far")
     assert screen(batch) == (
-        "── Question 1/2 ──\n"
+        "● Anything else?  ○ Which package manag…  ○ Submit\n"
         "Anything else?\n"
         "\n"
         "❯ so far\n"
         "\n"
-        "Enter confirm (empty skips) · Esc dismiss"
+        "Enter confirm (empty skips) · Tab next · Esc dismiss"
     )
 
 
 def test_hints_offer_back_after_the_first_question_and_wrap_between_hints() -> None:
     batch = flow(pkg_question(), pkg_question(id="two"))
+    assert "← back" not in screen(batch, width=40)
     batch.skip()
     assert screen(batch, width=40).endswith(
-        "\n↑↓ move · 1-4 jump · Enter choose\nTab own answer · s skip · ← back\nEsc dismiss"
+        "\n↑↓ move · 1-4 jump · Enter choose\no own answer · s skip · Tab/→ next\n"
+        "← back · Esc dismiss"
     )
 
 
@@ -298,7 +300,7 @@ def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> No
 def test_any_screen_fits_its_terminal_and_shows_the_cursor(
     request: AskUserQuestionRequest, actions: list[str], height: int, width: int
 ) -> None:
-    batch = BatchFlow(request, review=False)
+    batch = BatchFlow(request)
     for action in actions:
         if action == "skip" and batch.index < len(batch.questions) - 1:
             batch.skip()
@@ -333,6 +335,7 @@ def test_the_summary_marks_skips_shows_labels_as_drawn_and_keeps_line_breaks() -
     batch.set_text("line one\nline two")
     batch.submit_text()
     batch.skip()
+    batch.enter()  # the review step sends
     shown = batch_summary(batch)
     assert rows(shown) == [
         "✓ Which package manager?: pnpm",
