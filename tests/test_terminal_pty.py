@@ -591,3 +591,86 @@ def test_a_long_plan_scrolls_with_arrows_home_and_end_and_the_focus_is_not_red(
     assert "\x1b[7m" in colours  # drawn reversed instead
     pane.keys("Right", "Enter")
     assert answers(pane.finish()[1]) == [{"id": "plan", "selected": ["Revise"]}]
+
+
+def test_the_strip_and_tab_shift_tab_left_right_revisit_questions_with_drafts_kept(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, CHECKS, NOTES)
+    first = pane.wait_for("● Package manager")
+    assert first.split("\n")[0] == (
+        "● Package manager  ○ Which checks?  ○ Anything else?  ○ Submit"
+    )
+    assert first.split("\n")[-1] == (
+        "↑↓ move · 1-4 jump · Enter choose · o own answer · s skip · Tab/→ next · Esc dismiss"
+    )
+    pane.keys("j", "Tab")  # a cursor moved, nothing chosen
+    pane.wait_for("○ Package manager  ● Which checks?  ○ Anything else?  ○ Submit")
+    pane.keys("Space", "Right")
+    pane.wait_for("○ Package manager  ○ Which checks?  ● Anything else?  ○ Submit")
+    pane.type("draft")
+    pane.keys("BTab")
+    assert "❯ [x] 1. tests" in pane.wait_for("● Which checks?")  # the tick kept
+    pane.keys("Left")
+    assert "❯ 2. npm" in pane.wait_for("● Package manager")  # the cursor kept
+    pane.keys("Enter")
+    pane.wait_for("✓ Package manager  ● Which checks?")
+    pane.keys("s")
+    screen = pane.wait_for("✓ Package manager  - Which checks?  ● Anything else?  ○ Submit")
+    assert "❯ draft" in screen  # the text kept
+    pane.keys("Tab")  # on without confirming the text: the question stays open
+    assert pane.wait_for("● Submit") == (
+        "✓ Package manager  - Which checks?  ○ Anything else?  ● Submit\n"
+        "Review your answers\n"
+        "\n"
+        "✓ Package manager: npm\n"
+        "- Which checks?: (skipped)\n"
+        "○ Anything else?: (not answered)\n"
+        "Questions not answered are sent as skipped.\n"
+        "\n"
+        "Enter send · ← back · Esc dismiss"
+    )
+    pane.keys("Left")  # Back edits: to the last question, its draft kept
+    assert "❯ draft" in pane.wait_for("● Anything else?  ○ Submit")
+    pane.keys("Enter")
+    review = pane.wait_for("✓ Anything else?  ● Submit")
+    assert '✓ Anything else?: "draft"' in review
+    assert "not answered" not in review
+    pane.keys("b", "BTab")  # b on the review, then Shift-Tab: to the second question
+    assert "❯ [x] 1. tests" in pane.wait_for("● Which checks?  ✓ Anything else?")
+    pane.keys("Enter")  # confirm the tick that was skipped: on to the third
+    pane.wait_for("✓ Which checks?  ● Anything else?")
+    pane.keys("Enter")  # confirm the text again: the review
+    pane.wait_for("✓ Which checks?  ✓ Anything else?  ● Submit")
+    assert pane.stdout.read_text() == ""  # nothing is sent before Enter on the review
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": ["npm"]},
+        {"id": "checks", "selected": ["tests"]},
+        {"id": "notes", "selected": [], "custom": "draft"},
+    ]
+    assert pane.screen() == (
+        '✓ Package manager: npm\n✓ Which checks?: tests\n✓ Anything else?: "draft"'
+    )
+
+
+def test_a_table_lines_up_and_wrapped_code_keeps_its_indentation(terminal: Terminal) -> None:
+    pane = terminal(40, 24)
+    detail = (
+        "| Tool | Speed | Notes |\n|---|:-:|---|\n| pnpm | fast | strict |\n| npm | ok | ships |\n"
+        "```\nif ready:\n    deploy(region='eu-west-1', replicas=3)\n```"
+    )
+    ask(pane, {**PKG, "detail": detail})
+    screen = pane.wait_for("❯ 1. pnpm")
+    assert screen.split("\n")[2:9] == [
+        "  Tool │ Speed │ Notes",
+        "  ─────┼───────┼───────",
+        "  pnpm │ fast  │ strict",
+        "  npm  │  ok   │ ships",
+        "    if ready:",
+        "        deploy(region='eu-west-1', repli",
+        "        cas=3)",
+    ]
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
