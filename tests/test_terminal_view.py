@@ -407,7 +407,7 @@ def test_the_strip_shortens_names_then_windows_round_the_current_one() -> None:
     batch.forward()
     assert screen(batch, width=40).split("\n")[0] == "○ Package…  ● CI  ○ Anythin…  ○ Submit"
     assert screen(batch, width=30).split("\n")[0] == "○ Pac…  ● CI  ○ Any…  ○ Submit"
-    assert screen(batch, width=16).split("\n")[0] == "○ P…  ● CI …"
+    assert screen(batch, width=16).split("\n")[0] == "… ● CI  ○ A… …"
     batch.goto(3)
     assert screen(batch, width=16).split("\n")[0] == "… ○ A…  ● Submit"
     for width in range(12, 60):
@@ -537,3 +537,12 @@ def test_wrapped_code_keeps_its_indentation() -> None:
 
 def _detail_rows(text: str, width: int) -> list[Fragments]:
     return [row for line in markdown(text, "", width) for row in wrap(line, width)]
+
+
+def test_a_narrow_strip_shows_as_many_entries_round_the_current_one_as_fit() -> None:
+    batch = flow(*[pkg_question(id=f"q{n}", header=f"Q{n}") for n in range(1, 9)])
+    batch.goto(4)
+    assert screen(batch, width=20).split("\n")[0] == "… ○ Q4  ● Q5  ○ Q6 …"
+    assert screen(batch, width=26).split("\n")[0] == "… ○ Q4  ● Q5  ○ Q6  ○ Q7 …"
+    batch.goto(0)
+    assert screen(batch, width=20).split("\n")[0] == "● Q1  ○ Q2  ○ Q3 …"

@@ -287,16 +287,16 @@ def _strip(flow: BatchFlow, width: int) -> Line:
         after: Fragments = [("", " "), ("class:more", "…")] if end < count else []
         return [*before, *middle, *after]
 
+    def fits(top: int, end: int) -> bool:
+        return top >= 0 and end <= count and get_cwidth(plain(shown(top, end))) <= width
+
     top, end = position, position + 1
-    while True:  # grow round the current entry, one side then the other
-        grown = False
-        for wider in ((top, end + 1), (top - 1, end)):
-            inside = wider[0] >= 0 and wider[1] <= count
-            if inside and get_cwidth(plain(shown(*wider))) <= width:
-                top, end = wider
-                grown = True
-        if not grown:
-            return Line(shown(top, end))
+    while fits(top, end + 1) or fits(top - 1, end):  # grow after the current entry, then before
+        if fits(top, end + 1):
+            end += 1
+        if fits(top - 1, end):
+            top -= 1
+    return Line(shown(top, end))
 
 
 def _question(flow: BatchFlow) -> list[Line]:
