@@ -406,6 +406,10 @@ def test_the_strip_shortens_names_then_windows_round_the_current_one() -> None:
     batch = three()
     batch.forward()
     assert screen(batch, width=40).split("\n")[0] == "○ Package…  ● CI  ○ Anythin…  ○ Submit"
+    batch.back()  # the current name is the last to shorten
+    assert screen(batch, width=40).split("\n")[0] == "● Package manager  ○ CI  ○ A…  ○ Submit"
+    assert screen(batch, width=30).split("\n")[0] == "● Pac…  ○ CI  ○ A…  ○ Submit"
+    batch.forward()
     assert screen(batch, width=30).split("\n")[0] == "○ Pac…  ● CI  ○ Any…  ○ Submit"
     assert screen(batch, width=16).split("\n")[0] == "… ● CI  ○ A… …"
     batch.goto(3)

@@ -31,7 +31,8 @@ CURSOR: Final = "❯ "
 SEPARATOR: Final = " · "
 SUMMARY_NAME: Final = 40
 STRIP_NAMES: Final = (20, 12, 8, 4, 2)
-"""The widths a name in the strip is shortened to, in turn, until the strip fits."""
+"""The widths names in the strip are shortened to, in turn, until the strip fits: the
+other questions' first, then the current one's."""
 STRIP_GAP: Final = "  "
 SUBMIT: Final = "Submit"
 REVIEW_TITLE: Final = "Review your answers"
@@ -254,14 +255,19 @@ def _strip(flow: BatchFlow, width: int) -> Line:
     """The batch's header row: ``✓ Package manager  ● CI  ○ Notes  ○ Submit``.
 
     ✓ answered, ``-`` skipped, ○ open, ● where the user is. Names shorten until the strip
-    fits; on a terminal too narrow even then, it shows the entries around ``●`` with
-    ``…`` for the rest.
+    fits, the current one last; on a terminal too narrow even then, it shows the entries
+    around ``●`` with ``…`` for the rest.
     """
     position = _position(flow)
     names = [_name(question) for question in flow.questions]
+    longest, shortest = STRIP_NAMES[0], STRIP_NAMES[-1]
 
-    def entry(index: int, cells: int) -> Fragments:
-        name = SUBMIT if index == len(names) else _shorten(names[index], cells)
+    def entry(index: int, cells: int, current: int = longest) -> Fragments:
+        if index == len(names):
+            return entry_of(index, SUBMIT)
+        return entry_of(index, _shorten(names[index], current if index == position else cells))
+
+    def entry_of(index: int, name: str) -> Fragments:
         if index == position:
             return [CURRENT_MARK, ("", " "), ("class:strip.current", name)]
         mark = MARKS[flow.status(index)] if index < len(names) else MARKS["open"]
@@ -275,11 +281,13 @@ def _strip(flow: BatchFlow, width: int) -> Line:
         return out
 
     count = len(names) + 1
-    for cells in STRIP_NAMES:
-        whole = joined_entries([entry(index, cells) for index in range(count)])
+    sizes = [(longest, cells) for cells in STRIP_NAMES]
+    sizes += [(current, shortest) for current in STRIP_NAMES[1:]]
+    for current, cells in sizes:
+        whole = joined_entries([entry(index, cells, current) for index in range(count)])
         if get_cwidth(plain(whole)) <= width:
             return Line(whole)
-    entries = [entry(index, STRIP_NAMES[-1]) for index in range(count)]
+    entries = [entry(index, shortest, shortest) for index in range(count)]
 
     def shown(top: int, end: int) -> Fragments:
         middle = joined_entries(entries[top:end])
