@@ -108,6 +108,21 @@ async def answer(
             [pkg_question(), CHECKS, NOTES],
             [Item("pkg", ["yarn"]), Item("checks"), Item("notes")],
         ),
+        (  # in a batch Tab and → move on unanswered; the review sends open ones as skips
+            TAB + RIGHT + "x" + ENTER + ENTER,
+            [pkg_question(), CHECKS, NOTES],
+            [Item("pkg"), Item("checks"), Item("notes", custom="x")],
+        ),
+        (  # o opens the field; Shift-Tab comes back to it, and Tab to the options
+            "o" + "bun" + ENTER + SHIFT_TAB + TAB + DOWN + DOWN + ENTER + "x" + ENTER + ENTER,
+            [pkg_question(), NOTES],
+            [Item("pkg", ["npm"]), Item("notes", custom="x")],
+        ),
+        (  # on the review ← edits the last question, Shift-Tab reaches the one before
+            "2" + ENTER + TAB + LEFT + SHIFT_TAB + "3" + ENTER + ENTER + ENTER,
+            [pkg_question(), NOTES],
+            [Item("pkg", ["yarn"]), Item("notes")],
+        ),
         (PAGE_DOWN + ENTER, [PLAN], [Item("plan", ["Approve"])]),
         ("jj" + DOWN + UP + "k" + ENTER, [PLAN], [Item("plan", ["Approve"])]),  # scroll only
         (RIGHT + ENTER, [PLAN], [Item("plan", ["Revise"])]),
@@ -291,7 +306,7 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
 
 
 ANY_KEY = st.sampled_from(
-    [UP, DOWN, LEFT, RIGHT, ENTER, TAB, SHIFT_TAB, PAGE_DOWN, CTRL_C, *" jkhlsb17xé"]
+    [UP, DOWN, LEFT, RIGHT, ENTER, TAB, SHIFT_TAB, PAGE_DOWN, CTRL_C, *" jkhlsbo17xé"]
 )
 
 
