@@ -674,3 +674,37 @@ def test_a_table_lines_up_and_wrapped_code_keeps_its_indentation(terminal: Termi
     ]
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
+
+
+def test_narrowing_with_the_prompt_at_the_bottom_leaves_one_frame_then_the_summary(
+    terminal: Terminal,
+) -> None:
+    """tmux keeps empty rows below the prompt at the bottom when it rewraps; with none
+    (the screen filled, as a shell's usually is), each narrowing leaves one frame."""
+    pane = terminal(80, 24)
+    shell = 'for n in $(seq 1 40); do echo shell line $n >&2; done; exec "$@"'
+    pane.start("sh", "-c", shell, "sh", *INTERACTION, "demo")
+    pane.wait_for("● Package manager  ○ CI  ○ Anything else the a…  ○ Submit")
+    pane.run("resize-window", "-x", "60")
+    pane.wait_for("Tab/→ next · Esc dismiss")  # the hints re-packed at 60 columns
+    pane.run("resize-window", "-x", "40")
+    pane.wait_for("● Package manager  ○ CI  ○ A…  ○ Submit")
+    history = pane.run("capture-pane", "-p", "-S", "-")
+    assert history.count("Which package manager") == 1
+    assert history.count("↑↓ move") == 1
+    pane.keys("Enter", "Space", "Enter", "Enter")
+    pane.wait_for("● Submit")
+    pane.keys("Enter")
+    pane.wait_for("[ Approve ]")
+    pane.keys("Enter")
+    assert pane.finish()[0] == 0
+    history = pane.run("capture-pane", "-p", "-S", "-")
+    after = history[history.index("shell line 40") :].rstrip().split("\n")
+    assert after == [
+        "shell line 40",
+        "✓ Package manager: pnpm",
+        "✓ CI: tests",
+        "- Anything else the agent should know",
+        "bef…: (skipped)",
+        "✓ Plan: Approve",
+    ]
