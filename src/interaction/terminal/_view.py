@@ -5,7 +5,9 @@ Pure: state in, styled rows out. Model text comes escaped from the flow's displa
 only ever text. The screen is split in
 three for the layout: the part above the text field, the field's prompt, and the part
 below it. Long details page (PgUp/PgDn), long option lists are windowed with "more"
-markers around the cursor, and everything wraps at the terminal's width.
+markers around the cursor, and everything wraps at the terminal's width. A batch's header
+row is a strip of its questions and where each stands; after its last question comes a
+review that lists every answer.
 """
 
 from __future__ import annotations
