@@ -99,14 +99,29 @@ async def answer(
         (" " + TAB + "docs" + ENTER, [CHECKS], [Item("checks", ["tests"], "docs")]),
         (ENTER + " " + ENTER, [CHECKS], [Item("checks", ["tests"])]),  # Enter on nothing waits
         (
-            "2" + ENTER + " " + CTRL_S + "draft" + SHIFT_TAB + LEFT + ENTER + "s" + ENTER,
+            "2" + ENTER + " " + CTRL_S + "draft" + SHIFT_TAB + LEFT + ENTER + "s" + ENTER + ENTER,
             [pkg_question(), CHECKS, NOTES],
             [Item("pkg", ["npm"]), Item("checks"), Item("notes", custom="draft")],
         ),
         (
-            "3" + ENTER + "b" + ENTER + "s" + ENTER,
+            "3" + ENTER + "b" + ENTER + "s" + ENTER + ENTER,  # the last Enter sends the review
             [pkg_question(), CHECKS, NOTES],
             [Item("pkg", ["yarn"]), Item("checks"), Item("notes")],
+        ),
+        (  # in a batch Tab and → move on unanswered; the review sends open ones as skips
+            TAB + RIGHT + "x" + ENTER + ENTER,
+            [pkg_question(), CHECKS, NOTES],
+            [Item("pkg"), Item("checks"), Item("notes", custom="x")],
+        ),
+        (  # o opens the field; Shift-Tab comes back to it, and Tab to the options
+            "o" + "bun" + ENTER + SHIFT_TAB + TAB + DOWN + DOWN + ENTER + "x" + ENTER + ENTER,
+            [pkg_question(), NOTES],
+            [Item("pkg", ["npm"]), Item("notes", custom="x")],
+        ),
+        (  # on the review ← edits the last question, Shift-Tab reaches the one before
+            "2" + ENTER + TAB + LEFT + SHIFT_TAB + "3" + ENTER + ENTER + ENTER,
+            [pkg_question(), NOTES],
+            [Item("pkg", ["yarn"]), Item("notes")],
         ),
         (PAGE_DOWN + ENTER, [PLAN], [Item("plan", ["Approve"])]),
         ("jj" + DOWN + UP + "k" + ENTER, [PLAN], [Item("plan", ["Approve"])]),  # scroll only
@@ -160,11 +175,11 @@ async def test_escape_and_ctrl_c_dismiss_the_batch(keyboard: PipeInput, keys: st
         (TAB + "bun" + ESC + DOWN + ENTER, [Item("pkg", ["pnpm (Recommended)"])]),
         # "Discard 1 answer?" and any key but y keeps the work.
         (
-            "2" + ENTER + CTRL_C + "n" + "later" + ENTER,
+            "2" + ENTER + CTRL_C + "n" + "later" + ENTER + ENTER,
             [Item("pkg", ["npm"]), Item("notes", custom="later")],
         ),
         (
-            "2" + ENTER + "la" + CTRL_C + "x" + "ter" + ENTER,
+            "2" + ENTER + "la" + CTRL_C + "x" + "ter" + ENTER + ENTER,
             [Item("pkg", ["npm"]), Item("notes", custom="later")],
         ),
     ],
@@ -194,7 +209,7 @@ async def test_meta_keys_edit_the_text_instead_of_dismissing(
 
 async def test_the_answer_is_summed_up_when_the_prompt_goes(keyboard: PipeInput) -> None:
     screen = Recorder()
-    keyboard.send_text("2" + ENTER + " j " + ENTER + "ok" + ENTER)
+    keyboard.send_text("2" + ENTER + " j " + ENTER + "ok" + ENTER + ENTER)
     with provide(TerminalProvider(keyboard, screen)):
         await ask(AskUserQuestionRequest([pkg_question(header="Tools"), CHECKS, NOTES]))
     assert screen.text.endswith(
@@ -291,7 +306,7 @@ async def test_without_a_terminal_it_says_so_once_and_asks_line_by_line(
 
 
 ANY_KEY = st.sampled_from(
-    [UP, DOWN, LEFT, RIGHT, ENTER, TAB, SHIFT_TAB, PAGE_DOWN, CTRL_C, *" jkhlsb17xé"]
+    [UP, DOWN, LEFT, RIGHT, ENTER, TAB, SHIFT_TAB, PAGE_DOWN, CTRL_C, *" jkhlsbo17xé"]
 )
 
 
@@ -302,8 +317,9 @@ def test_any_keystrokes_end_in_an_answer_that_fits_or_a_dismissal(
 ) -> None:
     async def asked() -> AskUserQuestionAnswer | UserInteractionError:
         with create_pipe_input() as pipe:
-            # Then skip the rest; the first Ctrl-S may only answer "Discard N answers?" (no).
-            pipe.send_text("".join(keys) + CTRL_S * (len(request.questions) + 1))
+            # Then skip the rest and send the review; the first Ctrl-S may only answer
+            # "Discard N answers?" (no).
+            pipe.send_text("".join(keys) + CTRL_S * (len(request.questions) + 1) + ENTER)
             with provide(TerminalProvider(pipe, DummyOutput())):
                 try:
                     async with asyncio.timeout(10):
@@ -366,7 +382,7 @@ async def test_sigterm_and_sighup_end_the_ask_as_aborted_and_put_the_handler_bac
     before = signal.getsignal(signum)
     with provide(TerminalProvider(keyboard, screen)):
         asked = asyncio.ensure_future(ask(AskUserQuestionRequest([pkg_question()])))
-        await screen.shows("Question 1/1")
+        await screen.shows("── Question ──")
         os.kill(os.getpid(), signum)
         with pytest.raises(UserInteractionError) as info:
             await asyncio.wait_for(asked, 10)

@@ -84,7 +84,7 @@ def test_single_select_moves_with_arrows_j_k_and_digits(terminal: Terminal) -> N
     ask(pane, PKG)
     first = pane.wait_for("❯ 1. pnpm [recommended]")
     assert first == (
-        "── Question 1/1 · Package manager ──\n"
+        "── Package manager ──\n"  # asked on its own: no strip, no count, no review
         "Which package manager?\n"
         "\n"
         "❯ 1. pnpm [recommended]\n"
@@ -123,23 +123,25 @@ def test_multi_select_space_toggles_and_keeps_the_order_chosen(terminal: Termina
     assert answers(pane.finish()[1]) == [{"id": "checks", "selected": ["types", "tests"]}]
 
 
-def test_other_by_tab_or_its_row_and_a_free_text_question(terminal: Terminal) -> None:
+def test_other_by_o_or_its_row_and_a_free_text_question(terminal: Terminal) -> None:
     pane = terminal()
     ask(pane, PKG, CHECKS, NOTES)
-    pane.wait_for("Question 1/3")
-    pane.keys("Tab")
+    pane.wait_for("● Package manager")
+    pane.keys("o")  # in a batch Tab moves between questions; o opens the field
     pane.wait_for("❯ 4. Other:")
     pane.type("bun ✓")
     pane.keys("Enter")
-    pane.wait_for("Question 2/3")
+    pane.wait_for("● Which checks?")
     pane.keys("Up", "Space")  # the Other row opens the field
     pane.wait_for("❯ [ ] 4. Other:")
     pane.type("docs")
     pane.keys("Tab")
     pane.wait_for("❯ [x] 4. Other: docs")  # back on the options, the text kept
     pane.keys("Enter")
-    pane.wait_for("Question 3/3")
+    pane.wait_for("● Anything else?")
     pane.type("free text")
+    pane.keys("Enter")
+    pane.wait_for("● Submit")
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [
         {"id": "pkg", "selected": [], "custom": "bun ✓"},
@@ -151,19 +153,22 @@ def test_other_by_tab_or_its_row_and_a_free_text_question(terminal: Terminal) ->
 def test_skip_and_back_keep_drafts_and_nothing_is_sent_early(terminal: Terminal) -> None:
     pane = terminal()
     ask(pane, PKG, CHECKS, NOTES)
-    pane.wait_for("Question 1/3")
+    pane.wait_for("● Package manager")
     pane.keys("2", "Enter")
-    pane.wait_for("Question 2/3")
+    pane.wait_for("● Which checks?")
     pane.keys("Space", "s")
-    pane.wait_for("Question 3/3")
+    pane.wait_for("● Anything else?")
     pane.type("draft")
     pane.keys("BTab")
-    assert "❯ [x] 1. tests" in pane.wait_for("Question 2/3")
+    assert "❯ [x] 1. tests" in pane.wait_for("● Which checks?")
     pane.keys("Left")
-    assert "❯ 2. npm" in pane.wait_for("Question 1/3")
+    assert "❯ 2. npm" in pane.wait_for("● Package manager")
     assert pane.stdout.read_text() == ""  # nothing answered yet
     pane.keys("Enter", "C-s")
-    assert "❯ draft" in pane.wait_for("Question 3/3")
+    assert "❯ draft" in pane.wait_for("● Anything else?")
+    pane.keys("Enter")
+    pane.wait_for("● Submit")
+    assert pane.stdout.read_text() == ""  # the review sends, not the last answer
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [
         {"id": "pkg", "selected": ["npm"]},
@@ -205,7 +210,7 @@ def test_plan_review_approve_is_the_default_and_decline_is_beside_it(
 def test_a_batch_with_an_intent_is_asked_as_the_generic_flow(terminal: Terminal) -> None:
     pane = terminal()
     ask(pane, PLAN, NOTES)
-    screen = pane.wait_for("Question 1/2 · Plan")
+    screen = pane.wait_for("● Plan  ○ Anything else?  ○ Submit")
     assert "❯ 1. Revise" in screen
     assert "  2. Approve" in screen
 
@@ -220,7 +225,7 @@ DISMISSED = (
 def test_escape_and_ctrl_c_dismiss_an_untouched_batch_at_once(terminal: Terminal, key: str) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, NOTES)
-    pane.wait_for("Question 1/2")
+    pane.wait_for("● Package manager")
     pane.keys(key)
     assert pane.finish() == (1, "")
     assert pane.screen() == DISMISSED
@@ -230,9 +235,9 @@ def test_escape_and_ctrl_c_dismiss_an_untouched_batch_at_once(terminal: Terminal
 def test_dismissing_answered_work_asks_first(terminal: Terminal, keys: tuple[str, str]) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, CHECKS, NOTES)
-    pane.wait_for("Question 1/3")
+    pane.wait_for("● Package manager")
     pane.keys("Enter")
-    pane.wait_for("Question 2/3")
+    pane.wait_for("● Which checks?")
     pane.keys("Space")
     pane.wait_for("❯ [x] 1. tests")
     pane.keys(keys[0])
@@ -248,8 +253,8 @@ def test_dismissing_answered_work_asks_first(terminal: Terminal, keys: tuple[str
 def test_any_other_key_keeps_the_answers_and_esc_in_a_field_closes_it(terminal: Terminal) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, NOTES)
-    pane.wait_for("Question 1/2")
-    pane.keys("Tab")
+    pane.wait_for("● Package manager")
+    pane.keys("o")
     pane.wait_for("❯ 4. Other:")
     pane.type("bun")
     pane.keys("Escape")
@@ -257,19 +262,21 @@ def test_any_other_key_keeps_the_answers_and_esc_in_a_field_closes_it(terminal: 
     pane.keys("Escape")
     pane.wait_for("Discard 1 answer? y/N")
     pane.keys("n")
-    screen = pane.wait_for("Tab own answer")
+    screen = pane.wait_for("o own answer")
     assert "Discard" not in screen
     assert "❯ 4. Other: bun" in screen
     pane.keys("Enter")
     pane.wait_for("❯ 4. Other: bun")  # Enter on the row opens the field with the text
     pane.keys("Enter")
-    pane.wait_for("Question 2/2")
+    pane.wait_for("● Anything else?")
     pane.type("la")
     pane.keys("C-c")
     pane.wait_for("Discard 2 answers? y/N")
     pane.keys("Escape")  # Esc answers no, too
     pane.wait_for("Shift-Tab back")
     pane.type("ter")
+    pane.keys("Enter")
+    pane.wait_for("● Submit")
     pane.keys("Enter")
     assert answers(pane.finish()[1]) == [
         {"id": "pkg", "selected": [], "custom": "bun"},
@@ -290,7 +297,7 @@ def test_any_other_key_keeps_the_answers_and_esc_in_a_field_closes_it(terminal: 
 def test_meta_keys_edit_the_text(terminal: Terminal, keys: tuple[str, ...], expected: str) -> None:
     pane = terminal()
     ask(pane, NOTES)
-    pane.wait_for("Question 1/1")
+    pane.wait_for("── Question ──")
     pane.type("one two")
     pane.wait_for("❯ one two")
     for key in keys:
@@ -311,7 +318,7 @@ def test_sigterm_and_sighup_restore_the_terminal_and_abort(terminal: Terminal, n
     request.write_text(json.dumps({"questions": [PKG]}))
     script = f'echo $$ > {pid}; exec "$@"'
     pane.start("sh", "-c", script, "sh", *INTERACTION, "ask", str(request))
-    pane.wait_for("Question 1/1")
+    pane.wait_for("── Package manager ──")
     assert pane.flag("cursor_flag") == "0"
     os.kill(int(pid.read_text()), getattr(signal, f"SIG{name}"))
     assert pane.finish() == (1, "")  # finish() checks the stty settings and the cursor
@@ -325,7 +332,7 @@ def test_sigterm_and_sighup_restore_the_terminal_and_abort(terminal: Terminal, n
 def test_a_timeout_while_the_prompt_shows_restores_the_terminal(terminal: Terminal) -> None:
     pane = terminal(100, 24)
     ask(pane, PKG, options=("--timeout", "2"))
-    pane.wait_for("Question 1/1")  # shown before the timeout, or this fails
+    pane.wait_for("── Package manager ──")  # shown before the timeout, or this fails
     assert pane.flag("cursor_flag") == "0"  # the prompt hides the cursor while it shows
     assert pane.finish() == (1, "")  # finish() checks the stty settings and the cursor
     assert pane.screen() == (
@@ -365,7 +372,7 @@ def test_a_long_list_is_windowed_and_a_narrow_terminal_wraps(terminal: Terminal)
     first = pane.wait_for("↓")
     assert all(len(row) <= 36 for row in first.split("\n"))
     assert first.split("\n")[:2] == [
-        "── Question 1/1 ──",
+        "── Question ──",
         "Which of these many numbered options",
     ]
     assert "  ↓ " in first
@@ -433,19 +440,21 @@ def test_the_screens_in_the_docs_are_what_the_terminal_shows(terminal: Terminal)
     """docs/terminal.md shows these captures; INTERACTION_WRITE_SCREENS=1 rewrites them."""
     pane = terminal(72, 22)
     pane.start(*INTERACTION, "demo")
-    captured = {"single-select": pane.wait_for("Question 1/3")}
+    captured = {"single-select": pane.wait_for("● Package manager")}
     pane.keys("Enter", "Space", "j", "j", "Space")
     captured["multi-select"] = pane.wait_for("❯ [x] 3. types")
     pane.keys("Escape")
     captured["discard"] = pane.wait_for("Discard 2 answers? y/N")
     pane.keys("n")
-    pane.wait_for("Tab own answer")
-    pane.keys("Tab")
+    pane.wait_for("o own answer")
+    pane.keys("o")
     pane.type("docs")
     captured["other"] = pane.wait_for("❯ [x] 4. Other: docs")
     pane.keys("Enter")
     pane.type("Ship it on Friday")
     captured["free-text"] = pane.wait_for("❯ Ship it on Friday")
+    pane.keys("Enter")
+    captured["review"] = pane.wait_for("● Submit")
     pane.keys("Enter")
     captured["plan-review"] = pane.wait_for("❯[ Approve ]")
     pane.keys("Enter")
@@ -519,18 +528,34 @@ def test_small_terminals_keep_the_header_the_markers_and_the_hints(
     pane.start(*INTERACTION, "demo")
     first = pane.wait_for("Esc dismiss")
     rows = first.split("\n")
-    assert rows[0] == "── Question 1/3 · Package manager ──"
+    strip = rows[0]
+    assert strip.startswith("● Package")
+    assert strip.endswith("  ○ Submit")
     assert len(rows) < height
     assert all(len(row) <= width for row in rows)
     if height == 12:
         assert "  ↓ 3 more" in rows
     pane.keys("Up")  # wraps to the last row, Other
     last = pane.wait_for("❯ 4. Other…")
-    assert last.split("\n")[0] == "── Question 1/3 · Package manager ──"
+    assert last.split("\n")[0] == strip
     assert "Esc dismiss" in last
     if height == 12:
         assert "  ↑ 2 more" in last.split("\n")
-    pane.keys("Down", "s", "s", "Enter")
+    pane.keys("Down", "Down")  # the middle option: a marker either side
+    middle = pane.wait_for("❯ 2. npm").split("\n")
+    assert middle[0] == strip
+    assert middle[-1].endswith("Esc dismiss")
+    if height == 12:
+        assert "  ↑ 1 more" in middle
+        assert "  ↓ 2 more" in middle
+    pane.keys("s", "s", "Enter")
+    review = pane.wait_for("● Submit").split("\n")
+    assert review[0].startswith("- Package")
+    assert review[0].endswith("  ● Submit")
+    assert "Review your answers" in review
+    assert review[-1].endswith("Esc dismiss")
+    assert all(len(row) <= width for row in review)
+    pane.keys("Enter")
     plan = pane.wait_for("[ Approve ]")
     rows = plan.split("\n")
     assert "── Plan review · Plan ──" in rows
@@ -566,3 +591,120 @@ def test_a_long_plan_scrolls_with_arrows_home_and_end_and_the_focus_is_not_red(
     assert "\x1b[7m" in colours  # drawn reversed instead
     pane.keys("Right", "Enter")
     assert answers(pane.finish()[1]) == [{"id": "plan", "selected": ["Revise"]}]
+
+
+def test_the_strip_and_tab_shift_tab_left_right_revisit_questions_with_drafts_kept(
+    terminal: Terminal,
+) -> None:
+    pane = terminal(100, 24)
+    ask(pane, PKG, CHECKS, NOTES)
+    first = pane.wait_for("● Package manager")
+    assert first.split("\n")[0] == (
+        "● Package manager  ○ Which checks?  ○ Anything else?  ○ Submit"
+    )
+    assert first.split("\n")[-1] == (
+        "↑↓ move · 1-4 jump · Enter choose · o own answer · s skip · Tab/→ next · Esc dismiss"
+    )
+    pane.keys("j", "Tab")  # a cursor moved, nothing chosen
+    pane.wait_for("○ Package manager  ● Which checks?  ○ Anything else?  ○ Submit")
+    pane.keys("Space", "Right")
+    pane.wait_for("○ Package manager  ○ Which checks?  ● Anything else?  ○ Submit")
+    pane.type("draft")
+    pane.keys("BTab")
+    assert "❯ [x] 1. tests" in pane.wait_for("● Which checks?")  # the tick kept
+    pane.keys("Left")
+    assert "❯ 2. npm" in pane.wait_for("● Package manager")  # the cursor kept
+    pane.keys("Enter")
+    pane.wait_for("✓ Package manager  ● Which checks?")
+    pane.keys("s")
+    screen = pane.wait_for("✓ Package manager  - Which checks?  ● Anything else?  ○ Submit")
+    assert "❯ draft" in screen  # the text kept
+    pane.keys("Tab")  # on without confirming the text: the question stays open
+    assert pane.wait_for("● Submit") == (
+        "✓ Package manager  - Which checks?  ○ Anything else?  ● Submit\n"
+        "Review your answers\n"
+        "\n"
+        "✓ Package manager: npm\n"
+        "- Which checks?: (skipped)\n"
+        "○ Anything else?: (not answered)\n"
+        "Questions not answered are sent as skipped.\n"
+        "\n"
+        "Enter send · ← back · Esc dismiss"
+    )
+    pane.keys("Left")  # Back edits: to the last question, its draft kept
+    assert "❯ draft" in pane.wait_for("● Anything else?  ○ Submit")
+    pane.keys("Enter")
+    review = pane.wait_for("✓ Anything else?  ● Submit")
+    assert '✓ Anything else?: "draft"' in review
+    assert "not answered" not in review
+    pane.keys("b", "BTab")  # b on the review, then Shift-Tab: to the second question
+    assert "❯ [x] 1. tests" in pane.wait_for("● Which checks?  ✓ Anything else?")
+    pane.keys("Enter")  # confirm the tick that was skipped: on to the third
+    pane.wait_for("✓ Which checks?  ● Anything else?")
+    pane.keys("Enter")  # confirm the text again: the review
+    pane.wait_for("✓ Which checks?  ✓ Anything else?  ● Submit")
+    assert pane.stdout.read_text() == ""  # nothing is sent before Enter on the review
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "pkg", "selected": ["npm"]},
+        {"id": "checks", "selected": ["tests"]},
+        {"id": "notes", "selected": [], "custom": "draft"},
+    ]
+    assert pane.screen() == (
+        '✓ Package manager: npm\n✓ Which checks?: tests\n✓ Anything else?: "draft"'
+    )
+
+
+def test_a_table_lines_up_and_wrapped_code_keeps_its_indentation(terminal: Terminal) -> None:
+    pane = terminal(40, 24)
+    detail = (
+        "| Tool | Speed | Notes |\n|---|:-:|---|\n| pnpm | fast | strict |\n| npm | ok | ships |\n"
+        "```\nif ready:\n    deploy(region='eu-west-1', replicas=3)\n```"
+    )
+    ask(pane, {**PKG, "detail": detail})
+    screen = pane.wait_for("❯ 1. pnpm")
+    assert screen.split("\n")[2:9] == [
+        "  Tool │ Speed │ Notes",
+        "  ─────┼───────┼───────",
+        "  pnpm │ fast  │ strict",
+        "  npm  │  ok   │ ships",
+        "    if ready:",
+        "        deploy(region='eu-west-1', repli",
+        "        cas=3)",
+    ]
+    pane.keys("Enter")
+    assert answers(pane.finish()[1]) == [{"id": "pkg", "selected": ["pnpm (Recommended)"]}]
+
+
+def test_narrowing_with_the_prompt_at_the_bottom_leaves_one_frame_then_the_summary(
+    terminal: Terminal,
+) -> None:
+    """tmux keeps empty rows below the prompt at the bottom when it rewraps; with none
+    (the screen filled, as a shell's usually is), each narrowing leaves one frame."""
+    pane = terminal(80, 24)
+    shell = 'for n in $(seq 1 40); do echo shell line $n >&2; done; exec "$@"'
+    pane.start("sh", "-c", shell, "sh", *INTERACTION, "demo")
+    pane.wait_for("● Package manager  ○ CI  ○ Anything else the a…  ○ Submit")
+    pane.run("resize-window", "-x", "60")
+    pane.wait_for("Tab/→ next · Esc dismiss")  # the hints re-packed at 60 columns
+    pane.run("resize-window", "-x", "40")
+    pane.wait_for("● Package manager  ○ CI  ○ A…  ○ Submit")
+    history = pane.run("capture-pane", "-p", "-S", "-")
+    assert history.count("Which package manager") == 1
+    assert history.count("↑↓ move") == 1
+    pane.keys("Enter", "Space", "Enter", "Enter")
+    pane.wait_for("● Submit")
+    pane.keys("Enter")
+    pane.wait_for("[ Approve ]")
+    pane.keys("Enter")
+    assert pane.finish()[0] == 0
+    history = pane.run("capture-pane", "-p", "-S", "-")
+    after = history[history.index("shell line 40") :].rstrip().split("\n")
+    assert after == [
+        "shell line 40",
+        "✓ Package manager: pnpm",
+        "✓ CI: tests",
+        "- Anything else the agent should know",
+        "bef…: (skipped)",
+        "✓ Plan: Approve",
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 from prompt_toolkit.utils import get_cwidth
@@ -32,7 +34,8 @@ def rows(fragments: list[Fragments]) -> list[str]:
 
 def screen(flow: BatchFlow, width: int = 80, height: int = 24, view: Viewport | None = None) -> str:
     shown: Screen = paint(flow, view or Viewport(), width, height)
-    field = [plain(shown.field_prompt) + flow.draft.text] if flow.mode == "text" else []
+    typing = flow.mode == "text" and not flow.reviewing
+    field = [plain(shown.field_prompt) + flow.draft.text] if typing else []
     return "\n".join([*rows(shown.above), *field, *rows(shown.below)])
 
 
@@ -41,7 +44,7 @@ def batch_summary(batch: BatchFlow) -> list[Fragments]:
 
 
 def flow(*questions: AskUserQuestionItem) -> BatchFlow:
-    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]), review=False)
+    return BatchFlow(AskUserQuestionRequest(questions or [pkg_question()]))
 
 
 # ---------------------------------------------------------------------- wrapping
@@ -127,7 +130,7 @@ def test_the_generic_screen() -> None:
         options=[Option("pnpm (Recommended)", "fast\nstrict"), Option("npm")],
     )
     assert screen(flow(question)) == (
-        "── Question 1/1 · Tools ──\n"
+        "── Tools ──\n"
         "Which package manager?\n"
         "  Pick one.\n"
         "\n"
@@ -154,7 +157,7 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
     batch.open_text()
     batch.set_text("c")
     assert screen(batch) == (
-        "── Question 2/2 ──\n"
+        "✓ Which package manag…  ● Which?  ○ Submit\n"
         "Which?\n"
         "\n"
         "  [x] 1. a\n"
@@ -207,20 +210,22 @@ def test_a_free_text_question_is_a_field() -> None:
     batch = flow(AskUserQuestionItem("notes", "Anything else?"), pkg_question())
     batch.set_text("so far")
     assert screen(batch) == (
-        "── Question 1/2 ──\n"
+        "● Anything else?  ○ Which package manag…  ○ Submit\n"
         "Anything else?\n"
         "\n"
         "❯ so far\n"
         "\n"
-        "Enter confirm (empty skips) · Esc dismiss"
+        "Enter confirm (empty skips) · Tab next · Esc dismiss"
     )
 
 
 def test_hints_offer_back_after_the_first_question_and_wrap_between_hints() -> None:
     batch = flow(pkg_question(), pkg_question(id="two"))
+    assert "← back" not in screen(batch, width=40)
     batch.skip()
     assert screen(batch, width=40).endswith(
-        "\n↑↓ move · 1-4 jump · Enter choose\nTab own answer · s skip · ← back\nEsc dismiss"
+        "\n↑↓ move · 1-4 jump · Enter choose\no own answer · s skip · Tab/→ next\n"
+        "← back · Esc dismiss"
     )
 
 
@@ -291,14 +296,14 @@ def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> No
 
 @given(
     requests(),
-    st.lists(st.sampled_from(["down", "toggle", "open", "type", "skip"]), max_size=12),
+    st.lists(st.sampled_from(["down", "toggle", "open", "type", "skip", "next"]), max_size=12),
     st.integers(12, 60),
     st.integers(12, 120),
 )
 def test_any_screen_fits_its_terminal_and_shows_the_cursor(
     request: AskUserQuestionRequest, actions: list[str], height: int, width: int
 ) -> None:
-    batch = BatchFlow(request, review=False)
+    batch = BatchFlow(request)
     for action in actions:
         if action == "skip" and batch.index < len(batch.questions) - 1:
             batch.skip()
@@ -310,10 +315,14 @@ def test_any_screen_fits_its_terminal_and_shows_the_cursor(
             batch.open_text()
         elif action == "type":
             batch.set_text("typed words " * 3)
+        elif action == "next":
+            batch.forward()
     shown = paint(batch, Viewport(), width, height)
     drawn = rows(shown.above) + rows(shown.below)
     field_rows = 0
-    if batch.mode == "text":  # prompt_toolkit wraps the field beside its prompt
+    if batch.reviewing:
+        assert any(row.startswith("Enter send") for row in drawn)
+    elif batch.mode == "text":  # prompt_toolkit wraps the field beside its prompt
         beside = width - get_cwidth(plain(shown.field_prompt))
         field_rows = -(-(get_cwidth(batch.draft.text) + 1) // beside)
         assert plain(shown.field_prompt).startswith("❯ ")
@@ -333,6 +342,7 @@ def test_the_summary_marks_skips_shows_labels_as_drawn_and_keeps_line_breaks() -
     batch.set_text("line one\nline two")
     batch.submit_text()
     batch.skip()
+    batch.enter()  # the review step sends
     shown = batch_summary(batch)
     assert rows(shown) == [
         "✓ Which package manager?: pnpm",
@@ -349,3 +359,194 @@ def test_option_numbers_line_up_from_ten_options_on() -> None:
     shown = screen(flow(ten), height=40).split("\n")
     assert shown[3:6] == ["❯  1. o1", "      said", "   2. o2"]
     assert "  10. Other…" in shown
+
+
+# ---------------------------------------------------------------------- the batch
+
+
+NOTES = AskUserQuestionItem("notes", "Anything else the agent should know?")
+CI = AskUserQuestionItem(
+    "checks", "Which checks?", header="CI", multi_select=True, options=[Option("tests")]
+)
+
+
+def three() -> BatchFlow:
+    return flow(pkg_question(header="Package manager"), CI, NOTES)
+
+
+def test_a_single_question_has_no_strip_no_count_and_no_review() -> None:
+    batch = flow(pkg_question())
+    assert screen(batch).split("\n")[0] == "── Question ──"
+    assert "Submit" not in screen(batch)
+    batch.enter()
+    assert batch.done
+    assert batch.answer().answers[0].selected == ("pnpm (Recommended)",)
+
+
+def test_the_strip_marks_answered_skipped_current_and_open() -> None:
+    batch = three()
+    assert screen(batch).split("\n")[0] == (
+        "● Package manager  ○ CI  ○ Anything else the a…  ○ Submit"
+    )
+    batch.enter()
+    batch.skip()
+    assert screen(batch).split("\n")[0] == (
+        "✓ Package manager  - CI  ● Anything else the a…  ○ Submit"
+    )
+    batch.goto(1)  # revisiting a skipped question: the current mark wins
+    assert screen(batch).split("\n")[0] == (
+        "✓ Package manager  ● CI  ○ Anything else the a…  ○ Submit"
+    )
+    strip = paint(batch, Viewport(), 80, 24).above[0]
+    assert ("class:strip.answered", "✓") in strip
+    assert ("class:strip.current", "CI") in strip
+
+
+def test_the_strip_shortens_names_then_windows_round_the_current_one() -> None:
+    batch = three()
+    batch.forward()
+    assert screen(batch, width=40).split("\n")[0] == "○ Package…  ● CI  ○ Anythin…  ○ Submit"
+    batch.back()  # the current name is the last to shorten
+    assert screen(batch, width=40).split("\n")[0] == "● Package manager  ○ CI  ○ A…  ○ Submit"
+    assert screen(batch, width=30).split("\n")[0] == "● Pac…  ○ CI  ○ A…  ○ Submit"
+    batch.forward()
+    assert screen(batch, width=30).split("\n")[0] == "○ Pac…  ● CI  ○ Any…  ○ Submit"
+    assert screen(batch, width=16).split("\n")[0] == "… ● CI  ○ A… …"
+    batch.goto(3)
+    assert screen(batch, width=16).split("\n")[0] == "… ○ A…  ● Submit"
+    for width in range(12, 60):
+        assert get_cwidth(screen(batch, width=width).split("\n")[0]) <= width
+
+
+def test_the_review_lists_every_answer_and_says_open_ones_are_skips() -> None:
+    batch = three()
+    batch.move(1)
+    batch.enter()  # npm
+    batch.forward()  # CI left open
+    batch.set_text("line one\nline two")
+    batch.submit_text()
+    assert batch.reviewing
+    assert screen(batch) == (
+        "✓ Package manager  ○ CI  ✓ Anything else the a…  ● Submit\n"
+        "Review your answers\n"
+        "\n"
+        "✓ Package manager: npm\n"
+        "○ CI: (not answered)\n"
+        '✓ Anything else the agent should know?: "line one\n'
+        '    line two"\n'
+        "Questions not answered are sent as skipped.\n"
+        "\n"
+        "Enter send · ← back · Esc dismiss"
+    )
+    batch.back()
+    assert screen(batch).split("\n")[1] == "Anything else the agent should know?"
+    batch.goto(3)
+    batch.enter()
+    assert batch.done
+    assert [item.selected for item in batch.answer().answers] == [("npm",), (), ()]
+
+
+def test_a_long_review_pages() -> None:
+    questions = [pkg_question(id=f"q{n}", header=f"Q{n}") for n in range(1, 5)]
+    batch = flow(*questions)
+    for _ in questions:
+        batch.open_text()
+        batch.set_text("a long answer of one's own " * 4)
+        batch.submit_text()
+    view = Viewport()
+    shown = screen(batch, width=40, height=12, view=view).split("\n")
+    assert len(shown) <= 11
+    assert shown[0].endswith("● Submit")
+    assert any(row.startswith("⋯ lines 1-") for row in shown)
+    assert shown[-1].endswith("Esc dismiss")
+
+
+def test_model_text_in_the_strip_and_the_review_is_escaped() -> None:
+    evil = AskUserQuestionItem("x", "Q?", header=f"H{EVIL}", options=[Option(f"L {EVIL}")])
+    batch = flow(evil, pkg_question())
+    batch.enter()
+    batch.skip()
+    shown = screen(batch, width=300)
+    assert shown.split("\n")[0].startswith("✓ H\\x1b[31mred\\x1b]")
+    assert f"L {EVIL_SHOWN}" in shown
+    assert not any(char in shown for char in "\x1b\x07\x9b\u202e")
+
+
+def test_small_terminals_with_the_strip_keep_it_the_markers_and_the_hints() -> None:
+    long = [Option(f"option {n}", "with a description") for n in range(1, 7)]
+    batch = flow(pkg_question(header="Package manager", options=long), CI, NOTES)
+    for width, height in ((60, 15), (40, 12)):
+        for _ in range(7):
+            batch.move(1)
+            shown = screen(batch, width=width, height=height).split("\n")
+            assert len(shown) <= height - 1
+            assert shown[0].startswith("● Package")
+            assert shown[-1].endswith("Esc dismiss")
+            assert any("❯" in row for row in shown)
+            # Every option is either shown or counted by a marker.
+            numbers = [int(m[1]) for row in shown if (m := re.match(r"^[❯ ] +(\d+)\. ", row))]
+            up = next((int(m[1]) for row in shown if (m := re.match(r"  ↑ (\d+) more", row))), 0)
+            down = next((int(m[1]) for row in shown if (m := re.match(r"  ↓ (\d+) more", row))), 0)
+            assert numbers == list(range(up + 1, len(batch.rows) - down + 1)), shown
+
+
+# ---------------------------------------------------------------------- tables and code
+
+
+def test_a_markdown_table_lines_up_its_columns() -> None:
+    table = (
+        "| Tool | Speed | Why |\n|:--|:-:|--:|\n| pnpm | fast | `strict` |\n| npm | ok | ships |"
+    )
+    lines = markdown(f"Intro\n{table}\nafter", "base", 60)
+    assert [plain(line.fragments) for line in lines] == [
+        "Intro",
+        "Tool │ Speed │    Why",
+        "─────┼───────┼───────",
+        "pnpm │ fast  │ strict",
+        "npm  │  ok   │  ships",
+        "after",
+    ]
+    assert lines[1].fragments[0] == ("base class:md.h", "Tool")
+    assert ("base class:md.code", "strict") in lines[3].fragments
+    assert all(not line.reflow for line in lines[1:5])
+
+
+def test_a_table_wider_than_the_terminal_is_one_line_per_row() -> None:
+    table = "| Tool | Why |\n|---|---|\n| pnpm | fast and strict |\n| npm | ships with Node |"
+    assert [plain(line.fragments) for line in markdown(table, "", 20)] == [
+        "Tool: pnpm · Why: fast and strict",
+        "Tool: npm · Why: ships with Node",
+    ]
+    assert rows(_detail_rows(table, 20)) == [
+        "• Tool: pnpm · Why:",
+        "  fast and strict",
+        "• Tool: npm · Why:",
+        "  ships with Node",
+    ]
+
+
+def test_a_pipe_without_a_rule_row_is_not_a_table() -> None:
+    lines = markdown("| a | b |\nnext", "")
+    assert [plain(line.fragments) for line in lines] == ["| a | b |", "next"]
+
+
+def test_wrapped_code_keeps_its_indentation() -> None:
+    code = "```\ndef f():\n    return call(argument_one, argument_two)\n```"
+    assert rows(_detail_rows(code, 30)) == [
+        "  def f():",
+        "      return call(argument_one",
+        "      , argument_two)",
+    ]
+
+
+def _detail_rows(text: str, width: int) -> list[Fragments]:
+    return [row for line in markdown(text, "", width) for row in wrap(line, width)]
+
+
+def test_a_narrow_strip_shows_as_many_entries_round_the_current_one_as_fit() -> None:
+    batch = flow(*[pkg_question(id=f"q{n}", header=f"Q{n}") for n in range(1, 9)])
+    batch.goto(4)
+    assert screen(batch, width=20).split("\n")[0] == "… ○ Q4  ● Q5  ○ Q6 …"
+    assert screen(batch, width=26).split("\n")[0] == "… ○ Q4  ● Q5  ○ Q6  ○ Q7 …"
+    batch.goto(0)
+    assert screen(batch, width=20).split("\n")[0] == "● Q1  ○ Q2  ○ Q3 …"

@@ -1,7 +1,8 @@
 """A terminal UI provider over prompt_toolkit (extra ``[terminal]``).
 
 ``TerminalProvider`` asks inline, one question at a time, with arrow keys, toggles, a
-free-text "Other" field, skip and back, and a plan-review screen; see docs/terminal.md.
+free-text "Other" field, skip and back, a strip of a batch's questions and a review
+before sending, and a plan-review screen; see docs/terminal.md.
 """
 
 try:

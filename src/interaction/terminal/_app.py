@@ -58,6 +58,11 @@ STYLE: Final = Style.from_dict(
         "summary.ok": "ansigreen bold",
         "summary.stop": "ansired bold",
         "summary.skip": "ansiyellow bold",
+        "strip.current": "bold",
+        "strip.name": "",
+        "strip.answered": "ansigreen bold",
+        "strip.skipped": "ansiyellow bold",
+        "strip.open": "ansibrightblack",
         "countdown": "ansiyellow",
     }
 )
@@ -106,7 +111,7 @@ def build_app(
         dont_extend_height=True,
         wrap_lines=True,
     )
-    typing = Condition(lambda: flow.mode == "text")
+    typing = Condition(lambda: flow.mode == "text" and not flow.reviewing)
     layout = Layout(
         HSplit([above, ConditionalContainer(VSplit([prompt, field]), filter=typing), below]),
         focused_element=above,
@@ -118,7 +123,7 @@ def build_app(
             app.exit(result=flow.answer())
         elif flow.dismissed:
             app.exit(exception=cancelled_error())
-        elif flow.mode == "text" and not flow.confirming:
+        elif flow.mode == "text" and not flow.confirming and not flow.reviewing:
             if buffer.text != flow.draft.text:
                 text = flow.draft.text
                 buffer.set_document(Document(text, len(text)), bypass_readonly=True)
@@ -143,12 +148,20 @@ def build_app(
 
 
 def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyBindings:
+    """The keys; in a batch (``flow.review``) Tab, Shift-Tab, ← and → move between questions.
+
+    Outside a batch Tab opens the "Other" field, as it always did; in a text field Tab goes
+    back to the options, so in a batch ``o`` opens the field.
+    """
     keys = KeyBindings()
     confirming = Condition(lambda: flow.confirming)
-    listing = Condition(lambda: flow.mode == "list") & ~confirming
-    typing = Condition(lambda: flow.mode == "text") & ~confirming
+    reviewing = Condition(lambda: flow.reviewing) & ~confirming
+    listing = Condition(lambda: flow.mode == "list" and not flow.reviewing) & ~confirming
+    typing = Condition(lambda: flow.mode == "text" and not flow.reviewing) & ~confirming
     plan = Condition(lambda: flow.plan_review)
     multi = Condition(lambda: flow.multi)
+    batch = Condition(lambda: flow.review)
+    options = Condition(lambda: bool(flow.rows))
 
     def bind(*names: str, action: Callable[[], None], filter: FilterOrBool = ~confirming) -> None:
         def handler(event: KeyPressEvent) -> None:
@@ -167,14 +180,18 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     bind("end", action=viewport.end, filter=listing & plan)
     bind("left", "h", action=lambda: flow.move(-1), filter=listing & plan)
     bind("right", "l", action=lambda: flow.move(1), filter=listing & plan)
-    bind("left", "b", action=flow.back, filter=listing & ~plan)
+    bind("left", "b", action=flow.back, filter=(listing & ~plan) | reviewing)
     bind("s-tab", action=flow.back)
+    bind("right", action=flow.forward, filter=listing & ~plan & batch)
+    bind("tab", action=flow.forward, filter=listing & batch)
+    bind("tab", action=flow.forward, filter=typing & ~options & batch)
+    bind("tab", action=flow.open_text, filter=listing & ~batch)
+    bind("tab", action=flow.close_text, filter=typing & options)
+    bind("o", action=flow.open_text, filter=listing)
     for digit in range(10):
         bind(str(digit), action=partial(flow.digit, digit), filter=listing)
-    bind("enter", action=flow.enter, filter=listing)
+    bind("enter", action=flow.enter, filter=listing | reviewing)
     bind("space", action=flow.toggle, filter=listing & multi)
-    bind("tab", action=flow.open_text, filter=listing)
-    bind("tab", action=flow.close_text, filter=typing)
     bind("enter", action=flow.submit_text, filter=typing)
     bind("s", action=flow.skip, filter=listing)
     bind("c-s", action=flow.skip)

@@ -125,7 +125,7 @@ class TerminalProvider:
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
     ) -> AskUserQuestionAnswer:
-        flow = BatchFlow(request, review=False)
+        flow = BatchFlow(request)
         app = build_app(flow, input, output, self._deadline)
         loop = asyncio.get_running_loop()
 

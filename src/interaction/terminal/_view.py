@@ -5,7 +5,9 @@ Pure: state in, styled rows out. Model text comes escaped from the flow's displa
 only ever text. The screen is split in
 three for the layout: the part above the text field, the field's prompt, and the part
 below it. Long details page (PgUp/PgDn), long option lists are windowed with "more"
-markers around the cursor, and everything wraps at the terminal's width.
+markers around the cursor, and everything wraps at the terminal's width. A batch's header
+row is a strip of its questions and where each stands; after its last question comes a
+review that lists every answer.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Final
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.utils import get_cwidth
 
-from .._core import escape_controls
+from .._core import AskUserQuestionAnswerItem, escape_controls
 from ..display import QuestionView
 from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
@@ -30,6 +32,19 @@ MARGIN: Final = "  "
 CURSOR: Final = "❯ "
 SEPARATOR: Final = " · "
 SUMMARY_NAME: Final = 40
+STRIP_NAMES: Final = (20, 12, 8, 4, 2)
+"""The widths names in the strip are shortened to, in turn, until the strip fits: the
+other questions' first, then the current one's."""
+STRIP_GAP: Final = "  "
+SUBMIT: Final = "Submit"
+REVIEW_TITLE: Final = "Review your answers"
+OPEN_ARE_SKIPS: Final = "Questions not answered are sent as skipped."
+MARKS: Final = {
+    "answered": ("class:strip.answered", "✓"),
+    "skipped": ("class:strip.skipped", "-"),
+    "open": ("class:strip.open", "○"),
+}
+CURRENT_MARK: Final = ("class:strip.current", "●")
 MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 MIN_FIELD: Final = 12
@@ -81,14 +96,17 @@ def joined(rows: Sequence[Fragments]) -> FormattedText:
 def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Screen:
     """The screen for ``flow`` on a ``width`` x ``height`` terminal; updates ``viewport``.
 
-    It never takes more than ``height - 1`` rows. When room is short the detail pages and
-    the options window; on a very small terminal the hints shrink to one row and the top
-    rows go, so that the cursor's row always shows.
+    It never takes more than ``height - 1`` rows. When room is short the blank rows go
+    first, then the detail pages and the options window; on a very small terminal the
+    hints shrink to one row and the top rows go, so that the cursor's row always shows.
     """
-    if viewport.question != flow.index:
-        viewport.question, viewport.detail_top, viewport.options_top = flow.index, 0, 0
+    position = _position(flow)
+    if viewport.question != position:
+        viewport.question, viewport.detail_top, viewport.options_top = position, 0, 0
+    if flow.reviewing:
+        return _review(flow, viewport, width, height)
     limit = height - _SPARE_ROWS
-    head = _rows([_title(flow), *_question(flow)], width)
+    head = _rows([_strip(flow, width) if flow.review else _title(flow), *_question(flow)], width)
     detail = flow.question.detail
     detail_rows = _detail(detail, width - len(MARGIN)) if detail else []
     blocks = [_rows(lines, width) for lines in _choices(flow)]
@@ -99,8 +117,11 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
         field_rows = -(-(get_cwidth(flow.draft.text) + 1) // room_beside)
     status = _rows(_status(flow), width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
-    room = limit - len(head) - field_rows - len(status) - hint_rows - 2  # 2 blank rows
     option_rows = sum(map(len, blocks))
+    gaps = 2  # blank rows: under the question, above the hints
+    room = limit - len(head) - field_rows - len(status) - hint_rows - gaps
+    while gaps and room < min(MIN_OPTION_ROWS, len(detail_rows) + option_rows):
+        gaps, room = gaps - 1, room + 1
     if len(detail_rows) + option_rows <= room:
         detail_budget, option_budget = len(detail_rows), option_rows
     else:
@@ -112,15 +133,41 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     option_budget = min(option_budget, max(1, limit - field_rows - len(status) - 1))
     detail_shown, paged = _page(detail_rows, detail_budget, viewport, width - len(MARGIN))
     above = head + [[("", MARGIN), *row] for row in detail_shown]
-    above.append([])
+    if gaps:
+        above.append([])
     above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
     hints = _pack(_hints(flow, paged=paged), width)
-    below = [*status, [], *hints]
-    if len(above) + field_rows + len(below) > limit:  # a very small terminal
-        below = [*status, *hints[:1]]
+    below = [*status, *([[]] if gaps > 1 else []), *hints]
+    return _squeeze(Screen(above, prompt, below), field_rows, [*status, *hints[:1]], limit)
+
+
+def _squeeze(screen: Screen, field_rows: int, short: list[Fragments], limit: int) -> Screen:
+    """On a very small terminal: ``short`` below (one row of hints), and the top rows go."""
+    above, below = screen.above, screen.below
+    if len(above) + field_rows + len(below) > limit:
+        below = short
         excess = len(above) + field_rows + len(below) - limit
         above = above[max(0, excess) :]
-    return Screen(above, prompt, below)
+    return Screen(above, screen.field_prompt, below)
+
+
+def _position(flow: BatchFlow) -> int:
+    """Where the user is in the strip: a question's index, or the review after them."""
+    return len(flow.questions) if flow.reviewing else flow.index
+
+
+def _review(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Screen:
+    """The review step: every answer as it would be sent; Enter sends, Back edits."""
+    limit = height - _SPARE_ROWS
+    head = _rows([_strip(flow, width), Line([("class:question", REVIEW_TITLE)])], width)
+    listed = _rows(_answer_lines(flow.questions, flow.answers), width)
+    status = _rows(_status(flow), width)
+    hint_rows = len(_pack(_hints(flow, paged=True), width))
+    room = limit - len(head) - len(status) - hint_rows - 2
+    shown, paged = _page(listed, max(1, room), viewport, width)
+    above = [*head, [], *shown]
+    hints = _pack(_hints(flow, paged=paged), width)
+    return _squeeze(Screen(above, [], [*status, [], *hints]), 0, [*status, *hints[:1]], limit)
 
 
 def summary(flow: BatchFlow, width: int) -> list[Fragments]:
@@ -129,9 +176,19 @@ def summary(flow: BatchFlow, width: int) -> list[Fragments]:
     Labels show as they were drawn (``pnpm (Recommended)`` as ``pnpm``); an answer of
     one's own is quoted, its own line breaks kept; a skipped question has its own mark.
     """
+    return _rows(_answer_lines(flow.questions, flow.answer().answers), width)
+
+
+def _answer_lines(
+    questions: Sequence[QuestionView], items: Sequence[AskUserQuestionAnswerItem | None]
+) -> list[Line]:
+    """A line per question for its answer; ``None``: not answered yet (on the review)."""
     lines = []
-    for question, item in zip(flow.questions, flow.answer().answers, strict=True):
-        name = _shorten(question.header or question.question.split("\n", 1)[0])
+    for question, item in zip(questions, items, strict=True):
+        name = _shorten(_name(question))
+        if item is None:
+            lines.append(Line([("class:strip.open", "○ "), ("", f"{name}: (not answered)")]))
+            continue
         parts = _shown(question, item.selected)
         if not parts and item.custom is None:
             lines.append(Line([("class:summary.skip", "- "), ("", f"{name}: (skipped)")]))
@@ -144,13 +201,18 @@ def summary(flow: BatchFlow, width: int) -> list[Fragments]:
         for number, rest in enumerate(own[1:], start=2):
             closing = '"' if number == len(own) else ""
             lines.append(Line([("", f"{rest}{closing}")], "    ", "    "))
-    return _rows(lines, width)
+    return lines
 
 
-def _shorten(text: str) -> str:
-    if get_cwidth(text) <= SUMMARY_NAME:
+def _name(question: QuestionView) -> str:
+    """A question's name: its header, or its first line."""
+    return question.header or question.question.split("\n", 1)[0]
+
+
+def _shorten(text: str, cells: int = SUMMARY_NAME) -> str:
+    if get_cwidth(text) <= cells:
         return text
-    return fit(text, SUMMARY_NAME - 1)[0].rstrip() + "…"
+    return fit(text, cells - 1)[0].rstrip() + "…"
 
 
 # ---------------------------------------------------------------------- sections
@@ -182,12 +244,69 @@ def _rows(lines: Sequence[Line], width: int) -> list[Fragments]:
 
 
 def _title(flow: BatchFlow) -> Line:
-    title = (
-        "Plan review" if flow.plan_review else f"Question {flow.index + 1}/{len(flow.questions)}"
-    )
-    if flow.question.header:
-        title += f" · {flow.question.header}"
+    """The header row of a question asked on its own: no strip, no count."""
+    header = flow.question.header
+    if flow.plan_review:
+        title = "Plan review" + (f" · {header}" if header else "")
+    else:
+        title = header or "Question"
     return Line([("class:title", f"── {title} ──")])
+
+
+def _strip(flow: BatchFlow, width: int) -> Line:
+    """The batch's header row: ``✓ Package manager  ● CI  ○ Notes  ○ Submit``.
+
+    ✓ answered, ``-`` skipped, ○ open, ● where the user is. Names shorten until the strip
+    fits, the current one last; on a terminal too narrow even then, it shows the entries
+    around ``●`` with ``…`` for the rest.
+    """
+    position = _position(flow)
+    names = [_name(question) for question in flow.questions]
+    longest, shortest = STRIP_NAMES[0], STRIP_NAMES[-1]
+
+    def entry(index: int, cells: int, current: int = longest) -> Fragments:
+        if index == len(names):
+            return entry_of(index, SUBMIT)
+        return entry_of(index, _shorten(names[index], current if index == position else cells))
+
+    def entry_of(index: int, name: str) -> Fragments:
+        if index == position:
+            return [CURRENT_MARK, ("", " "), ("class:strip.current", name)]
+        mark = MARKS[flow.status(index)] if index < len(names) else MARKS["open"]
+        return [mark, ("", " "), ("class:strip.name", name)]
+
+    def joined_entries(entries: Sequence[Fragments]) -> Fragments:
+        out: Fragments = []
+        for number, one in enumerate(entries):
+            out.extend([("", STRIP_GAP)] if number else [])
+            out.extend(one)
+        return out
+
+    count = len(names) + 1
+    sizes = [(longest, cells) for cells in STRIP_NAMES]
+    sizes += [(current, shortest) for current in STRIP_NAMES[1:]]
+    for current, cells in sizes:
+        whole = joined_entries([entry(index, cells, current) for index in range(count)])
+        if get_cwidth(plain(whole)) <= width:
+            return Line(whole)
+    entries = [entry(index, shortest, shortest) for index in range(count)]
+
+    def shown(top: int, end: int) -> Fragments:
+        middle = joined_entries(entries[top:end])
+        before: Fragments = [("class:more", "…"), ("", " ")] if top > 0 else []
+        after: Fragments = [("", " "), ("class:more", "…")] if end < count else []
+        return [*before, *middle, *after]
+
+    def fits(top: int, end: int) -> bool:
+        return top >= 0 and end <= count and get_cwidth(plain(shown(top, end))) <= width
+
+    top, end = position, position + 1
+    while fits(top, end + 1) or fits(top - 1, end):  # grow after the current entry, then before
+        if fits(top, end + 1):
+            end += 1
+        if fits(top - 1, end):
+            top -= 1
+    return Line(shown(top, end))
 
 
 def _question(flow: BatchFlow) -> list[Line]:
@@ -200,7 +319,7 @@ def _detail(detail: str, width: int) -> list[Fragments]:
 
     Callers copy rather than change the rows.
     """
-    return _rows(markdown(detail, "class:detail"), width)
+    return _rows(markdown(detail, "class:detail", width), width)
 
 
 def _choices(flow: BatchFlow) -> list[list[Line]]:
@@ -299,9 +418,11 @@ def _status(flow: BatchFlow) -> list[Line]:
     if flow.seconds_left is not None:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
         lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
-    if flow.multi and flow.draft.chosen:
+    if flow.multi and flow.draft.chosen and not flow.reviewing:
         chosen = ", ".join(_shown(flow.question, flow.draft.chosen))
         lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
+    if flow.reviewing and None in flow.answers:
+        lines.append(Line([("class:notice", OPEN_ARE_SKIPS)]))
     if flow.notice:
         lines.append(Line([("class:notice", flow.notice)]))
     return lines
@@ -311,11 +432,16 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
     if flow.confirming:
         return ["y discard and dismiss", "any other key keeps them"]
     dismiss = "Esc dismiss"
-    if flow.mode == "text":
+    if flow.reviewing:
+        keys = ["Enter send", "← back"]
+        back = ""
+    elif flow.mode == "text":
         keys = ["Enter confirm (empty skips)"] if not flow.rows else ["Enter confirm"]
         if flow.rows:
             keys += ["Tab/Esc options", "Ctrl-S skip"]
             dismiss = ""
+        elif flow.review:
+            keys.append("Tab next")
         back = "Shift-Tab back"
     elif flow.plan_review:
         keys = ["←→ choose", "Enter confirm", "Tab own words", "s skip"]
@@ -326,7 +452,10 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
     else:
         keys = ["↑↓ move", f"1-{len(flow.rows)} jump"]
         keys += ["Space toggle", "Enter confirm"] if flow.multi else ["Enter choose"]
-        keys += ["Tab own answer", "s skip"]
+        if flow.review:  # in a batch Tab moves between questions
+            keys += ["o own answer", "s skip", "Tab/→ next"]
+        else:
+            keys += ["Tab own answer", "s skip"]
         back = "← back"
     if back and flow.index:
         keys.append(back)
