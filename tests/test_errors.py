@@ -67,7 +67,8 @@ def test_what_a_model_or_wire_client_sent_is_named_by_its_json_type() -> None:
     class Mapping(dict[str, object]):
         pass
 
-    named = [json_type(v) for v in (None, True, 3, 2.5, "x", [], {}, Mapping(), b"x")]
+    sent: tuple[object, ...] = (None, True, 3, 2.5, "x", [], {}, Mapping(), b"x")
+    named = [json_type(value) for value in sent]
     assert named == [
         "null",
         "boolean",
