@@ -8,8 +8,6 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 
 from __future__ import annotations
 
-from typing import Final
-
 from ._abort import AbortSignal
 from ._agents import current_agents, is_root
 from ._errors import (
@@ -22,7 +20,7 @@ from ._errors import (
     bad_request,
     type_name,
 )
-from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES, check_text, is_blank, label_key
+from ._text_policy import check_text, label_key, texts_are_clean
 from ._types import (
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -120,61 +118,66 @@ def _check_intent(item: AskUserQuestionItem) -> None:
         )
 
 
-def _is_clean_text(value: object, bucket: list[str]) -> bool:
-    """Collect an optional string for one regex pass; ``False`` for anything else."""
-    if value is None:
-        return True
-    if type(value) is str:
-        bucket.append(value)
-        return True
-    return False
-
-
-def _fast_blank(text: str) -> bool:
-    # Invisible characters are all outside ASCII, and most text is ASCII.
-    return not text.strip() or (not text.isascii() and is_blank(text))
-
-
 def _clean_questions(questions: tuple[object, ...]) -> bool:
     """A fast pass that is ``True`` only for batches the detailed checks would accept.
 
-    ``False`` means "look closer": the detailed checks then find and name the fault.
+    ``False`` means "look closer": the detailed checks then find and name the fault. The
+    texts are collected and judged at once by ``texts_are_clean``; duplicate ids are seen
+    from the size of the id set at the end.
     """
     lines: list[str] = []
     blocks: list[str] = []
+    names: list[str] = []
     ids: set[str] = set()
     for item in questions:
         if type(item) is not AskUserQuestionItem:
             return False
-        qid, text = item.id, item.question
+        qid, text, detail, header, options = (
+            item.id,
+            item.question,
+            item.detail,
+            item.header,
+            item.options,
+        )
         if (
             type(qid) is not str
             or type(text) is not str
-            or _fast_blank(qid)
-            or _fast_blank(text)
-            or qid in ids
+            or type(options) is not tuple
             or type(item.multi_select) is not bool
-            or type(item.options) is not tuple
-            or not _is_clean_text(item.detail, blocks)
-            or not _is_clean_text(item.header, lines)
+            or not qid.strip()
+            or not text.strip()
         ):
             return False
         ids.add(qid)
         lines.append(qid)
         blocks.append(text)
-        keys: set[str] = set()
-        for option in item.options:
-            if type(option) is not AskUserQuestionOption:
+        names.append(qid)
+        names.append(text)
+        if detail is not None:
+            if type(detail) is not str:
                 return False
-            label = option.label
-            if type(label) is not str or _fast_blank(label):
+            blocks.append(detail)
+        if header is not None:
+            if type(header) is not str:
                 return False
-            if not _is_clean_text(option.description, blocks):
+            lines.append(header)
+        if options:
+            keys: set[str] = set()
+            for option in options:
+                if type(option) is not AskUserQuestionOption:
+                    return False
+                label, description = option.label, option.description
+                if type(label) is not str or not label.strip():
+                    return False
+                if description is not None:
+                    if type(description) is not str:
+                        return False
+                    blocks.append(description)
+                lines.append(label)
+                names.append(label)
+                keys.add(label.lower().strip() if label.isascii() else label_key(label))
+            if len(keys) != len(options):
                 return False
-            lines.append(label)
-            keys.add(label.lower().strip() if label.isascii() else label_key(label))
-        if len(keys) != len(item.options):
-            return False
         intent = item.intent
         if intent is not None:
             if type(intent) is PlanReviewIntent:
@@ -182,26 +185,44 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
                     return False
                 lines.append(intent.approve)
             elif type(intent) is UnknownIntent:
-                if type(intent.kind) is not str or _fast_blank(intent.kind):
+                kind = intent.kind
+                if type(kind) is not str or not kind.strip():
                     return False
-                lines.append(intent.kind)
+                lines.append(kind)
+                names.append(kind)
             else:
                 return False
-    return not UNSAFE.search("".join(lines)) and not UNSAFE_EXCEPT_LINES.search("".join(blocks))
+    return len(ids) == len(questions) and texts_are_clean(lines, blocks, names)
 
 
-_ABSENT: Final = object()
-
-
-def _optional_text(data: dict[str, object], key: str, bucket: list[str]) -> str | object | None:
-    """The string under ``key``, ``None`` when absent, ``_ABSENT`` for anything else."""
-    value = data.get(key, _ABSENT)
-    if value is _ABSENT:
+def _options_from_json(
+    raw: object, lines: list[str], blocks: list[str], names: list[str]
+) -> tuple[AskUserQuestionOption, ...] | None:
+    """One question's options for :func:`questions_from_json`, their texts collected."""
+    if type(raw) is not list:
         return None
-    if type(value) is str:
-        bucket.append(value)
-        return value
-    return _ABSENT
+    options: list[AskUserQuestionOption] = []
+    keys: set[str] = set()
+    for value in raw:
+        if type(value) is not dict:
+            return None
+        label = value.get("label")
+        if type(label) is not str or not label.strip():
+            return None
+        description = value.get("description")
+        if description is not None:
+            if type(description) is not str:
+                return None
+            blocks.append(description)
+        elif "description" in value:
+            return None
+        lines.append(label)
+        names.append(label)
+        keys.add(label.lower().strip() if label.isascii() else label_key(label))
+        options.append(AskUserQuestionOption(label, description))
+    if len(keys) != len(options):
+        return None
+    return tuple(options)
 
 
 def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
@@ -210,51 +231,56 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
     One pass that checks while it builds: it accepts only what the wire's detailed decode
     followed by :func:`check_questions` would accept, and builds the same objects
     (``tests/test_wire.py`` keeps the two in agreement). Items with an intent take the
-    detailed path.
+    detailed path. The texts are judged at once by ``texts_are_clean``.
     """
     if type(raw) is not list:
         return None
     lines: list[str] = []
     blocks: list[str] = []
+    names: list[str] = []
     ids: set[str] = set()
     items: list[AskUserQuestionItem] = []
     for value in raw:
         if type(value) is not dict or "intent" in value:
             return None
-        qid, text = value.get("id"), value.get("question")
-        if type(qid) is not str or type(text) is not str or qid in ids:
-            return None
-        if _fast_blank(qid) or _fast_blank(text):
+        get = value.get
+        qid, text = get("id"), get("question")
+        if type(qid) is not str or type(text) is not str or not qid.strip() or not text.strip():
             return None
         ids.add(qid)
         lines.append(qid)
         blocks.append(text)
-        detail = _optional_text(value, "detail", blocks)
-        header = _optional_text(value, "header", lines)
-        multi = value.get("multiSelect", False)
-        raw_options = value.get("options", ())
-        if detail is _ABSENT or header is _ABSENT or type(multi) is not bool:
-            return None
-        if type(raw_options) is not list and raw_options != ():
-            return None
-        options: list[AskUserQuestionOption] = []
-        keys: set[str] = set()
-        for raw_option in raw_options:
-            if type(raw_option) is not dict:
+        names.append(qid)
+        names.append(text)
+        # An absent key reads as None; a key present with null is a fault (for the detail).
+        detail = get("detail")
+        if detail is not None:
+            if type(detail) is not str:
                 return None
-            label = raw_option.get("label")
-            if type(label) is not str or _fast_blank(label):
-                return None
-            description = _optional_text(raw_option, "description", blocks)
-            if description is _ABSENT:
-                return None
-            lines.append(label)
-            keys.add(label.lower().strip() if label.isascii() else label_key(label))
-            options.append(AskUserQuestionOption(label, description))  # type: ignore[arg-type]
-        if len(keys) != len(options):
+            blocks.append(detail)
+        elif "detail" in value:
             return None
-        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))  # type: ignore[arg-type]
-    if UNSAFE.search("".join(lines)) or UNSAFE_EXCEPT_LINES.search("".join(blocks)):
+        header = get("header")
+        if header is not None:
+            if type(header) is not str:
+                return None
+            lines.append(header)
+        elif "header" in value:
+            return None
+        multi = get("multiSelect", False)
+        if type(multi) is not bool:
+            return None
+        options: tuple[AskUserQuestionOption, ...] = ()
+        raw_options = get("options")
+        if raw_options is not None:
+            built = _options_from_json(raw_options, lines, blocks, names)
+            if built is None:
+                return None
+            options = built
+        elif "options" in value:
+            return None
+        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
+    if len(ids) != len(items) or not texts_are_clean(lines, blocks, names):
         return None
     return tuple(items)
 
@@ -309,5 +335,6 @@ def check_request(request: object) -> AskUserQuestionRequest:
     check_questions(questions)
     for item in questions:
         assert isinstance(item, AskUserQuestionItem)
-        _check_intent(item)
+        if item.intent is not None:
+            _check_intent(item)
     return request
