@@ -9,7 +9,7 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 from __future__ import annotations
 
 from ._abort import AbortSignal
-from ._agents import current_agents, is_root
+from ._agents import AgentRegistry, current_agents, is_root
 from ._errors import (
     DELEGATED_MESSAGE,
     EMPTY_MESSAGE,
@@ -40,6 +40,10 @@ def _check_admission(agent: object) -> None:
     if type(agent_id) is not str:
         raise bad_request("agent.id", f"expected a string, got {type_name(agent_id)}")
     registry = current_agents()
+    # AgentRegistry.is_root is true only for a live root: one locked look-up admits the
+    # common caller; any other answer takes the two steps that name the refusal.
+    if type(registry) is AgentRegistry and registry.is_root(agent):
+        return
     if registry is None or registry.get(agent_id) is not agent:
         raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
     if not is_root(registry, agent):
@@ -287,8 +291,11 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
 
 def check_questions(questions: tuple[object, ...]) -> None:
     """The structural (``BAD_REQUEST``) checks of a batch of questions, in order."""
-    if _clean_questions(questions):
-        return
+    if not _clean_questions(questions):
+        _check_questions_in_detail(questions)
+
+
+def _check_questions_in_detail(questions: tuple[object, ...]) -> None:
     seen_ids: set[str] = set()
     for index, item in enumerate(questions):
         _check_item(item, f"questions[{index}]", seen_ids)
@@ -321,8 +328,12 @@ def check_request(request: object) -> AskUserQuestionRequest:
         raise bad_request(
             "request", f"expected an AskUserQuestionRequest, got {type_name(request)}"
         )
-    _check_signal(request.signal)
-    check_text(request.key, "key", optional=True, nonblank=True)
+    # The calls below are made only when there is something to check: this runs on every ask.
+    signal, key, agent = request.signal, request.key, request.agent
+    if signal is not None:
+        _check_signal(signal)
+    if key is not None:
+        check_text(key, "key", nonblank=True)
     questions = request.questions
     if type(questions) is not tuple:
         raise bad_request(
@@ -330,11 +341,11 @@ def check_request(request: object) -> AskUserQuestionRequest:
         )
     if not questions:
         raise UserInteractionError(EMPTY_MESSAGE, ErrorCode.EMPTY_QUESTIONS)
-    if request.agent is not None:
-        _check_admission(request.agent)
-    check_questions(questions)
+    if agent is not None:
+        _check_admission(agent)
+    if not _clean_questions(questions):
+        _check_questions_in_detail(questions)
     for item in questions:
-        assert isinstance(item, AskUserQuestionItem)
         if item.intent is not None:
             _check_intent(item)
     return request
