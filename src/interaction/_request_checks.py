@@ -20,7 +20,7 @@ from ._errors import (
     bad_request,
     type_name,
 )
-from ._text_policy import check_text, label_key, texts_are_clean
+from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES, check_text, is_blank, label_key
 from ._types import (
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -122,16 +122,21 @@ def _check_intent(item: AskUserQuestionItem) -> None:
         )
 
 
+# The fast passes below judge each text with str methods, inline because they run for
+# every text of every request:
+# - isprintable() is false for every character UNSAFE refuses (controls, format characters
+#   such as the bidirectional overrides, surrogates) and for a few more (newline, tab, other
+#   spaces), so only a text that is not printable goes to the regex;
+# - an ASCII text is blank exactly when strip() leaves nothing (no invisible character is
+#   ASCII), and an ASCII label's label_key is lower().strip().
+
+
 def _clean_questions(questions: tuple[object, ...]) -> bool:
     """A fast pass that is ``True`` only for batches the detailed checks would accept.
 
-    ``False`` means "look closer": the detailed checks then find and name the fault. The
-    texts are collected and judged at once by ``texts_are_clean``; duplicate ids are seen
-    from the size of the id set at the end.
+    ``False`` means "look closer": the detailed checks then find and name the fault.
+    Duplicate ids are seen from the size of the id set at the end.
     """
-    lines: list[str] = []
-    blocks: list[str] = []
-    names: list[str] = []
     ids: set[str] = set()
     for item in questions:
         if type(item) is not AskUserQuestionItem:
@@ -148,61 +153,73 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
             or type(text) is not str
             or type(options) is not tuple
             or type(item.multi_select) is not bool
-            or not qid.strip()
-            or not text.strip()
+            or not (qid.isprintable() or UNSAFE.search(qid) is None)
+            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+            or not (qid.strip() if qid.isascii() else not is_blank(qid))
+            or not (text.strip() if text.isascii() else not is_blank(text))
         ):
             return False
         ids.add(qid)
-        lines.append(qid)
-        blocks.append(text)
-        names.append(qid)
-        names.append(text)
-        if detail is not None:
-            if type(detail) is not str:
-                return False
-            blocks.append(detail)
-        if header is not None:
-            if type(header) is not str:
-                return False
-            lines.append(header)
-        if options:
-            keys: set[str] = set()
-            for option in options:
-                if type(option) is not AskUserQuestionOption:
-                    return False
-                label, description = option.label, option.description
-                if type(label) is not str or not label.strip():
-                    return False
-                if description is not None:
-                    if type(description) is not str:
-                        return False
-                    blocks.append(description)
-                lines.append(label)
-                names.append(label)
-                keys.add(label.lower().strip() if label.isascii() else label_key(label))
-            if len(keys) != len(options):
-                return False
+        if detail is not None and (
+            type(detail) is not str
+            or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
+        ):
+            return False
+        if header is not None and (
+            type(header) is not str or not (header.isprintable() or UNSAFE.search(header) is None)
+        ):
+            return False
+        if options and not _clean_options(options):
+            return False
         intent = item.intent
         if intent is not None:
             if type(intent) is PlanReviewIntent:
-                if type(intent.approve) is not str:
+                approve = intent.approve
+                if type(approve) is not str or not (
+                    approve.isprintable() or UNSAFE.search(approve) is None
+                ):
                     return False
-                lines.append(intent.approve)
             elif type(intent) is UnknownIntent:
                 kind = intent.kind
-                if type(kind) is not str or not kind.strip():
+                if (
+                    type(kind) is not str
+                    or not (kind.isprintable() or UNSAFE.search(kind) is None)
+                    or not (kind.strip() if kind.isascii() else not is_blank(kind))
+                ):
                     return False
-                lines.append(kind)
-                names.append(kind)
             else:
                 return False
-    return len(ids) == len(questions) and texts_are_clean(lines, blocks, names)
+    return len(ids) == len(questions)
 
 
-def _options_from_json(
-    raw: object, lines: list[str], blocks: list[str], names: list[str]
-) -> tuple[AskUserQuestionOption, ...] | None:
-    """One question's options for :func:`questions_from_json`, their texts collected."""
+def _clean_options(options: tuple[object, ...]) -> bool:
+    """The options part of :func:`_clean_questions` (same rules as ``_options_from_json``)."""
+    keys: set[str] = set()
+    for option in options:
+        if type(option) is not AskUserQuestionOption:
+            return False
+        label, description = option.label, option.description
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+            return False
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return False
+        elif is_blank(label):
+            return False
+        else:
+            key = label_key(label)
+        keys.add(key)
+        if description is not None and (
+            type(description) is not str
+            or not (description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None)
+        ):
+            return False
+    return len(keys) == len(options)
+
+
+def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
+    """One question's options for :func:`questions_from_json` (rules of ``_clean_options``)."""
     if type(raw) is not list:
         return None
     options: list[AskUserQuestionOption] = []
@@ -211,18 +228,26 @@ def _options_from_json(
         if type(value) is not dict:
             return None
         label = value.get("label")
-        if type(label) is not str or not label.strip():
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
             return None
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return None
+        elif is_blank(label):
+            return None
+        else:
+            key = label_key(label)
+        keys.add(key)
+        # An absent key reads as None; a key present with null is a fault.
         description = value.get("description")
         if description is not None:
-            if type(description) is not str:
+            if type(description) is not str or not (
+                description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None
+            ):
                 return None
-            blocks.append(description)
         elif "description" in value:
             return None
-        lines.append(label)
-        names.append(label)
-        keys.add(label.lower().strip() if label.isascii() else label_key(label))
         options.append(AskUserQuestionOption(label, description))
     if len(keys) != len(options):
         return None
@@ -235,13 +260,10 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
     One pass that checks while it builds: it accepts only what the wire's detailed decode
     followed by :func:`check_questions` would accept, and builds the same objects
     (``tests/test_wire.py`` keeps the two in agreement). Items with an intent take the
-    detailed path. The texts are judged at once by ``texts_are_clean``.
+    detailed path.
     """
     if type(raw) is not list:
         return None
-    lines: list[str] = []
-    blocks: list[str] = []
-    names: list[str] = []
     ids: set[str] = set()
     items: list[AskUserQuestionItem] = []
     for value in raw:
@@ -249,26 +271,31 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
             return None
         get = value.get
         qid, text = get("id"), get("question")
-        if type(qid) is not str or type(text) is not str or not qid.strip() or not text.strip():
+        if (
+            type(qid) is not str
+            or type(text) is not str
+            or not (qid.isprintable() or UNSAFE.search(qid) is None)
+            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+            or not (qid.strip() if qid.isascii() else not is_blank(qid))
+            or not (text.strip() if text.isascii() else not is_blank(text))
+        ):
             return None
         ids.add(qid)
-        lines.append(qid)
-        blocks.append(text)
-        names.append(qid)
-        names.append(text)
-        # An absent key reads as None; a key present with null is a fault (for the detail).
+        # An absent key reads as None; a key present with null is a fault.
         detail = get("detail")
         if detail is not None:
-            if type(detail) is not str:
+            if type(detail) is not str or not (
+                detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None
+            ):
                 return None
-            blocks.append(detail)
         elif "detail" in value:
             return None
         header = get("header")
         if header is not None:
-            if type(header) is not str:
+            if type(header) is not str or not (
+                header.isprintable() or UNSAFE.search(header) is None
+            ):
                 return None
-            lines.append(header)
         elif "header" in value:
             return None
         multi = get("multiSelect", False)
@@ -277,14 +304,14 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
         options: tuple[AskUserQuestionOption, ...] = ()
         raw_options = get("options")
         if raw_options is not None:
-            built = _options_from_json(raw_options, lines, blocks, names)
+            built = _options_from_json(raw_options)
             if built is None:
                 return None
             options = built
         elif "options" in value:
             return None
         items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
-    if len(ids) != len(items) or not texts_are_clean(lines, blocks, names):
+    if len(ids) != len(items):
         return None
     return tuple(items)
 

@@ -24,7 +24,6 @@ __all__ = [
     "describe_char",
     "is_blank",
     "label_key",
-    "texts_are_clean",
     "visible_text",
 ]
 
@@ -146,24 +145,3 @@ def label_key(label: str) -> str:
     import unicodedata  # imported when needed: ~0.2 ms that ASCII labels never pay
 
     return visible_text(unicodedata.normalize("NFKC", label)).casefold().strip()
-
-
-def texts_are_clean(lines: list[str], blocks: list[str], names: list[str]) -> bool:
-    """Whether ``check_text`` would accept every text collected by a fast pass.
-
-    ``lines`` are single-line texts, ``blocks`` prose (newline and tab allowed), ``names``
-    the texts that must not be blank and were already seen to hold more than white space.
-    """
-    line_text = "".join(lines)
-    block_text = "".join(blocks)
-    if line_text.isascii() and block_text.isascii():
-        # In ASCII, isprintable() is false exactly for the C0 controls and DEL (UNSAFE's
-        # ASCII part), and no invisible character is ASCII: no regex, no blank check.
-        return line_text.isprintable() and (
-            block_text.isprintable() or UNSAFE_EXCEPT_LINES.search(block_text) is None
-        )
-    return (
-        UNSAFE.search(line_text) is None
-        and UNSAFE_EXCEPT_LINES.search(block_text) is None
-        and not any(not name.isascii() and is_blank(name) for name in names)
-    )
