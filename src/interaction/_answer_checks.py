@@ -128,8 +128,7 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
 
     Returns the answer with its items in question order.
     """
-    if _is_clean_answer(request, answer):
-        assert isinstance(answer, AskUserQuestionAnswer)
+    if type(answer) is AskUserQuestionAnswer and _is_clean_answer(request, answer):
         return answer
     if type(answer) is not AskUserQuestionAnswer:
         raise bad_answer("answer", f"expected an AskUserQuestionAnswer, got {type_name(answer)}")
