@@ -104,11 +104,12 @@ def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
                             break
                     else:
                         return False
-            else:  # a set keeps the check linear when thousands are selected
-                offered = {option.label for option in options}
+            else:  # sets keep the check linear when thousands are selected
                 for label in selected:
-                    if type(label) is not str or label not in offered:
+                    if type(label) is not str:
                         return False
+                if not {option.label for option in options}.issuperset(selected):
+                    return False
             # Only strings reach the set, so it cannot meet an unhashable label.
             if count > 1 and (not question.multi_select or len(set(selected)) != count):
                 return False
