@@ -110,6 +110,7 @@ def _frozen_slotted(cls: type[_T]) -> type[_T]:
     names. ``dataclasses`` still declares the fields, so ``fields()`` and ``replace()`` work;
     ``tests/test_types.py`` holds every class to a standard dataclass of the same fields.
     """
+    assert "__init__" in cls.__dict__, f"{cls.__name__} must write out its __init__"
     cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # fields, match_args
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     params.init = params.repr = params.eq = params.frozen = True  # what the methods provide
@@ -122,7 +123,7 @@ def _frozen_slotted(cls: type[_T]) -> type[_T]:
         if key not in names and key not in ("__dict__", "__weakref__")
     }
     namespace["__slots__"] = names
-    namespace["__repr__"] = _repr_of(names)
+    namespace["__repr__"] = _repr_of(tuple(f.name for f in fields if f.repr))
     namespace["__eq__"] = _eq_of(compared)
     namespace.setdefault("__hash__", _hash_of(compared))
     namespace["__setattr__"] = _frozen_setattr
