@@ -39,14 +39,9 @@ JSONValue: TypeAlias = (
 
 
 _SEQUENCES: Final = frozenset({list, tuple})
-
-
-def _as_tuple(value: object) -> object:
-    """Store a list or tuple as a tuple; leave anything else for validation to name.
-
-    Subclasses are left too: one may override ``__iter__`` to lie or raise.
-    """
-    return tuple(value) if type(value) in _SEQUENCES else value  # type: ignore[arg-type]
+"""What the constructors store as a tuple (``tuple(x) if type(x) in _SEQUENCES else x``,
+written out in each ``__init__``): a list or tuple. Anything else, subclasses too (one may
+override ``__iter__`` to lie or raise), is left for validation to name."""
 
 
 MAX_INTENT_DEPTH: Final = 64
@@ -317,7 +312,6 @@ class AskUserQuestionItem:
         _ITEM_QUESTION(self, question)
         _ITEM_DETAIL(self, detail)
         _ITEM_HEADER(self, header)
-        # Inline _as_tuple: this runs for every question built.
         _ITEM_OPTIONS(self, tuple(options) if type(options) in _SEQUENCES else options)
         _ITEM_MULTI_SELECT(self, multi_select)
         _ITEM_INTENT(self, intent)
@@ -356,7 +350,7 @@ class AskUserQuestionRequest:
         signal: AbortSignal | None = None,
         key: str | None = None,
     ) -> None:
-        _REQUEST_QUESTIONS(self, _as_tuple(questions))
+        _REQUEST_QUESTIONS(self, tuple(questions) if type(questions) in _SEQUENCES else questions)
         _REQUEST_AGENT(self, agent)
         _REQUEST_SIGNAL(self, signal)
         _REQUEST_KEY(self, key)
@@ -385,7 +379,7 @@ class AskUserQuestionAnswerItem:
         custom: str | None = None,
     ) -> None:
         _ANSWER_ITEM_ID(self, id)
-        _ANSWER_ITEM_SELECTED(self, _as_tuple(selected))
+        _ANSWER_ITEM_SELECTED(self, tuple(selected) if type(selected) in _SEQUENCES else selected)
         _ANSWER_ITEM_CUSTOM(self, custom)
 
 
@@ -401,7 +395,7 @@ class AskUserQuestionAnswer:
     answers: Sequence[AskUserQuestionAnswerItem]
 
     def __init__(self, answers: Sequence[AskUserQuestionAnswerItem]) -> None:
-        _ANSWER_ANSWERS(self, _as_tuple(answers))
+        _ANSWER_ANSWERS(self, tuple(answers) if type(answers) in _SEQUENCES else answers)
 
 
 (_ANSWER_ANSWERS,) = _slot_setters(AskUserQuestionAnswer)
