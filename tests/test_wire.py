@@ -365,3 +365,66 @@ def test_the_one_pass_decode_leaves_every_fault_to_the_detailed_decode(
     assert _outcome(wire.decode_request, document) == _outcome(
         wire._decode_request_in_detail, document
     )
+
+
+@st.composite
+def near_valid_answer_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid answer's wire form with a few fields broken, removed or duplicated."""
+    document: dict[str, Any] = json.loads(json.dumps(wire.encode_answer(draw(answers()))))
+    items = document["answers"]
+    for _ in range(draw(st.integers(0, 3))):
+        if not items:
+            break
+        target = draw(st.sampled_from(items))
+        key = draw(st.sampled_from([*target, "id", "selected", "custom"]))
+        if draw(st.booleans()):
+            target.pop(key, None)
+        elif key == "selected" and type(target.get(key)) is list and draw(st.booleans()):
+            target[key] = [*target[key], draw(_NASTY)]
+        else:
+            target[key] = draw(_NASTY)
+    return document
+
+
+def _answer_outcome(decode: Any, document: object) -> object:
+    try:
+        return decode(document)
+    except UserInteractionError as error:
+        return (error.code, error.message)
+
+
+@given(near_valid_answer_documents())
+def test_the_one_pass_answer_decode_agrees_with_the_detailed_decode(
+    document: dict[str, Any],
+) -> None:
+    detailed = _answer_outcome(lambda d: wire._decode_answer_in_detail(d, None), document)
+    assert _answer_outcome(wire.decode_answer, document) == detailed
+    assert _answer_outcome(wire.decode_answer, json.dumps(document)) == detailed
+    fast = wire._answer_items_from_json(document["answers"])
+    if fast is not None:
+        assert AskUserQuestionAnswer(fast) == detailed
+        assert all(type(item.selected) is tuple for item in fast)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"selected": ["a"]},
+        {"id": 3, "selected": ["a"]},
+        {"id": "q", "selected": "a"},
+        {"id": "q", "selected": [None]},
+        {"id": "q", "selected": ["a\ud800"]},
+        {"id": "q", "selected": ["a"], "custom": None},
+        {"id": "q", "selected": ["a"], "custom": "\udfff"},
+        {"id": "q"},
+    ],
+    ids=lambda item: json.dumps(item, ensure_ascii=True),
+)
+def test_the_one_pass_answer_decode_leaves_every_fault_to_the_detailed_decode(
+    item: dict[str, Any],
+) -> None:
+    document = {"answers": [{"id": "ok", "selected": []}, item]}
+    assert wire._answer_items_from_json(document["answers"]) is None
+    assert _answer_outcome(wire.decode_answer, document) == _answer_outcome(
+        lambda d: wire._decode_answer_in_detail(d, None), document
+    )

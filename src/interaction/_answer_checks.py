@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from ._errors import bad_answer, type_name
-from ._text_policy import INVISIBLE, SURROGATE, describe_char, is_blank
+from ._text_policy import INVISIBLE, SURROGATE, LazyPattern, describe_char, is_blank
 from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -77,7 +76,7 @@ def _check_answer_item(
 
 _SCAN_LIMIT: Final = 8
 # A custom answer with either is looked at closely: it may be blank or unencodable.
-_SUSPECT_CUSTOM: Final = re.compile(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
+_SUSPECT_CUSTOM: Final = LazyPattern(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
 
 
 def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
@@ -87,36 +86,41 @@ def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
     items, questions = answer.answers, request.questions
     if type(items) is not tuple or len(items) != len(questions):
         return False
-    for item, question in zip(items, questions, strict=True):
-        if (
-            type(item) is not AskUserQuestionAnswerItem
-            or type(item.id) is not str
-            or item.id != question.id
-        ):
+    # The lengths are equal (checked above); zip(strict=True) would cost a keyword call,
+    # a sixth of this whole check for one question.
+    for item, question in zip(items, questions):  # noqa: B905
+        if type(item) is not AskUserQuestionAnswerItem:
             return False
-        selected, custom = item.selected, item.custom
-        if type(selected) is not tuple:
+        item_id, selected, custom = item.id, item.selected, item.custom
+        if type(item_id) is not str or item_id != question.id or type(selected) is not tuple:
             return False
         count = len(selected)
-        if count > 1 and (not question.multi_select or len(set(selected)) != count):
-            return False
         if count:
             options = question.options
-            # A set past a few labels keeps the check linear when thousands are selected.
-            offered = options if count < _SCAN_LIMIT else {o.label for o in options}
-            for label in selected:
-                if type(label) is not str:
-                    return False
-                if offered is options:
-                    if all(o.label != label for o in options):
+            if count < _SCAN_LIMIT:  # a few labels: scanning the options beats building a set
+                for label in selected:
+                    if type(label) is not str:
                         return False
-                elif label not in offered:
+                    for option in options:
+                        if option.label == label:
+                            break
+                    else:
+                        return False
+            else:  # sets keep the check linear when thousands are selected
+                for label in selected:
+                    if type(label) is not str:
+                        return False
+                if not {option.label for option in options}.issuperset(selected):
                     return False
+            # Only strings reach the set, so it cannot meet an unhashable label.
+            if count > 1 and (not question.multi_select or len(set(selected)) != count):
+                return False
         if custom is not None and (
             type(custom) is not str
             or not custom.strip()
             or (count and not question.multi_select)
-            or _SUSPECT_CUSTOM.search(custom)
+            # ASCII holds neither surrogates nor invisible characters: no regex needed.
+            or not (custom.isascii() or _SUSPECT_CUSTOM.search(custom) is None)
         ):
             return False
     return True
@@ -127,8 +131,7 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
 
     Returns the answer with its items in question order.
     """
-    if _is_clean_answer(request, answer):
-        assert isinstance(answer, AskUserQuestionAnswer)
+    if type(answer) is AskUserQuestionAnswer and _is_clean_answer(request, answer):
         return answer
     if type(answer) is not AskUserQuestionAnswer:
         raise bad_answer("answer", f"expected an AskUserQuestionAnswer, got {type_name(answer)}")

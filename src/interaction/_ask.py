@@ -57,6 +57,39 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     return check_answer(request, await _wait_for(task, registration, provider, request))
 
 
+class _Stop:
+    """Why ``ask()`` cancels its provider: an abort or a disposal, taken once on its loop.
+
+    One small object per ask rather than four closures over shared cells: every ask makes
+    one, so it is cheap to build.
+    """
+
+    __slots__ = ("cause", "error", "task", "waiting")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task = task
+        self.error: UserInteractionError | None = None
+        self.cause: BaseException | None = None
+        self.waiting = True
+
+    def _interrupt(self, error: UserInteractionError, cause: BaseException | None) -> None:
+        if self.waiting and self.error is None:
+            self.error, self.cause = error, cause
+            self.task.cancel()
+
+    def _schedule(self, error: UserInteractionError, cause: BaseException | None) -> None:
+        # Abort may come from any thread: interrupt on the asking loop. A closed loop
+        # raises RuntimeError, and then nobody is waiting any more.
+        with contextlib.suppress(RuntimeError):
+            self.task.get_loop().call_soon_threadsafe(self._interrupt, error, cause)
+
+    def on_abort(self, reason: BaseException) -> None:
+        self._schedule(aborted_error(reason), reason)
+
+    def on_dispose(self) -> None:
+        self._schedule(UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED), None)
+
+
 async def _wait_for(
     task: asyncio.Task[object],
     registration: Registration,
@@ -64,34 +97,13 @@ async def _wait_for(
     request: AskUserQuestionRequest,
 ) -> object:
     """The provider's answer, unchecked; an abort or disposal cancels the provider."""
-    loop = asyncio.get_running_loop()
-    stop: UserInteractionError | None = None
-    stop_cause: BaseException | None = None
-    waiting = True
-
-    def interrupt(error: UserInteractionError, cause: BaseException | None) -> None:
-        nonlocal stop, stop_cause
-        if waiting and stop is None:
-            stop, stop_cause = error, cause
-            task.cancel()
-
-    def schedule(error: UserInteractionError, cause: BaseException | None) -> None:
-        # Abort may come from any thread: interrupt on the asking loop. A closed loop
-        # raises RuntimeError, and then nobody is waiting any more.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(interrupt, error, cause)
-
-    def on_abort(reason: BaseException) -> None:
-        schedule(aborted_error(reason), reason)
-
-    def on_dispose() -> None:
-        schedule(UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED), None)
-
-    remove_dispose = registration.watch(on_dispose)
-    if remove_dispose is None:  # disposed from another thread since we looked it up
+    stop = _Stop(task)
+    watch = registration.watch(stop.on_dispose)
+    if watch is None:  # disposed from another thread since we looked it up
+        stop.waiting = False  # a disposal that already collected on_dispose finds no one
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
     signal = request.signal
-    remove_abort = signal.add_listener(on_abort) if signal is not None else None
+    remove_abort = signal.add_listener(stop.on_abort) if signal is not None else None
     try:
         # Aborted after check_request looked (during admission, say) but before we
         # listened: the provider must never see it.
@@ -99,22 +111,22 @@ async def _wait_for(
             raise aborted_error(reason) from reason
         answer = await provider.ask(request)
     except BaseException as exc:
-        if stop is not None:  # we cancelled the provider: report why, unless cancelled too
+        if stop.error is not None:  # we cancelled the provider: say why, unless cancelled too
             cancelled = isinstance(exc, asyncio.CancelledError)
             if task.uncancel() > 0 and cancelled:
                 raise  # someone else cancelled the task as well: that cancellation wins
             if not cancelled and not isinstance(exc, Exception):
                 raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
-            raise stop from stop_cause
+            raise stop.error from stop.cause
         _raise_provider_failure(exc)
     finally:
-        waiting = False
+        stop.waiting = False
         if remove_abort is not None:
             remove_abort()
-        remove_dispose()
-    if stop is not None:  # the provider swallowed the cancellation and answered anyway
+        registration.unwatch(watch)
+    if stop.error is not None:  # the provider swallowed the cancellation and answered anyway
         task.uncancel()
-        raise stop from stop_cause
+        raise stop.error from stop.cause
     return answer
 
 

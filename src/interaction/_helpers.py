@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._ask import ask
@@ -13,6 +12,8 @@ from ._types import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     PlanReviewIntent,
+    frozen_dataclass,
+    set_field,
 )
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ async def ask_text(
     return item.custom
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class PlanVerdict:
     """The outcome of a plan review.
 
@@ -124,6 +125,13 @@ class PlanVerdict:
     approved: bool
     choice: str | None = None
     feedback: str | None = None
+
+    def __init__(
+        self, approved: bool, choice: str | None = None, feedback: str | None = None
+    ) -> None:
+        set_field(self, "approved", approved)
+        set_field(self, "choice", choice)
+        set_field(self, "feedback", feedback)
 
 
 async def review_plan(

@@ -8,10 +8,8 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 
 from __future__ import annotations
 
-from typing import Final
-
 from ._abort import AbortSignal
-from ._agents import current_agents, is_root
+from ._agents import AgentRegistry, current_agents, is_root
 from ._errors import (
     DELEGATED_MESSAGE,
     EMPTY_MESSAGE,
@@ -42,6 +40,10 @@ def _check_admission(agent: object) -> None:
     if type(agent_id) is not str:
         raise bad_request("agent.id", f"expected a string, got {type_name(agent_id)}")
     registry = current_agents()
+    # AgentRegistry.is_root is true only for a live root: one locked look-up admits the
+    # common caller; any other answer takes the two steps that name the refusal.
+    if type(registry) is AgentRegistry and registry.is_root(agent):
+        return
     if registry is None or registry.get(agent_id) is not agent:
         raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
     if not is_root(registry, agent):
@@ -120,88 +122,136 @@ def _check_intent(item: AskUserQuestionItem) -> None:
         )
 
 
-def _is_clean_text(value: object, bucket: list[str]) -> bool:
-    """Collect an optional string for one regex pass; ``False`` for anything else."""
-    if value is None:
-        return True
-    if type(value) is str:
-        bucket.append(value)
-        return True
-    return False
-
-
-def _fast_blank(text: str) -> bool:
-    # Invisible characters are all outside ASCII, and most text is ASCII.
-    return not text.strip() or (not text.isascii() and is_blank(text))
+# The fast passes below judge each text with str methods, inline because they run for
+# every text of every request:
+# - isprintable() is false for every character UNSAFE refuses (controls, format characters
+#   such as the bidirectional overrides, surrogates) and for a few more (newline, tab, other
+#   spaces), so only a text that is not printable goes to the regex;
+# - an ASCII text is blank exactly when strip() leaves nothing (no invisible character is
+#   ASCII), and an ASCII label's label_key is lower().strip().
 
 
 def _clean_questions(questions: tuple[object, ...]) -> bool:
     """A fast pass that is ``True`` only for batches the detailed checks would accept.
 
     ``False`` means "look closer": the detailed checks then find and name the fault.
+    Duplicate ids are seen from the size of the id set at the end.
     """
-    lines: list[str] = []
-    blocks: list[str] = []
     ids: set[str] = set()
     for item in questions:
         if type(item) is not AskUserQuestionItem:
             return False
-        qid, text = item.id, item.question
+        qid, text, detail, header, options = (
+            item.id,
+            item.question,
+            item.detail,
+            item.header,
+            item.options,
+        )
         if (
             type(qid) is not str
             or type(text) is not str
-            or _fast_blank(qid)
-            or _fast_blank(text)
-            or qid in ids
+            or type(options) is not tuple
             or type(item.multi_select) is not bool
-            or type(item.options) is not tuple
-            or not _is_clean_text(item.detail, blocks)
-            or not _is_clean_text(item.header, lines)
+            or not (qid.isprintable() or UNSAFE.search(qid) is None)
+            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+            or not (qid.strip() if qid.isascii() else not is_blank(qid))
+            or not (text.strip() if text.isascii() else not is_blank(text))
         ):
             return False
         ids.add(qid)
-        lines.append(qid)
-        blocks.append(text)
-        keys: set[str] = set()
-        for option in item.options:
-            if type(option) is not AskUserQuestionOption:
-                return False
-            label = option.label
-            if type(label) is not str or _fast_blank(label):
-                return False
-            if not _is_clean_text(option.description, blocks):
-                return False
-            lines.append(label)
-            keys.add(label.lower().strip() if label.isascii() else label_key(label))
-        if len(keys) != len(item.options):
+        if detail is not None and (
+            type(detail) is not str
+            or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
+        ):
+            return False
+        if header is not None and (
+            type(header) is not str or not (header.isprintable() or UNSAFE.search(header) is None)
+        ):
+            return False
+        if options and not _clean_options(options):
             return False
         intent = item.intent
         if intent is not None:
             if type(intent) is PlanReviewIntent:
-                if type(intent.approve) is not str:
+                approve = intent.approve
+                if type(approve) is not str or not (
+                    approve.isprintable() or UNSAFE.search(approve) is None
+                ):
                     return False
-                lines.append(intent.approve)
             elif type(intent) is UnknownIntent:
-                if type(intent.kind) is not str or _fast_blank(intent.kind):
+                kind = intent.kind
+                if (
+                    type(kind) is not str
+                    or not (kind.isprintable() or UNSAFE.search(kind) is None)
+                    or not (kind.strip() if kind.isascii() else not is_blank(kind))
+                ):
                     return False
-                lines.append(intent.kind)
             else:
                 return False
-    return not UNSAFE.search("".join(lines)) and not UNSAFE_EXCEPT_LINES.search("".join(blocks))
+    return len(ids) == len(questions)
 
 
-_ABSENT: Final = object()
+def _clean_options(options: tuple[object, ...]) -> bool:
+    """The options part of :func:`_clean_questions` (same rules as ``_options_from_json``)."""
+    keys: set[str] = set()
+    for option in options:
+        if type(option) is not AskUserQuestionOption:
+            return False
+        label, description = option.label, option.description
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+            return False
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return False
+        elif is_blank(label):
+            return False
+        else:
+            key = label_key(label)
+        keys.add(key)
+        if description is not None and (
+            type(description) is not str
+            or not (description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None)
+        ):
+            return False
+    return len(keys) == len(options)
 
 
-def _optional_text(data: dict[str, object], key: str, bucket: list[str]) -> str | object | None:
-    """The string under ``key``, ``None`` when absent, ``_ABSENT`` for anything else."""
-    value = data.get(key, _ABSENT)
-    if value is _ABSENT:
+def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
+    """One question's options for :func:`questions_from_json` (rules of ``_clean_options``)."""
+    if type(raw) is not list:
         return None
-    if type(value) is str:
-        bucket.append(value)
-        return value
-    return _ABSENT
+    options: list[AskUserQuestionOption] = []
+    keys: set[str] = set()
+    for value in raw:
+        if type(value) is not dict:
+            return None
+        label = value.get("label")
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+            return None
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return None
+        elif is_blank(label):
+            return None
+        else:
+            key = label_key(label)
+        keys.add(key)
+        # An absent key reads as None; a key present with null is a fault.
+        description = value.get("description")
+        if description is not None:
+            if type(description) is not str or not (
+                description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None
+            ):
+                return None
+        elif "description" in value:
+            return None
+        options.append(AskUserQuestionOption(label, description))
+    if len(keys) != len(options):
+        return None
+    return tuple(options)
 
 
 def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
@@ -214,55 +264,65 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
     """
     if type(raw) is not list:
         return None
-    lines: list[str] = []
-    blocks: list[str] = []
     ids: set[str] = set()
     items: list[AskUserQuestionItem] = []
     for value in raw:
         if type(value) is not dict or "intent" in value:
             return None
-        qid, text = value.get("id"), value.get("question")
-        if type(qid) is not str or type(text) is not str or qid in ids:
-            return None
-        if _fast_blank(qid) or _fast_blank(text):
+        get = value.get
+        qid, text = get("id"), get("question")
+        if (
+            type(qid) is not str
+            or type(text) is not str
+            or not (qid.isprintable() or UNSAFE.search(qid) is None)
+            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+            or not (qid.strip() if qid.isascii() else not is_blank(qid))
+            or not (text.strip() if text.isascii() else not is_blank(text))
+        ):
             return None
         ids.add(qid)
-        lines.append(qid)
-        blocks.append(text)
-        detail = _optional_text(value, "detail", blocks)
-        header = _optional_text(value, "header", lines)
-        multi = value.get("multiSelect", False)
-        raw_options = value.get("options", ())
-        if detail is _ABSENT or header is _ABSENT or type(multi) is not bool:
-            return None
-        if type(raw_options) is not list and raw_options != ():
-            return None
-        options: list[AskUserQuestionOption] = []
-        keys: set[str] = set()
-        for raw_option in raw_options:
-            if type(raw_option) is not dict:
+        # An absent key reads as None; a key present with null is a fault.
+        detail = get("detail")
+        if detail is not None:
+            if type(detail) is not str or not (
+                detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None
+            ):
                 return None
-            label = raw_option.get("label")
-            if type(label) is not str or _fast_blank(label):
-                return None
-            description = _optional_text(raw_option, "description", blocks)
-            if description is _ABSENT:
-                return None
-            lines.append(label)
-            keys.add(label.lower().strip() if label.isascii() else label_key(label))
-            options.append(AskUserQuestionOption(label, description))  # type: ignore[arg-type]
-        if len(keys) != len(options):
+        elif "detail" in value:
             return None
-        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))  # type: ignore[arg-type]
-    if UNSAFE.search("".join(lines)) or UNSAFE_EXCEPT_LINES.search("".join(blocks)):
+        header = get("header")
+        if header is not None:
+            if type(header) is not str or not (
+                header.isprintable() or UNSAFE.search(header) is None
+            ):
+                return None
+        elif "header" in value:
+            return None
+        multi = get("multiSelect", False)
+        if type(multi) is not bool:
+            return None
+        options: tuple[AskUserQuestionOption, ...] = ()
+        raw_options = get("options")
+        if raw_options is not None:
+            built = _options_from_json(raw_options)
+            if built is None:
+                return None
+            options = built
+        elif "options" in value:
+            return None
+        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
+    if len(ids) != len(items):
         return None
     return tuple(items)
 
 
 def check_questions(questions: tuple[object, ...]) -> None:
     """The structural (``BAD_REQUEST``) checks of a batch of questions, in order."""
-    if _clean_questions(questions):
-        return
+    if not _clean_questions(questions):
+        _check_questions_in_detail(questions)
+
+
+def _check_questions_in_detail(questions: tuple[object, ...]) -> None:
     seen_ids: set[str] = set()
     for index, item in enumerate(questions):
         _check_item(item, f"questions[{index}]", seen_ids)
@@ -295,8 +355,12 @@ def check_request(request: object) -> AskUserQuestionRequest:
         raise bad_request(
             "request", f"expected an AskUserQuestionRequest, got {type_name(request)}"
         )
-    _check_signal(request.signal)
-    check_text(request.key, "key", optional=True, nonblank=True)
+    # The calls below are made only when there is something to check: this runs on every ask.
+    signal, key, agent = request.signal, request.key, request.agent
+    if signal is not None:
+        _check_signal(signal)
+    if key is not None:
+        check_text(key, "key", nonblank=True)
     questions = request.questions
     if type(questions) is not tuple:
         raise bad_request(
@@ -304,10 +368,11 @@ def check_request(request: object) -> AskUserQuestionRequest:
         )
     if not questions:
         raise UserInteractionError(EMPTY_MESSAGE, ErrorCode.EMPTY_QUESTIONS)
-    if request.agent is not None:
-        _check_admission(request.agent)
-    check_questions(questions)
+    if agent is not None:
+        _check_admission(agent)
+    if not _clean_questions(questions):
+        _check_questions_in_detail(questions)
     for item in questions:
-        assert isinstance(item, AskUserQuestionItem)
-        _check_intent(item)
+        if item.intent is not None:
+            _check_intent(item)
     return request

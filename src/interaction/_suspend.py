@@ -21,7 +21,6 @@ import contextvars
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Final
 
 from ._errors import (
@@ -38,6 +37,8 @@ from ._types import (
     AskUserQuestionRequest,
     PlanReviewIntent,
     UnknownIntent,
+    frozen_dataclass,
+    set_field,
     thaw,
 )
 
@@ -130,12 +131,16 @@ def request_digest(request: AskUserQuestionRequest) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class ResumedAnswer:
     """The answer collected for a suspended request, known by the request's digest."""
 
     digest: str
     answer: AskUserQuestionAnswer
+
+    def __init__(self, digest: str, answer: AskUserQuestionAnswer) -> None:
+        set_field(self, "digest", digest)
+        set_field(self, "answer", answer)
 
 
 class Resumption:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import FrozenInstanceError, dataclass, field
+import operator
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import FrozenInstanceError, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
@@ -25,6 +28,8 @@ __all__ = [
     "PlanReviewIntent",
     "UnknownIntent",
     "UserInteractionProvider",
+    "frozen_dataclass",
+    "set_field",
 ]
 
 JSONValue: TypeAlias = (
@@ -33,14 +38,10 @@ JSONValue: TypeAlias = (
 """A JSON value as the wire carries it (frozen: arrays are tuples, objects read-only)."""
 
 
-def _as_tuple(value: object) -> object:
-    """Store a list or tuple as a tuple; leave anything else for validation to name.
-
-    Subclasses are left too: one may override ``__iter__`` to lie or raise.
-    """
-    if type(value) is list or type(value) is tuple:
-        return tuple(value)
-    return value
+_SEQUENCES: Final = frozenset({list, tuple})
+"""What the constructors store as a tuple (``tuple(x) if type(x) in _SEQUENCES else x``,
+written out in each ``__init__``): a list or tuple. Anything else, subclasses too (one may
+override ``__iter__`` to lie or raise), is left for validation to name."""
 
 
 MAX_INTENT_DEPTH: Final = 64
@@ -94,45 +95,155 @@ def thaw(value: object) -> object:
 _T = TypeVar("_T")
 
 
-def _frozen(cls: type[_T]) -> type[_T]:
-    """Make assignment raise ``FrozenInstanceError`` for every name.
+def _frozen_slotted(cls: type[_T]) -> type[_T]:
+    """What ``@dataclass(frozen=True, slots=True)`` makes of ``cls``, compiling nothing.
 
-    CPython's frozen ``__setattr__`` of a ``slots=True`` dataclass refers to the class from
-    before slots were added, so assigning a name that is not a field raised a confusing
-    ``TypeError`` from ``super()`` instead.
+    The standard decorator builds six methods per class from source text and compiles them
+    at import: ~0.5 ms a class, most of ``import interaction``. Here ``__init__`` is written
+    in the class body (so it is in the bytecode cache) and ``__repr__``, ``__eq__``,
+    ``__hash__``, pickling and the frozen ``__setattr__`` are shared functions over the field
+    names. ``dataclasses`` still declares the fields, so ``fields()`` and ``replace()`` work;
+    ``tests/test_types.py`` holds every class to a standard dataclass of the same fields.
     """
+    assert "__init__" in cls.__dict__, f"{cls.__name__} must write out its __init__"
+    cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # fields, match_args
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    params.init = params.repr = params.eq = params.frozen = True  # what the methods provide
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    names = tuple(f.name for f in fields)
+    compared = tuple(f.name for f in fields if f.compare)
+    namespace = {
+        key: value
+        for key, value in cls.__dict__.items()
+        if key not in names and key not in ("__dict__", "__weakref__")
+    }
+    namespace["__slots__"] = names
+    namespace["__repr__"] = _repr_of(tuple(f.name for f in fields if f.repr))
+    namespace["__eq__"] = _eq_of(compared)
+    namespace.setdefault("__hash__", _hash_of(compared))
+    namespace["__setattr__"] = _frozen_setattr
+    namespace["__delattr__"] = _frozen_delattr
+    namespace.setdefault("__getstate__", _getstate_of(names))
+    namespace.setdefault("__setstate__", _setstate_of(names))
+    slotted: type[_T] = type(cls.__name__, cls.__bases__, namespace)
+    slotted.__qualname__ = cls.__qualname__
+    return slotted
 
-    def __setattr__(self: object, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
-    def __delattr__(self: object, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    cls.__setattr__ = __setattr__  # type: ignore[method-assign]
-    cls.__delattr__ = __delattr__  # type: ignore[method-assign]
-    return cls
+def _values_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """The field values of an object as a tuple, read by one C call."""
+    if len(names) == 1:  # attrgetter of one name returns the value, not a tuple
+        (name,) = names
+        return lambda value: (getattr(value, name),)
+    return operator.attrgetter(*names)
 
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+def _repr_of(names: tuple[str, ...]) -> Callable[[object], str]:
+    @reprlib.recursive_repr()
+    def __repr__(self: object) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({shown})"
+
+    return __repr__
+
+
+def _eq_of(names: tuple[str, ...]) -> Callable[[object, object], bool]:
+    values = _values_of(names)
+
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash_of(names: tuple[str, ...]) -> Callable[[object], int]:
+    values = _values_of(names)
+    return lambda self: hash(values(self))
+
+
+def _getstate_of(names: tuple[str, ...]) -> Callable[[object], list[object]]:
+    return lambda self: [getattr(self, name) for name in names]
+
+
+def _setstate_of(names: tuple[str, ...]) -> Callable[[object, list[object]], None]:
+    def __setstate__(self: object, state: list[object]) -> None:
+        for name, value in zip(names, state, strict=True):
+            set_field(self, name, value)
+
+    return __setstate__
+
+
+def _frozen_setattr(self: object, name: str, value: object) -> None:
+    # For every name: a non-field would otherwise meet the slots' confusing AttributeError.
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: object, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+if TYPE_CHECKING:
+    # mypy reads the standard decorator, so it checks these as frozen, slotted dataclasses.
+    from dataclasses import dataclass as frozen_dataclass
+else:  # the same at run time, without the compiling (see _frozen_slotted)
+
+    def frozen_dataclass(*, frozen: bool, slots: bool) -> Callable[[type[_T]], type[_T]]:
+        assert frozen, "the vocabulary is frozen"
+        assert slots, "the vocabulary is slotted"
+        return _frozen_slotted
+
+
+set_field: Final = object.__setattr__
+"""How ``__init__`` methods store a field past the frozen ``__setattr__``."""
+
+_Setter: TypeAlias = Callable[[object, object], None]
+
+
+def _slot_setters(cls: type) -> tuple[_Setter, ...]:
+    """Each field's slot ``__set__``, in field order, for the ``__init__`` of a class built
+    for every question: a third faster than ``set_field``, which looks the name up first."""
+    return tuple(getattr(cls, f.name).__set__ for f in dataclasses.fields(cls))
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionOption:
     """One selectable answer; ``label`` is both what the user sees and the selected value."""
 
     label: str
     description: str | None = None
 
+    def __init__(self, label: str, description: str | None = None) -> None:
+        _OPTION_LABEL(self, label)
+        _OPTION_DESCRIPTION(self, description)
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+
+_OPTION_LABEL, _OPTION_DESCRIPTION = _slot_setters(AskUserQuestionOption)
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class PlanReviewIntent:
     """The question reviews the plan in its ``detail``; ``approve`` names the approving option."""
 
     approve: str
     kind: ClassVar[Literal["plan-review"]] = "plan-review"
 
+    def __init__(self, approve: str) -> None:
+        _PLAN_APPROVE(self, approve)
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+
+(_PLAN_APPROVE,) = _slot_setters(PlanReviewIntent)
+
+
+def _no_fields() -> Mapping[str, JSONValue]:
+    return MappingProxyType({})
+
+
+_NO_FIELDS: Final = _no_fields()  # read-only, so one default serves every call
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class UnknownIntent:
     """An intent tag this version does not know, kept verbatim so it round-trips.
 
@@ -142,10 +253,10 @@ class UnknownIntent:
     """
 
     kind: str
-    fields: Mapping[str, JSONValue] = field(default_factory=lambda: MappingProxyType({}))
+    fields: Mapping[str, JSONValue] = field(default_factory=_no_fields)
 
-    def __post_init__(self) -> None:
-        fields = self.fields
+    def __init__(self, kind: str, fields: Mapping[str, JSONValue] = _NO_FIELDS) -> None:
+        _UNKNOWN_KIND(self, kind)
         if not isinstance(fields, Mapping):
             raise _bad_intent_field(
                 "intent.fields", f"expected an object, got {type(fields).__name__}"
@@ -158,7 +269,7 @@ class UnknownIntent:
             raise _bad_intent_field(
                 "intent.fields", f"could not be read: {type(exc).__name__}"
             ) from None
-        object.__setattr__(self, "fields", frozen)
+        _UNKNOWN_FIELDS(self, frozen)
 
     def __hash__(self) -> int:
         return hash((self.kind, _hashable(self.fields)))
@@ -168,12 +279,14 @@ class UnknownIntent:
         return (UnknownIntent, (self.kind, thaw(self.fields)))
 
 
+_UNKNOWN_KIND, _UNKNOWN_FIELDS = _slot_setters(UnknownIntent)
+
+
 AskUserQuestionIntent: TypeAlias = PlanReviewIntent | UnknownIntent
 """A caller-declared presentation intent; it shapes presentation only, never the answer."""
 
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionItem:
     """One question; ``id`` is echoed in its answer so batched questions stay routable."""
 
@@ -185,12 +298,37 @@ class AskUserQuestionItem:
     multi_select: bool = False
     intent: AskUserQuestionIntent | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _as_tuple(self.options))
+    def __init__(  # noqa: PLR0917  # positional, as the dataclass it stands for
+        self,
+        id: str,
+        question: str,
+        detail: str | None = None,
+        header: str | None = None,
+        options: Sequence[AskUserQuestionOption] = (),
+        multi_select: bool = False,
+        intent: AskUserQuestionIntent | None = None,
+    ) -> None:
+        _ITEM_ID(self, id)
+        _ITEM_QUESTION(self, question)
+        _ITEM_DETAIL(self, detail)
+        _ITEM_HEADER(self, header)
+        _ITEM_OPTIONS(self, tuple(options) if type(options) in _SEQUENCES else options)
+        _ITEM_MULTI_SELECT(self, multi_select)
+        _ITEM_INTENT(self, intent)
 
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+(
+    _ITEM_ID,
+    _ITEM_QUESTION,
+    _ITEM_DETAIL,
+    _ITEM_HEADER,
+    _ITEM_OPTIONS,
+    _ITEM_MULTI_SELECT,
+    _ITEM_INTENT,
+) = _slot_setters(AskUserQuestionItem)
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionRequest:
     """A request for a human answer.
 
@@ -205,12 +343,25 @@ class AskUserQuestionRequest:
     signal: AbortSignal | None = field(default=None, compare=False)
     key: str | None = field(default=None, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "questions", _as_tuple(self.questions))
+    def __init__(
+        self,
+        questions: Sequence[AskUserQuestionItem],
+        agent: Agent | None = None,
+        signal: AbortSignal | None = None,
+        key: str | None = None,
+    ) -> None:
+        _REQUEST_QUESTIONS(self, tuple(questions) if type(questions) in _SEQUENCES else questions)
+        _REQUEST_AGENT(self, agent)
+        _REQUEST_SIGNAL(self, signal)
+        _REQUEST_KEY(self, key)
 
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+_REQUEST_QUESTIONS, _REQUEST_AGENT, _REQUEST_SIGNAL, _REQUEST_KEY = _slot_setters(
+    AskUserQuestionRequest
+)
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswerItem:
     """The answer to one question: selected option labels and an optional free-text answer.
 
@@ -221,19 +372,33 @@ class AskUserQuestionAnswerItem:
     selected: Sequence[str] = ()
     custom: str | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "selected", _as_tuple(self.selected))
+    def __init__(
+        self,
+        id: str,
+        selected: Sequence[str] = (),
+        custom: str | None = None,
+    ) -> None:
+        _ANSWER_ITEM_ID(self, id)
+        _ANSWER_ITEM_SELECTED(self, tuple(selected) if type(selected) in _SEQUENCES else selected)
+        _ANSWER_ITEM_CUSTOM(self, custom)
 
 
-@_frozen
-@dataclass(frozen=True, slots=True)
+_ANSWER_ITEM_ID, _ANSWER_ITEM_SELECTED, _ANSWER_ITEM_CUSTOM = _slot_setters(
+    AskUserQuestionAnswerItem
+)
+
+
+@frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswer:
     """The human's answer: one item per question id."""
 
     answers: Sequence[AskUserQuestionAnswerItem]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "answers", _as_tuple(self.answers))
+    def __init__(self, answers: Sequence[AskUserQuestionAnswerItem]) -> None:
+        _ANSWER_ANSWERS(self, tuple(answers) if type(answers) in _SEQUENCES else answers)
+
+
+(_ANSWER_ANSWERS,) = _slot_setters(AskUserQuestionAnswer)
 
 
 class UserInteractionProvider(Protocol):

@@ -199,18 +199,35 @@ def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
     )
 
 
+_JSON: Final = json.JSONDecoder()
+
+
+def _loads_plain(data: bytes | str) -> object:
+    """``json.loads(data)`` for the common document, or ``None`` to leave it to the detailed
+    decode (which parses again and names the fault).
+
+    ``json.loads`` spends half its time on a 1x3 request around the C scanner (encoding
+    detection, two whitespace regexes): strict UTF-8 and a document that starts at its first
+    byte skip that. Anything else, a BOM, another encoding, leading white space, gets
+    ``None`` here and ``json.loads`` in the detailed decode, so the outcome is the same.
+    """
+    try:
+        text = data.decode() if isinstance(data, bytes) else data
+        value, end = _JSON.raw_decode(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
+        return None
+    if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON's own white space only
+        return None
+    return value
+
+
 def decode_request(data: object) -> AskUserQuestionRequest:
     """A request from JSON text or bytes, or from already parsed JSON data.
 
     The structural checks of ``ask()`` are made too (``BAD_REQUEST``); an empty batch and
     intents are left to ``ask()``, which refuses them with their own codes.
     """
-    parsed = data
-    if type(data) is bytes or type(data) is str:
-        try:
-            parsed = json.loads(data)
-        except (ValueError, RecursionError):
-            parsed = None  # the detailed decode below names the fault
+    parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
         return AskUserQuestionRequest(fast)
     return _decode_request_in_detail(data)
@@ -256,6 +273,49 @@ def decode_answer(
     With ``request``, the answer is also checked against it, as ``ask()`` would, and
     returned in question order.
     """
+    parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
+    if type(parsed) is dict and (fast := _answer_items_from_json(parsed.get("answers"))):
+        answer = AskUserQuestionAnswer(fast)
+        return answer if request is None else check_answer(request, answer)
+    return _decode_answer_in_detail(data, request)
+
+
+def _answer_items_from_json(raw: object) -> tuple[AskUserQuestionAnswerItem, ...] | None:
+    """Answer items straight from parsed JSON in one pass, or ``None`` to decode in detail.
+
+    It accepts only what :func:`_decode_answer_in_detail` accepts (exact JSON types, no
+    unpaired surrogate, ``custom`` absent rather than null), and builds the same items;
+    ``tests/test_wire.py`` keeps the two in agreement. An empty list is left to the
+    detailed decode too (``None`` and ``()`` read alike to the caller).
+    """
+    if type(raw) is not list:
+        return None
+    items: list[AskUserQuestionAnswerItem] = []
+    for value in raw:
+        if type(value) is not dict:
+            return None
+        get = value.get
+        item_id, selected, custom = get("id"), get("selected"), get("custom")
+        if type(item_id) is not str or type(selected) is not list:
+            return None
+        for label in selected:  # no surrogate is ASCII: only other text meets the regex
+            if type(label) is not str or not (label.isascii() or SURROGATE.search(label) is None):
+                return None
+        if custom is not None:
+            if type(custom) is not str or not (
+                custom.isascii() or SURROGATE.search(custom) is None
+            ):
+                return None
+        elif "custom" in value:
+            return None
+        items.append(AskUserQuestionAnswerItem(item_id, selected, custom))
+    return tuple(items)
+
+
+def _decode_answer_in_detail(
+    data: object, request: AskUserQuestionRequest | None
+) -> AskUserQuestionAnswer:
+    """Decode field by field, naming the first fault."""
     d = _Decoder(ErrorCode.BAD_ANSWER)
     root = d.obj(d.parse(data, "answer"), "answer")
     if "answers" not in root:

@@ -1,0 +1,109 @@
+"""The vocabulary classes behave as ``@dataclass(frozen=True, slots=True)`` of their fields.
+
+At run time they are built without compiling methods (``_types._frozen_slotted``), with
+``__init__`` written by hand; each is held here to a standard dataclass made from the same
+``dataclasses.fields()``, so a field added to one but not the other is caught.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from typing import Any
+
+import pytest
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+    PlanVerdict,
+    ResumedAnswer,
+    UnknownIntent,
+)
+
+OPTION = AskUserQuestionOption("npm", "default")
+ANSWER = AskUserQuestionAnswer((AskUserQuestionAnswerItem("pkg", ("npm",)),))
+# Two samples per class, field values in field order; the second differs in every field.
+SAMPLES: dict[type, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
+    AskUserQuestionOption: (("npm", None), ("yarn", "fast")),
+    PlanReviewIntent: (("Approve",), ("Go",)),
+    AskUserQuestionItem: (
+        ("pkg", "Which?", None, None, (), False, None),
+        ("ci", "CI?", "detail", "CI", (OPTION,), True, PlanReviewIntent("npm")),
+    ),
+    AskUserQuestionRequest: (
+        ((), None, None, None),
+        ((AskUserQuestionItem("a", "q"),), None, None, "k"),
+    ),
+    AskUserQuestionAnswerItem: (("pkg", (), None), ("ci", ("npm",), "mine")),
+    AskUserQuestionAnswer: (((),), (ANSWER.answers,)),
+    ResumedAnswer: (("0" * 64, ANSWER), ("1" * 64, AskUserQuestionAnswer(()))),
+    PlanVerdict: ((True, None, None), (False, "Revise", "more tests")),
+}
+
+
+def _standard(cls: type) -> type:
+    """A standard frozen, slotted dataclass with ``cls``'s fields."""
+    specs = []
+    for f in dataclasses.fields(cls):
+        kwargs: dict[str, Any] = {"compare": f.compare, "repr": f.repr}
+        if f.default is not dataclasses.MISSING:
+            kwargs["default"] = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            kwargs["default_factory"] = f.default_factory
+        specs.append((f.name, f.type, dataclasses.field(**kwargs)))
+    return dataclasses.make_dataclass(cls.__name__, specs, frozen=True, slots=True)
+
+
+@pytest.mark.parametrize("cls", [*SAMPLES, UnknownIntent], ids=lambda cls: cls.__name__)
+def test_the_class_has_the_shape_of_a_standard_dataclass(cls: type) -> None:
+    standard = _standard(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert cls.__slots__ == tuple(names)  # type: ignore[attr-defined]
+    assert cls.__match_args__ == standard.__match_args__  # type: ignore[attr-defined]
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    assert (params.init, params.repr, params.eq, params.frozen) == (True, True, True, True)
+    ours = inspect.signature(cls).parameters
+    theirs = inspect.signature(standard).parameters
+    assert list(ours) == list(theirs) == names
+    for f in dataclasses.fields(cls):
+        assert ours[f.name].kind == theirs[f.name].kind
+        if f.default_factory is not dataclasses.MISSING:
+            assert ours[f.name].default == f.default_factory()
+        else:
+            assert ours[f.name].default == theirs[f.name].default
+
+
+@pytest.mark.parametrize("cls", list(SAMPLES), ids=lambda cls: cls.__name__)
+def test_the_class_behaves_as_a_standard_dataclass(cls: type) -> None:
+    standard = _standard(cls)
+    first, second = SAMPLES[cls]
+    ours = [cls(*first), cls(*first), cls(*second)]
+    theirs = [standard(*first), standard(*first), standard(*second)]
+    for value, reference in zip(ours, theirs, strict=True):
+        assert repr(value) == repr(reference)
+        assert hash(value) == hash(reference)
+        assert dataclasses.astuple(value) == dataclasses.astuple(reference)
+        for clone in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
+            assert clone == value
+            assert type(clone) is cls
+    assert (ours[0] == ours[1], ours[0] == ours[2]) == (True, False)
+    assert (theirs[0] == theirs[1], theirs[0] == theirs[2]) == (True, False)
+    assert ours[0] != theirs[0]  # another class: not equal, as between two dataclasses
+    changed = dataclasses.replace(ours[0], **dict(zip(ours[0].__slots__, second, strict=True)))
+    assert changed == ours[2]
+    by_keyword = cls(**dict(zip(cls.__slots__, first, strict=True)))  # type: ignore[attr-defined]
+    assert by_keyword == ours[0]
+
+
+def test_fields_left_out_of_equality_stay_out_of_it() -> None:
+    items = (AskUserQuestionItem("a", "q"),)
+    assert AskUserQuestionRequest(items, key="one") == AskUserQuestionRequest(items, key="two")
+    assert hash(AskUserQuestionRequest(items, key="one")) == hash(AskUserQuestionRequest(items))
+    assert "key='one'" in repr(AskUserQuestionRequest(items, key="one"))
