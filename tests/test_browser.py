@@ -445,6 +445,9 @@ async def test_drafts_are_per_question_and_go_when_it_settles(
     await page.get_by_test_id("other").fill("second")
     await page.get_by_test_id("submit").click()
     assert (await second).answers == (Item("notes", custom="second"),)
+    # The ask returns when the server takes the answer; the page drops the draft when the
+    # POST's reply reaches it, which the idle card shows.
+    await page.get_by_text("No question is waiting.").wait_for()
     assert pending_second not in await page.evaluate("Object.keys(localStorage).join()")
 
 
