@@ -547,8 +547,6 @@ class RedisRelay:
                         self._buffer.reset(self._buffer.last)
                         await self._recheck()
             except (RedisError, OSError, UserInteractionError):
-                if self.closed:
-                    return
                 down = True
                 await asyncio.sleep(pause)
                 pause = min(1.0, pause * 2)
