@@ -34,7 +34,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from ._core import (
     DISPOSED_MESSAGE,
@@ -73,6 +73,7 @@ _OUTCOMES: Final[dict[str, Literal["answered", "cancelled", "aborted"]]] = {
     "aborted": "aborted",
 }
 _READ_COUNT: Final = 500
+_CONNECTIONS: Final = 16
 _BUFFER: Final = 2_000
 _REQUESTS_CACHED: Final = 4_096
 _TAIL_BLOCK_MS: Final = 5_000
@@ -87,16 +88,13 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function settle(id, outcome, answer, settled_ms, maxlen)
+local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   local q = base .. 'q:' .. id
-  local found = redis.call('HMGET', q, 'state', 'owner', 'key')
+  local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
   local state, owner, key = found[1], found[2], found[3]
-  if state ~= 'pending' then return false, state end
-  if answer ~= '' then
-    redis.call('HSET', q, 'state', outcome, 'answer', answer)
-  else
-    redis.call('HSET', q, 'state', outcome)
-  end
+  if state ~= 'pending' then return false, state, found[4] end
+  redis.call('HSET', q, 'state', outcome, 'claim', claim or '')
+  if answer ~= '' then redis.call('HSET', q, 'answer', answer) end
   redis.call('PEXPIRE', q, settled_ms)
   redis.call('ZREM', base .. 'pending', id)
   redis.call('ZREM', base .. 'deadlines', id)
@@ -139,6 +137,9 @@ local id, request, owner = ARGV[2], ARGV[3], ARGV[4]
 local lease_ms, max_pending = tonumber(ARGV[5]), tonumber(ARGV[6])
 local lifetime_ms, settled_ms, maxlen = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local key, digest = ARGV[10], ARGV[11]
+if redis.call('EXISTS', base .. 'q:' .. id) == 1 then
+  return {'asked', id, ''}  -- the client retried a command whose reply was lost
+end
 local now = now_ms()
 redis.call('ZADD', KEYS[3], now + lease_ms, owner)
 if key ~= '' then
@@ -184,12 +185,15 @@ return {'asked', id, position}
 """
 )
 
-# ARGV: base, id, outcome, answer ('' for none), settled_ms, maxlen
+# ARGV: base, id, outcome, answer ('' for none), settled_ms, maxlen, claim. A claim that
+# already settled it (the client retried a command whose reply was lost) is 'ok' too.
 _SETTLE: Final = (
     _PRELUDE
     + """
-local position, state = settle(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6])
+local position, state, claim = settle(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6],
+  ARGV[7])
 if position then return {'ok', position} end
+if state and claim == ARGV[7] then return {'ok', ''} end
 return {'not_pending', state or ''}
 """
 )
@@ -269,20 +273,48 @@ def _entries(value: object) -> list[tuple[str, dict[str, str]]]:
     return entries
 
 
-def _info_id(info: object, name: str) -> tuple[int, int]:
-    assert isinstance(info, dict)
-    return _key_of(_text(info.get(name)) or "0-0") or (0, 0)
+@dataclass(frozen=True, slots=True)
+class _StreamState:
+    """What ``XINFO STREAM`` tells: the last id, the first id kept, and whether any entry
+    was ever trimmed away (``max-deleted-entry-id`` does not count trims on Redis 7.0)."""
+
+    last: tuple[int, int] = (0, 0)
+    first: tuple[int, int] = (0, 0)
+    trimmed: bool = False
+
+    @classmethod
+    def of(cls, info: object) -> _StreamState:
+        assert isinstance(info, dict)
+        last = _key_of(_text(info.get("last-generated-id")) or "0-0") or (0, 0)
+        entry = info.get("first-entry")
+        first = _key_of(_text(entry[0]) or "") if isinstance(entry, list | tuple) else None
+        added, length = info.get("entries-added"), info.get("length")
+        trimmed = added is None or length is None or int(added) > int(length)
+        return cls(last, first or last, trimmed)
+
+    def lost_after(self, key: tuple[int, int]) -> bool:
+        """Whether entries after ``key`` may have been trimmed (an entry at or before it
+        was, so what followed it may be gone too)."""
+        return self.trimmed and key < self.first
 
 
 def _client(url: str, timeout: float) -> aioredis.Redis:
-    """A client that fails at once when the store is away (no retries: the caller knows)."""
-    return aioredis.Redis.from_url(
+    """A client that fails at once when the store is away.
+
+    One immediate retry on a connection error: after the server restarted, a pooled
+    connection is dead and the retry takes a fresh one. The scripts are safe to run twice
+    (an ask by its id, a settle by its claim token).
+    """
+    # A bounded pool that makes a burst of asks wait for a connection, not fail.
+    pool = aioredis.ConnectionPool.from_url(
         url,
+        max_connections=1000,
         decode_responses=True,
         socket_timeout=timeout,
         socket_connect_timeout=2.0,
-        retry=Retry(NoBackoff(), 0),
+        retry=Retry(NoBackoff(), 1),
     )
+    return aioredis.Redis(connection_pool=pool)
 
 
 @dataclass(eq=False, slots=True)
@@ -391,6 +423,8 @@ class RedisRelay:
         self._tasks: set[asyncio.Task[None]] = set()
         self._withdraw_later: set[str] = set()
         self._closed = False
+        self._stopping = asyncio.Event()
+        self._abandoned: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -515,15 +549,14 @@ class RedisRelay:
                     UserInteractionError(_WITHDRAWN_MESSAGE, ErrorCode.ASK_ABORTED)
                 )
 
-    async def _stream_state(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The stream's last generated id and the highest id trimmed away."""
+    async def _stream_state(self) -> _StreamState:
         try:
             info: object = await self._client.xinfo_stream(self._events_key)
         except ResponseError as exc:
             if "no such key" in str(exc).lower():
-                return (0, 0), (0, 0)
+                return _StreamState()
             raise
-        return _info_id(info, "last-generated-id"), _info_id(info, "max-deleted-entry-id")
+        return _StreamState.of(info)
 
     async def _tail(self) -> None:
         """Read the stream after the buffer's last position, for ever; on a gap or after
@@ -535,15 +568,29 @@ class RedisRelay:
                 if down:
                     await self._resync()
                     down, pause = False, 0.05
-                reply = await self._tail_client.xread(
-                    {self._events_key: self._buffer.last}, count=_READ_COUNT, block=_TAIL_BLOCK_MS
+                read = asyncio.ensure_future(
+                    self._tail_client.xread(
+                        {self._events_key: self._buffer.last},
+                        count=_READ_COUNT,
+                        block=_TAIL_BLOCK_MS,
+                    )
                 )
+                stopping = asyncio.ensure_future(self._stopping.wait())
+                try:
+                    await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopping.cancel()
+                    if not read.done():  # closing: aclose() ends it with its connection
+                        self._abandoned = read
+                if not read.done():
+                    return
+                reply = read.result()
                 entries = _entries(reply[0][1]) if isinstance(reply, list) and reply else []
                 before = self._buffer.last
                 if entries:
                     self._absorb(entries)
-                    _, deleted = await self._stream_state()
-                    if deleted > (_key_of(before) or (0, 0)):  # trimmed before it was read
+                    state = await self._stream_state()
+                    if state.lost_after(_key_of(before) or (0, 0)):  # trimmed before read
                         self._buffer.reset(self._buffer.last)
                         await self._recheck()
             except (RedisError, OSError, UserInteractionError):
@@ -553,7 +600,7 @@ class RedisRelay:
 
     async def _resync(self) -> None:
         """After the store was away: was it reset (its stream is behind us)? Recheck waiters."""
-        last, _ = await self._stream_state()
+        last = (await self._stream_state()).last
         if last < (_key_of(self._buffer.last) or (0, 0)):  # the store lost its data
             self._buffer.reset(f"{last[0]}-{last[1]}")
             self._changed.set()
@@ -649,6 +696,7 @@ class RedisRelay:
             answer,
             self._ms(self.settled_ttl),
             self.history,
+            secrets.token_urlsafe(9),
         ]
         return await self._script(self._settle_script, args)
 
@@ -711,8 +759,8 @@ class RedisRelay:
 
     async def _check_position(self, position: str) -> None:
         key = _key_of(position)
-        last, deleted = await self._call(self._stream_state())
-        if key is None or key > last or key < deleted:
+        state = await self._call(self._stream_state())
+        if key is None or key > state.last or state.lost_after(key):
             raise _stale()
 
     async def _read_after(self, position: str) -> tuple[list[RelayEvent], str]:
@@ -723,8 +771,7 @@ class RedisRelay:
             pipe.xinfo_stream(self._events_key)
             read, info = await self._call(pipe.execute())
         entries = _entries(read)
-        deleted = _info_id(info, "max-deleted-entry-id")
-        if deleted > (_key_of(position) or (0, 0)):  # some of what followed was trimmed
+        if _StreamState.of(info).lost_after(_key_of(position) or (0, 0)):
             raise _stale()
         events = [e for entry in entries if (e := self._event(*entry)) is not None]
         return events, entries[-1][0] if entries else position
@@ -787,12 +834,9 @@ class RedisRelay:
         if started:
             with contextlib.suppress(UserInteractionError):
                 await self._heartbeat(release=True)
+        self._stopping.set()  # the tail leaves its blocking read
         for task in list(self._tasks):
             task.cancel()
-        # The client finishes a blocking read it is cancelled in (to keep the connection in
-        # step): closing the connection ends it now.
-        with contextlib.suppress(RedisError, OSError):
-            await self._tail_client.connection_pool.disconnect()
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
@@ -807,8 +851,15 @@ class RedisRelay:
                 ):
                     self._absorb(entries)
         self._changed.set()
-        await self._client.aclose()
-        await self._tail_client.aclose()
+        for client in (self._client, self._tail_client):
+            await client.aclose()
+            with contextlib.suppress(RedisError, OSError):
+                await client.connection_pool.disconnect()  # the client does not own it
+        if (read := self._abandoned) is not None:  # its connection is closed: it ends now
+            read.cancel()
+            await asyncio.wait({read}, timeout=1.0)
+            if read.done() and not read.cancelled():
+                read.exception()  # retrieved: it is expected to have failed
 
     @property
     def closed(self) -> bool:
