@@ -23,9 +23,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.redis_server import RedisServer  # noqa: E402
+from tests.redis_server import RedisServer
 
-from interaction.redis_relay import RedisRelay  # noqa: E402
+from interaction.redis_relay import RedisRelay
 
 ASKER = r"""
 import asyncio, json, sys
@@ -48,32 +48,38 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 """
 
 
-async def host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str, str]:
+def host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str, str]:
     argv = [sys.executable, "-m", "interaction", "serve", "--redis", server.url]
     child = subprocess.Popen(
-        [*argv, "--prefix", prefix, "--port", "0"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+        [*argv, "--prefix", prefix, "--port", "0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
     )
     assert child.stderr is not None
-    line = (await asyncio.to_thread(child.stderr.readline)).decode()
+    line = child.stderr.readline().decode()
     url = line.removeprefix("interaction: answer at ").strip()
     base, _, token = url.partition("/?token=")
     return child, base, token
 
 
-async def run(total: int, clients: int) -> dict[str, float]:
+def start_askers(server: RedisServer, prefix: str, per: int) -> list[subprocess.Popen[bytes]]:
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", ASKER, server.url, prefix, f"a{n}", str(per)],
+            stdout=subprocess.PIPE,
+        )
+        for n in range(4)
+    ]
+
+
+async def run(total: int, clients: int) -> dict[str, float]:  # noqa: PLR0915 - one scenario
     prefix = f"load{secrets.token_hex(4)}"
     with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as server:
         observer = RedisRelay(server.url, prefix=prefix, max_pending=1_000_000)
         start = await observer.snapshot()
-        hosts = [await host(server, prefix) for _ in range(2)]
+        hosts = [host(server, prefix) for _ in range(2)]
         per = total // 4
-        askers = [
-            subprocess.Popen(
-                [sys.executable, "-c", ASKER, server.url, prefix, f"a{n}", str(per)],
-                stdout=subprocess.PIPE,
-            )
-            for n in range(4)
-        ]
+        askers = start_askers(server, prefix, per)
         try:
             began = time.perf_counter()
             events = observer.events(start.position)

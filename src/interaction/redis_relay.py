@@ -306,9 +306,10 @@ def _client(url: str, timeout: float) -> aioredis.Redis:
     (an ask by its id, a settle by its claim token).
     """
     # A bounded pool that makes a burst of asks wait for a connection, not fail.
-    pool = aioredis.ConnectionPool.from_url(
+    pool = aioredis.BlockingConnectionPool.from_url(
         url,
-        max_connections=1000,
+        max_connections=_CONNECTIONS,
+        timeout=timeout,
         decode_responses=True,
         socket_timeout=timeout,
         socket_connect_timeout=2.0,
