@@ -325,13 +325,14 @@ class _Waiter:
 
 
 class _Buffer:
-    """The recent events the tail has read: every event after ``base`` up to ``last``."""
+    """The recent events the tail has read: every event after its base (the position it
+    was reset to, or the last one it dropped) up to ``last``."""
 
     def __init__(self) -> None:
         self.reset("0-0")
 
     def reset(self, base: str) -> None:
-        self.base = self.last = base
+        self.last = base
         self._base = self._last = _key_of(base) or (0, 0)
         self.events: list[RelayEvent] = []
         self.keys: list[tuple[int, int]] = []
@@ -353,7 +354,6 @@ class _Buffer:
         self.events.append(event)
         self.keys.append(self._last)
         if len(self.events) > 2 * _BUFFER:
-            self.base = self.events[-_BUFFER - 1].position
             self._base = self.keys[-_BUFFER - 1]
             del self.events[:-_BUFFER]
             del self.keys[:-_BUFFER]
