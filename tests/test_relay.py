@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
@@ -20,6 +21,7 @@ from interaction import (
     ask,
     provide,
 )
+from interaction.redis_relay import RedisRelay
 from interaction.relay import (
     NOT_PENDING,
     RELAY_FULL,
@@ -29,6 +31,10 @@ from interaction.relay import (
     RelayEvent,
     Subscription,
 )
+
+from .redis_server import RedisServer, redis_server
+
+__all__ = ["redis_server"]  # a fixture, used through make_backend
 
 Item = AskUserQuestionAnswerItem
 Answer = AskUserQuestionAnswer
@@ -256,13 +262,22 @@ async def test_answer_racing_the_askers_cancel_is_not_pending_and_resolved_once(
 BackendFactory = Callable[..., Awaitable[RelayBackend]]
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "redis"])
 async def make_backend(request: pytest.FixtureRequest) -> AsyncIterator[BackendFactory]:
-    """Builds backends of one kind (``max_pending`` and friends as keywords); closes them."""
+    """Builds backends of one kind (``max_pending`` and friends as keywords); closes them.
+
+    The Redis relays of one test share a fresh prefix on one real ``redis-server``.
+    """
     made: list[RelayBackend] = []
+    prefix = f"t{secrets.token_hex(6)}"
 
     async def make(**options: int) -> RelayBackend:
-        backend: RelayBackend = Relay(**options)
+        backend: RelayBackend
+        if request.param == "memory":
+            backend = Relay(**options)
+        else:
+            server: RedisServer = request.getfixturevalue("redis_server")
+            backend = RedisRelay(server.url, prefix=prefix, **options)
         made.append(backend)
         return backend
 

@@ -18,7 +18,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from ._core import (
     AbortSignal,
@@ -37,6 +37,9 @@ from ._demo import DEMO_BATCH, DEMO_PLAN
 from .console import ConsoleProvider
 from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
+
+if TYPE_CHECKING:
+    from .redis_relay import RedisRelay
 
 __all__ = ["main"]
 
@@ -114,9 +117,48 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> 
                 relay.close()
 
 
-def _serve(host: str, port: int, allow_hosts: Sequence[str] = ()) -> int:
+async def _serve_shared(
+    relay: RedisRelay, host: str, port: int, allow_hosts: Sequence[str] = ()
+) -> None:
+    """The page over the questions in Redis, asked by any process on the same store."""
+    from .web import WebServer
+
     try:
-        import interaction.web  # noqa: F401
+        await relay.connect()
+        async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
+            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
+    finally:
+        await relay.aclose()
+
+
+def _redis_relay(url: str, prefix: str) -> RedisRelay:
+    """The relay of ``--redis URL``; a bad URL or prefix is a ValueError that says so."""
+    from .redis_relay import RedisRelay
+
+    try:
+        return RedisRelay(url, prefix=prefix)
+    except ValueError as exc:
+        if "prefix" in str(exc):
+            raise ValueError(f"--prefix: {exc}") from None
+        raise ValueError(
+            f"--redis {url!r} is not a Redis URL: use redis://HOST:PORT/DB,"
+            " rediss://HOST:PORT/DB or unix:///PATH"
+        ) from None
+
+
+def _serve(
+    host: str,
+    port: int,
+    allow_hosts: Sequence[str] = (),
+    redis_url: str | None = None,
+    prefix: str = "interaction",
+) -> int:
+    try:
+        import interaction.web
+
+        if redis_url is not None:
+            import interaction.redis_relay  # noqa: F401
     except ImportError as exc:
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -124,10 +166,17 @@ def _serve(host: str, port: int, allow_hosts: Sequence[str] = ()) -> int:
         print(f"interaction: --port {port} is out of range: use 0-{MAX_PORT}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
+        if redis_url is None:
+            serving = _serve_demo(host, port, allow_hosts)
+        else:
+            serving = _serve_shared(_redis_relay(redis_url, prefix), host, port, allow_hosts)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
-            asyncio.run(_serve_demo(host, port, allow_hosts))
-    except ValueError as exc:  # a bad --allow-host
+            asyncio.run(serving)
+    except ValueError as exc:  # a bad --allow-host, --redis or --prefix
         print(f"interaction: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UserInteractionError as error:  # Redis cannot be reached
+        print(f"interaction: {error.message} ({error.code})", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # the port is taken, the host unknown or not ours
         print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
@@ -170,6 +219,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
     serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="serve the questions held in Redis at URL (asked by any process), no demo",
+    )
+    serve.add_argument(
+        "--prefix",
+        default="interaction",
+        help="the Redis key prefix the askers use (default interaction)",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -208,8 +267,15 @@ _HELP: Final = {
     ),
     "serve": (
         "Serve the web answering page, with the demo asked again and again; each answer is"
-        " printed as JSON. Ctrl-C stops.",
-        ["interaction serve", "interaction serve --port 0", "interaction serve --host 0.0.0.0"],
+        " printed as JSON. With --redis, serve the questions pending in Redis instead,"
+        " asked by any process with a RedisRelay on the same store (several hosts may"
+        " serve them at once). Ctrl-C stops.",
+        [
+            "interaction serve",
+            "interaction serve --port 0",
+            "interaction serve --host 0.0.0.0",
+            "interaction serve --redis redis://127.0.0.1:6379/0",
+        ],
     ),
     "schema": (
         "Print a JSON Schema: the request's or the answer's wire form, or the"
@@ -274,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port, args.allow_host)
+        return _serve(args.host, args.port, args.allow_host, args.redis, args.prefix)
     if args.command == "schema":
         if args.which is None:
             print(

@@ -1,0 +1,514 @@
+"""The Redis relay's own failures, on a real ``redis-server``: dead askers and their leases,
+resume keys, a Redis restart with AOF, web hosts that die, several processes at once.
+
+The behaviour it shares with the in-memory relay is tested in test_relay.py, on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from interaction import (
+    AbortController,
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    ask,
+    provide,
+)
+from interaction.redis_relay import RedisRelay
+from interaction.relay import NOT_PENDING, RELAY_UNAVAILABLE, STALE_POSITION, RelayEvent
+from interaction.web import WebServer
+
+from .helpers import import_error_without
+from .redis_server import RedisServer, redis_server
+from .web_helpers import client, sse
+
+__all__ = ["redis_server"]  # a fixture
+
+Item = AskUserQuestionAnswerItem
+Answer = AskUserQuestionAnswer
+SINGLE = AskUserQuestionItem(
+    "pkg", "Which?", options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")]
+)
+WAIT = 20.0  # the bound on any one wait (a loaded CI machine), never a pause
+
+# An asking process: asks the free-text questions of its config (plain, and keyed with
+# their resume keys), prints one JSON line per outcome, then closes its relay.
+ASKER = r"""
+import asyncio, json, sys
+from interaction import AskUserQuestionItem, AskUserQuestionRequest, UserInteractionError
+from interaction import ask, provide
+from interaction.redis_relay import RedisRelay
+
+async def one(text, key):
+    request = AskUserQuestionRequest([AskUserQuestionItem("q", text)], key=key)
+    try:
+        answer = await ask(request)
+    except UserInteractionError as error:
+        print(json.dumps({"text": text, "error": error.code}), flush=True)
+    else:
+        print(json.dumps({"text": text, "custom": answer.answers[0].custom}), flush=True)
+
+async def main(config):
+    relay = RedisRelay(config["url"], prefix=config["prefix"], lease_ttl=config["lease"])
+    with provide(relay):
+        await asyncio.gather(
+            *(one(text, None) for text in config["plain"]),
+            *(one(text, key) for text, key in config["keyed"]),
+        )
+    await relay.aclose()
+
+asyncio.run(main(json.loads(sys.argv[1])))
+"""
+
+
+def prefix() -> str:
+    return f"r{secrets.token_hex(6)}"
+
+
+def free(text: str) -> AskUserQuestionRequest:
+    return AskUserQuestionRequest([AskUserQuestionItem("q", text)])
+
+
+@contextlib.asynccontextmanager
+async def process(*argv: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A child process, SIGKILLed by its PID on the way out if it still runs."""
+    child = await asyncio.create_subprocess_exec(
+        *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        yield child
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+def asker(server: RedisServer, space: str, *, plain: list[str], keyed: list[list[str]]) -> str:
+    config = {"url": server.url, "prefix": space, "lease": 0.6, "plain": plain, "keyed": keyed}
+    return json.dumps(config)
+
+
+async def line_of(child: asyncio.subprocess.Process) -> dict[str, str]:
+    assert child.stdout is not None
+    line = await asyncio.wait_for(child.stdout.readline(), WAIT)
+    assert line, "the child ended without a line"
+    decoded: dict[str, str] = json.loads(line)
+    return decoded
+
+
+async def collect(
+    events: AsyncGenerator[RelayEvent, None], enough: Callable[[list[RelayEvent]], bool]
+) -> list[RelayEvent]:
+    seen: list[RelayEvent] = []
+    while not enough(seen):
+        seen.append(await asyncio.wait_for(anext(events), WAIT))
+    return seen
+
+
+async def asked(relay: RedisRelay, after: str, count: int) -> list[RelayEvent]:
+    """The events after ``after`` up to the ``count``-th ``requested`` one."""
+    events = relay.events(after)
+    try:
+        return await collect(events, requested(count))
+    finally:
+        await events.aclose()
+
+
+def requested(count: int) -> Callable[[list[RelayEvent]], bool]:
+    return lambda seen: sum(e.kind == "requested" for e in seen) >= count
+
+
+def texts(seen: list[RelayEvent]) -> dict[str, str]:
+    """Question text -> relay id, of the ``requested`` events."""
+    return {
+        e.question.request.questions[0].question: e.id
+        for e in seen
+        if e.kind == "requested" and e.question is not None
+    }
+
+
+def test_without_redis_the_import_names_the_extra() -> None:
+    assert import_error_without("redis", "interaction.redis_relay") == (
+        'interaction.redis_relay needs the redis client: pip install "interaction-seam[redis]"'
+        " (the interaction[redis] extra)"
+    )
+
+
+def test_a_bad_url_or_prefix_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match="Redis URL must specify"):
+        RedisRelay("localhost:6379")
+    with pytest.raises(ValueError, match="without braces"):
+        RedisRelay("redis://127.0.0.1:1/0", prefix="a{b}")
+
+
+async def test_a_store_that_cannot_be_reached_is_relay_unavailable() -> None:
+    relay = RedisRelay("redis://127.0.0.1:1/0")
+    for call in (relay.snapshot(), relay.lookup("x"), relay.dismiss("x"), relay.ask(free("Q?"))):
+        with pytest.raises(UserInteractionError) as info:
+            await call
+        assert info.value.code == RELAY_UNAVAILABLE
+        assert info.value.message.startswith("the relay's store at 127.0.0.1:1 cannot be used: ")
+    await relay.aclose()
+
+
+async def test_an_answer_that_does_not_fit_is_refused_again_by_the_asker(
+    redis_server: RedisServer,
+) -> None:
+    """Whatever reaches the store (a buggy or hostile host) is checked by the asker too."""
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    with provide(relay):
+        start = await relay.snapshot()
+        task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        (event,) = await asked(relay, start.position, 1)
+        forged = json.dumps({"answers": [{"id": "pkg", "selected": ["yarn"]}]})
+        assert (await relay._settle(event.id, "answered", forged))[0] == "ok"
+        with pytest.raises(UserInteractionError) as info:
+            await task
+        assert info.value.code == ErrorCode.BAD_ANSWER
+    await relay.aclose()
+
+
+async def test_a_late_answer_to_a_withdrawn_question_says_so(redis_server: RedisServer) -> None:
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    controller = AbortController()
+    with provide(relay):
+        start = await relay.snapshot()
+        task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE], signal=controller.signal)))
+        (event,) = await asked(relay, start.position, 1)
+        controller.abort()
+        with pytest.raises(UserInteractionError):
+            await task
+        with pytest.raises(UserInteractionError) as late:
+            await relay.submit(event.id, Answer([Item("pkg", ["npm"])]))
+    assert late.value.code == NOT_PENDING
+    assert late.value.message == f"question {event.id!r} is not pending (withdrawn by the asker)"
+    await relay.aclose()
+
+
+async def test_a_reader_behind_the_trimmed_history_is_told_its_position_is_stale(
+    redis_server: RedisServer,
+) -> None:
+    relay = RedisRelay(redis_server.url, prefix=prefix(), history=1)
+    start = await relay.snapshot()
+    tasks = []
+    with provide(relay):
+        for i in range(250):  # one by one, each seen asked: the stream trims as it grows
+            now = (await relay.snapshot()).position
+            tasks.append(asyncio.create_task(ask(free(f"Q{i}?"))))
+            await asked(relay, now, 1)
+        fresh = RedisRelay(redis_server.url, prefix=relay.prefix)  # no buffer: the store
+        with pytest.raises(UserInteractionError) as info:
+            await anext(fresh.events(start.position))
+        assert info.value.code == STALE_POSITION
+        assert len((await fresh.snapshot()).questions) == 250
+        await fresh.aclose()
+        await relay.aclose()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdraws_it(
+    redis_server: RedisServer,
+) -> None:
+    space = prefix()
+    relay = RedisRelay(redis_server.url, prefix=space)
+    with provide(relay):
+        start = await relay.snapshot()
+        events = relay.events(start.position)
+        keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="step-1")
+        task = asyncio.create_task(ask(keyed))
+        (first,) = await collect(events, requested(1))
+        task.cancel()  # the host shuts down: not the step's signal
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [q.id for q in (await relay.snapshot()).questions] == [first.id]
+
+        again = asyncio.create_task(ask(keyed))  # the same key takes the same question up
+        await relay.submit(first.id, Answer([Item("q", custom="yes")]))
+        assert (await again).answers == (Item("q", custom="yes"),)
+        # Asked once more with that key (a replayed step), the stored answer comes at once.
+        assert (await ask(keyed)).answers == (Item("q", custom="yes"),)
+
+        controller = AbortController()
+        signalled = AskUserQuestionRequest(
+            [AskUserQuestionItem("q", "Roll back?")], key="step-2", signal=controller.signal
+        )
+        task = asyncio.create_task(ask(signalled))
+        seen = await collect(events, requested(1))
+        second = next(e for e in seen if e.kind == "requested")
+        controller.abort()
+        with pytest.raises(UserInteractionError) as info:
+            await task
+        assert info.value.code == ErrorCode.ASK_ABORTED
+        rest = await collect(events, lambda got: any(e.id == second.id for e in got))
+        assert rest[-1] == RelayEvent("resolved", second.id, outcome="aborted")
+        assert [e.kind for e in seen + rest].count("requested") == 1  # nothing asked anew
+
+        shutdown = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE], key="step-3")))
+        (third,) = [e for e in await collect(events, requested(1)) if e.kind == "requested"]
+        await events.aclose()
+    await relay.aclose()  # closing keeps a keyed question for the restarted asker
+    with pytest.raises(UserInteractionError) as closed:
+        await shutdown
+    assert closed.value.code == ErrorCode.ASK_ABORTED
+    other = RedisRelay(redis_server.url, prefix=space)
+    assert [q.id for q in (await other.snapshot()).questions] == [third.id]
+    await other.dismiss(third.id)
+    await other.aclose()
+
+
+async def test_a_killed_askers_plain_questions_are_withdrawn_its_keyed_ones_wait_for_it(
+    redis_server: RedisServer,
+) -> None:
+    space = prefix()
+    observer = RedisRelay(redis_server.url, prefix=space, lease_ttl=0.3)  # reaps quickly
+    start = await observer.snapshot()
+    events = observer.events(start.position)
+    keyed = [["Keyed one?", "k1"], ["Keyed two?", "k2"]]
+    config = asker(redis_server, space, plain=["Plain?"], keyed=keyed)
+    async with process(sys.executable, "-c", ASKER, config) as child:
+        ids = texts(await collect(events, requested(3)))
+        child.kill()  # SIGKILL: no cleanup runs, its lease just stops being refreshed
+        await child.wait()
+    # The lease lapses; a live process (the observer) withdraws the plain question only.
+    resolved = await collect(events, lambda got: any(e.kind == "resolved" for e in got))
+    assert resolved == [RelayEvent("resolved", ids["Plain?"], outcome="aborted")]
+    pending = {q.id for q in (await observer.snapshot()).questions}
+    assert pending == {ids["Keyed one?"], ids["Keyed two?"]}
+    with pytest.raises(UserInteractionError) as late:
+        await observer.submit(ids["Plain?"], Answer([Item("q", custom="late")]))
+    assert late.value.code == NOT_PENDING
+    # A keyed question can still be answered while its asker is away ...
+    await observer.submit(ids["Keyed one?"], Answer([Item("q", custom="one")]))
+    restart = (await observer.snapshot()).position
+    # ... and the restarted asker, asking with the same keys, gets that answer at once and
+    # takes the other question up again, without asking anything anew.
+    async with process(
+        sys.executable, "-c", ASKER, asker(redis_server, space, plain=[], keyed=keyed)
+    ) as again:
+        assert await line_of(again) == {"text": "Keyed one?", "custom": "one"}
+        await observer.submit(ids["Keyed two?"], Answer([Item("q", custom="two")]))
+        assert await line_of(again) == {"text": "Keyed two?", "custom": "two"}
+        assert await asyncio.wait_for(again.wait(), WAIT) == 0
+    later = observer.events(restart)
+    after = await collect(later, lambda got: len(got) == 1)
+    assert after == [RelayEvent("resolved", ids["Keyed two?"], outcome="answered")]
+    await later.aclose()
+    await events.aclose()
+    assert (await observer.snapshot()).questions == ()
+    await observer.aclose()
+
+
+async def test_a_redis_restart_with_aof_loses_nothing_and_meanwhile_says_unavailable(
+    tmp_path: Path,
+) -> None:
+    with RedisServer(tmp_path, appendonly=True) as server:
+        relay = RedisRelay(server.url, prefix="aof", lease_ttl=30)
+        with provide(relay):
+            async with WebServer(relay) as web, client(web) as http:
+                start = await relay.snapshot()
+                events = relay.events(start.position)
+                answered = asyncio.create_task(ask(free("Answered before?")))
+                waiting = asyncio.create_task(ask(free("Pending across?")))
+                ids = texts(await collect(events, requested(2)))
+                await events.aclose()
+                await relay.submit(ids["Answered before?"], Answer([Item("q", custom="a")]))
+                assert (await answered).answers == (Item("q", custom="a"),)
+
+                server.kill()  # a crash: only the AOF is left
+                with pytest.raises(UserInteractionError) as down:
+                    await ask(free("While down?"))
+                assert down.value.code == RELAY_UNAVAILABLE
+                listing = await http.get("/api/questions")
+                assert listing.status_code == 503
+                assert listing.json()["error"]["code"] == RELAY_UNAVAILABLE
+                async with http.stream("GET", "/api/events") as stream:
+                    said = await anext(sse(stream.aiter_lines()))
+                assert said.kind == "unavailable"
+                assert isinstance(said.data, dict)
+                assert said.data["code"] == RELAY_UNAVAILABLE
+                posted = await http.post(
+                    f"/api/questions/{ids['Pending across?']}/answer",
+                    json={"answers": [{"id": "q", "selected": [], "custom": "too early"}]},
+                )
+                assert posted.status_code == 503
+                assert not waiting.done()
+
+                server.restart()
+                snapshot = await relay.snapshot()
+                assert [q.id for q in snapshot.questions] == [ids["Pending across?"]]
+                with pytest.raises(UserInteractionError) as twice:
+                    await relay.submit(ids["Answered before?"], Answer([Item("q", custom="b")]))
+                assert twice.value.code == NOT_PENDING
+                posted = await http.post(
+                    f"/api/questions/{ids['Pending across?']}/answer",
+                    json={"answers": [{"id": "q", "selected": [], "custom": "after"}]},
+                )
+                assert posted.status_code == 200, posted.text
+                assert (await asyncio.wait_for(waiting, WAIT)).answers == (
+                    Item("q", custom="after"),
+                )
+        await relay.aclose()
+
+
+async def start_host(server: RedisServer, space: str) -> tuple[asyncio.subprocess.Process, str]:
+    """An ``interaction serve --redis`` process and its page's address (with the token)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "interaction",
+        "serve",
+        "--redis",
+        server.url,
+        "--prefix",
+        space,
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stderr is not None
+    line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
+    assert line.startswith("interaction: answer at "), line
+    return child, line.removeprefix("interaction: answer at ").strip()
+
+
+def http_of(url: str) -> httpx.AsyncClient:
+    base, _, token = url.partition("/?token=")
+    return httpx.AsyncClient(
+        base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
+    )
+
+
+async def test_two_web_hosts_and_two_askers_lose_nothing_and_answer_nothing_twice(
+    redis_server: RedisServer,
+) -> None:
+    """Asked on either asker, answered through either host; one of each is SIGKILLed midway."""
+    space = prefix()
+    observer = RedisRelay(redis_server.url, prefix=space, lease_ttl=0.3)
+    start = await observer.snapshot()
+    events = observer.events(start.position)
+    survivor_texts = [f"S{i}?" for i in range(12)]
+    victim_plain = [f"V{i}?" for i in range(6)]
+    victim_keyed = [[f"K{i}?", f"key-{i}"] for i in range(6)]
+    hosts: list[asyncio.subprocess.Process] = []
+    try:
+        one, url_one = await start_host(redis_server, space)
+        hosts.append(one)
+        two, url_two = await start_host(redis_server, space)
+        hosts.append(two)
+        async with (
+            http_of(url_one) as http_one,
+            http_of(url_two) as http_two,
+            process(
+                sys.executable,
+                "-c",
+                ASKER,
+                asker(redis_server, space, plain=survivor_texts, keyed=[]),
+            ) as survivor,
+            process(
+                sys.executable,
+                "-c",
+                ASKER,
+                asker(redis_server, space, plain=victim_plain, keyed=victim_keyed),
+            ) as victim,
+        ):
+            ids = texts(await collect(events, requested(24)))
+            # Both hosts list the same 24 questions.
+            for http in (http_one, http_two):
+                listed = (await http.get("/api/questions")).json()["questions"]
+                assert {q["id"] for q in listed} == set(ids.values())
+            accepted: dict[str, str] = {}
+
+            async def answer(http: httpx.AsyncClient, text: str) -> int:
+                body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
+                response = await http.post(f"/api/questions/{ids[text]}/answer", json=body)
+                if response.status_code == 200:
+                    assert text not in accepted, f"{text} answered twice"
+                    accepted[text] = response.json()["answers"][0]["custom"]
+                return response.status_code
+
+            # Half of each asker's questions, each claimed through both hosts at once.
+            first_half = survivor_texts[:6] + victim_plain[:3] + [t for t, _ in victim_keyed[:3]]
+            for text in first_half:
+                codes = await asyncio.gather(answer(http_one, text), answer(http_two, text))
+                assert sorted(codes) == [200, 409], (text, codes)
+            victim_lines = [await line_of(victim) for _ in range(6)]
+            one.kill()  # a web host and an asker die mid-run
+            victim.kill()
+            await one.wait()
+            await victim.wait()
+            # The dead asker's lease lapses: its unanswered plain questions are withdrawn.
+            withdrawn = {ids[t] for t in victim_plain[3:]}
+            await collect(
+                events,
+                lambda got: (
+                    withdrawn
+                    <= {e.id for e in got if e.kind == "resolved" and e.outcome == "aborted"}
+                ),
+            )
+            # The other host shows what is left; the rest is answered through it.
+            listed = (await http_two.get("/api/questions")).json()["questions"]
+            left = survivor_texts[6:] + [t for t, _ in victim_keyed[3:]]
+            assert {q["id"] for q in listed} == {ids[t] for t in left}
+            for text in left:
+                assert await answer(http_two, text) == 200
+            for text in victim_plain[3:]:
+                assert await answer(http_two, text) == 409
+            survivor_lines = [await line_of(survivor) for _ in range(12)]
+            assert await asyncio.wait_for(survivor.wait(), WAIT) == 0
+            # The restarted asker gets every keyed answer at once.
+            restarted = asker(redis_server, space, plain=[], keyed=victim_keyed)
+            async with process(sys.executable, "-c", ASKER, restarted) as again:
+                again_lines = [await line_of(again) for _ in range(6)]
+                assert await asyncio.wait_for(again.wait(), WAIT) == 0
+        got = {line["text"]: line["custom"] for line in survivor_lines + victim_lines}
+        got.update({line["text"]: line["custom"] for line in again_lines})
+        assert got == accepted  # every accepted answer reached its asker, exactly that one
+        assert set(accepted) == set(survivor_texts) | set(first_half) | {t for t, _ in victim_keyed}
+        assert (await observer.snapshot()).questions == ()
+    finally:
+        for host in hosts:
+            if host.returncode is None:
+                host.kill()
+                await host.wait()
+        await events.aclose()
+        await observer.aclose()
+
+
+def test_serve_refuses_a_bad_redis_url_and_an_unreachable_store_in_one_line() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "interaction", "serve", "--port", "0", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=WAIT, check=False)
+
+    bad = run("--redis", "localhost:6379")
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "interaction: --redis 'localhost:6379' is not a Redis URL: use redis://HOST:PORT/DB,"
+        " rediss://HOST:PORT/DB or unix:///PATH\n"
+    )
+    away = run("--redis", "redis://127.0.0.1:1/0")
+    assert away.returncode == 2
+    assert away.stderr.startswith("interaction: the relay's store at 127.0.0.1:1 cannot be used: ")
+    assert away.stderr.endswith(" (RELAY_UNAVAILABLE)\n")
+    assert away.stderr.count("\n") == 1
+    braces = run("--redis", "redis://127.0.0.1:1/0", "--prefix", "a{b}")
+    assert braces.returncode == 2
+    assert braces.stderr == (
+        "interaction: --prefix: the prefix must be non-empty, without braces: 'a{b}'\n"
+    )
