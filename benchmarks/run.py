@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -48,6 +48,7 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    UserInteractionProvider,
     wire,
 )
 from interaction.relay import Relay
@@ -427,6 +428,26 @@ async def relay_memory(count: int) -> tuple[float, float]:
     return in_relay / count, total / count
 
 
+async def questions_over_http(
+    http: httpx.AsyncClient,
+    lines: AsyncIterator[str],
+    request: AskUserQuestionRequest,
+    body: Mapping[str, object],
+    number: int,
+) -> float:
+    """Mean seconds of one question over HTTP with the active provider: ask, read its
+    ``requested`` event from ``lines``, POST ``body`` as its answer, and await the ask."""
+    start = time.perf_counter()
+    for _ in range(number):
+        task = asyncio.create_task(interaction.ask(request))
+        while (await anext(lines)) != "event: requested":
+            pass
+        qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+        await http.post(f"/api/questions/{qid}/answer", json=body)
+        await task
+    return (time.perf_counter() - start) / number
+
+
 async def http_round_trips(rounds: int, number: int) -> tuple[float, float]:
     """Median seconds per ask over HTTP (ask, event seen by a client, POST answer, ask
     returns) and per no-op POST on the same server and connection, the two taking turns
@@ -443,15 +464,7 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float]:
                     lines = aiter(events.aiter_lines())
 
                     async def trips() -> float:
-                        start = time.perf_counter()
-                        for _ in range(number):
-                            task = asyncio.create_task(interaction.ask(request))
-                            while (await anext(lines)) != "event: requested":
-                                pass
-                            qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
-                            await http.post(f"/api/questions/{qid}/answer", json=body)
-                            await task
-                        return (time.perf_counter() - start) / number
+                        return await questions_over_http(http, lines, request, body, number)
 
                     async def noops() -> float:
                         start = time.perf_counter()
@@ -709,6 +722,7 @@ async def redis_round_trips(url: str, number: int, repeat: int) -> tuple[float, 
             near.stream("GET", "/api/events") as near_events,
         ):
             await ping_client.ping()
+            subjects: list[tuple[UserInteractionProvider, httpx.AsyncClient, AsyncIterator[str]]]
             subjects = [
                 (relay, far, aiter(far_events.aiter_lines())),
                 (memory, near, aiter(near_events.aiter_lines())),
@@ -716,16 +730,8 @@ async def redis_round_trips(url: str, number: int, repeat: int) -> tuple[float, 
 
             async def trips(index: int) -> float:
                 backend, http, lines = subjects[index]
-                start = time.perf_counter()
                 with interaction.provide(backend):
-                    for _ in range(number):
-                        task = asyncio.create_task(interaction.ask(request))
-                        while (await anext(lines)) != "event: requested":
-                            pass
-                        qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
-                        await http.post(f"/api/questions/{qid}/answer", json=body)
-                        await task
-                return (time.perf_counter() - start) / number
+                    return await questions_over_http(http, lines, request, body, number)
 
             async def pings() -> float:
                 start = time.perf_counter()
@@ -765,7 +771,8 @@ async def redis_memory(url: str, count: int) -> tuple[float, float, float]:
     for start in range(0, count, batch):
         async with client.pipeline(transaction=False) as pipe:
             for i in range(start, min(count, start + batch)):
-                args = [relay._base, f"id{i:07d}", text, relay.owner, 3_600_000, count + 1]
+                args: list[str | int] = [relay._base, f"id{i:07d}", text, relay.owner]
+                args += [3_600_000, count + 1]
                 args += [86_400_000, 86_400_000, relay.history, "", ""]
                 await relay._ask_script(keys=relay._keys, args=args, client=pipe)
             await pipe.execute()
