@@ -1,9 +1,10 @@
 """The display model: what every UI draws for one request, escaped in one place.
 
-``present(request)`` is built once per request; the console, the terminal UI, the web
-page (served ``to_json()``, so the page only renders) and the MCP form all read it, so no
-call site can forget to escape model text, and "(Recommended)", the plan-review order and
-the "Other" wording are decided once.
+``present(request)`` is built once per request; the console and the terminal UI read it
+through :class:`interaction.flow.BatchFlow`, and the web page is served ``to_json()``, so
+it only renders. No call site can forget to escape model text, and "(Recommended)", the
+plan-review order and the "Other" wording are decided once. (An MCP form carries the
+request's own text: the client that renders it is the UI.)
 """
 
 from __future__ import annotations
