@@ -48,13 +48,13 @@ from ._core import (
     request_digest,
 )
 from .relay import (
-    NOT_PENDING,
     RELAY_FULL,
     RELAY_UNAVAILABLE,
     STALE_POSITION,
     PendingQuestion,
     RelayEvent,
     RelaySnapshot,
+    not_pending_error,
 )
 from .wire import decode_answer, decode_request, dumps
 
@@ -245,8 +245,7 @@ def _stale() -> UserInteractionError:
 
 
 def _not_pending(question_id: str, state: str) -> UserInteractionError:
-    why = "withdrawn by the asker" if state == "aborted" else "unknown, or already settled"
-    return UserInteractionError(f"question {question_id!r} is not pending ({why})", NOT_PENDING)
+    return not_pending_error(question_id, withdrawn=state == "aborted")
 
 
 def _text(value: object) -> str | None:
@@ -793,20 +792,23 @@ class RedisRelay:
         if request is None:
             question = await self.lookup(question_id)
             if question is None:
-                (state,) = await self._fields(question_id, "state")
-                raise _not_pending(question_id, state or "")
+                raise await self._not_pending_now(question_id)
             request = question.request
         try:
             checked = check_answer(request, answer)  # a bad answer leaves it pending
         except UserInteractionError:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
-                (state,) = await self._fields(question_id, "state")
-                raise _not_pending(question_id, state or "") from None
+                raise await self._not_pending_now(question_id) from None
             raise
         reply = await self._settle(question_id, "answered", dumps(checked))
         if reply[0] != "ok":
             raise _not_pending(question_id, reply[1])
         return checked
+
+    async def _not_pending_now(self, question_id: str) -> UserInteractionError:
+        """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
+        (state,) = await self._fields(question_id, "state")
+        return _not_pending(question_id, state or "")
 
     async def dismiss(self, question_id: str) -> None:
         await self.connect()

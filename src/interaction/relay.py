@@ -47,6 +47,7 @@ __all__ = [
     "RelayEvent",
     "RelaySnapshot",
     "Subscription",
+    "not_pending_error",
 ]
 
 NOT_PENDING: Final = "NOT_PENDING"
@@ -61,6 +62,13 @@ RELAY_UNAVAILABLE: Final = "RELAY_UNAVAILABLE"
 snapshots made meanwhile fail with it; nothing is settled by it)."""
 
 Outcome = Literal["answered", "cancelled", "aborted"]
+
+
+def not_pending_error(question_id: str, *, withdrawn: bool = False) -> UserInteractionError:
+    """The ``NOT_PENDING`` error every backend gives for a claim on ``question_id``:
+    ``withdrawn`` by its asker, or else unknown or already settled."""
+    why = "withdrawn by the asker" if withdrawn else "unknown, or already settled"
+    return UserInteractionError(f"question {question_id!r} is not pending ({why})", NOT_PENDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,16 +262,11 @@ class Relay:
     def _take(self, question_id: str) -> _Pending:
         entry = self._pending.get(question_id)
         if entry is None:
-            raise UserInteractionError(
-                f"question {question_id!r} is not pending (unknown, or already settled)",
-                NOT_PENDING,
-            )
+            raise not_pending_error(question_id)
         if entry.future.done():  # the asker is gone (abort or task cancel), finally not yet run
             del self._pending[question_id]
             self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
-            raise UserInteractionError(
-                f"question {question_id!r} is not pending (withdrawn by the asker)", NOT_PENDING
-            )
+            raise not_pending_error(question_id, withdrawn=True)
         return entry
 
     def answer(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
