@@ -383,8 +383,13 @@ async def start_host(server: RedisServer, space: str) -> tuple[asyncio.subproces
         stderr=subprocess.PIPE,
     )
     assert child.stderr is not None
-    line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
-    assert line.startswith("interaction: answer at "), line
+    try:
+        line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
+        assert line.startswith("interaction: answer at "), line
+    except BaseException:  # not started as it should: stop it by its PID before failing
+        child.kill()
+        await child.wait()
+        raise
     return child, line.removeprefix("interaction: answer at ").strip()
 
 
