@@ -190,6 +190,28 @@ async def test_every_error_is_the_json_shape_404_and_405_included() -> None:
     assert wrong_method.headers["allow"] == "POST"
 
 
+async def test_malformed_http_gets_the_json_shape_not_uvicorns_text() -> None:
+    async with served() as (relay, server):
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+        reply = await reader.read()  # the server closes the connection after its answer
+        writer.close()
+        assert relay.pending() == []
+    head, _, body = reply.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == "HTTP/1.1 400 Bad Request"
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    assert headers["content-type"] == "application/json"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert json.loads(body) == {
+        "error": {
+            "code": "BAD_HTTP",
+            "message": "the request was refused before it reached the app:"
+            " Invalid HTTP request received.",
+        }
+    }
+
+
 async def test_unencodable_or_undecodable_text_is_400_and_the_question_stays() -> None:
     async with served() as (relay, server), client(server) as http:
         asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))

@@ -166,7 +166,7 @@ class _Hosts:
         return name in self.any_port or (port is not None and (name, port) in self.exact)
 
 
-_SECURITY_HEADERS: Final = [
+SECURITY_HEADERS: Final = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
@@ -229,7 +229,7 @@ class _Guard:
         async def send_safely(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.extend(_SECURITY_HEADERS)
+                headers.extend(SECURITY_HEADERS)
                 message = {**message, "headers": headers}
             await send(message)
 

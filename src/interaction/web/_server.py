@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import socket
 import time
 from collections.abc import Iterable
 from typing import Final
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..relay import RelayBackend
-from ._app import LOOPBACK_NAMES, WebApp, parse_host
+from ._app import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp, parse_host
 
 __all__ = ["WebServer"]
 
@@ -21,6 +24,31 @@ _LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 _ANY: Final = ("0.0.0.0", "::", "")
 GRACE_SECONDS: Final = 1.0
 """How long :meth:`WebServer.stop` waits for responses in flight before cancelling them."""
+
+
+class _Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, refusing what it cannot parse in the API's error shape.
+
+    Malformed HTTP never reaches the app: uvicorn answers it with a plain-text 400, which
+    a client reading ``{"error": {"code", "message"}}`` could not tell from a proxy's page.
+    """
+
+    def send_400_response(self, msg: str) -> None:
+        message = f"the request was refused before it reached the app: {msg}"
+        body = json.dumps({"error": {"code": "BAD_HTTP", "message": message}}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+            *SECURITY_HEADERS,
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
 
 class _Server(uvicorn.Server):
@@ -123,7 +151,7 @@ class WebServer:
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
         self._app = WebApp(self.relay, token=self.token, hosts=self.allowed_hosts())
-        config = uvicorn.Config(self._app, log_level="warning", lifespan="off")
+        config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
 
