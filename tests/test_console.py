@@ -55,6 +55,14 @@ async def run_console(
     return result, output.getvalue()
 
 
+async def test_a_question_asked_on_its_own_has_no_count_and_a_batch_has_one() -> None:
+    _, alone = await run_console("\n", FREE)
+    _, batch = await run_console("\n\n", FREE, pkg_question(header="Tools"))
+    assert alone.startswith("\n── Question ──\nAnything else?\n")
+    assert "\n── Question 1/2 ──\nAnything else?\n" in batch
+    assert "\n── Question 2/2 · Tools ──\nWhich package manager?\n" in batch
+
+
 async def test_prints_header_question_detail_and_numbered_options() -> None:
     question = pkg_question(
         header="Tools",
@@ -64,7 +72,7 @@ async def test_prints_header_question_detail_and_numbered_options() -> None:
     _, screen = await run_console("1\n", question)
     assert screen == (
         "\n"
-        "── Question 1/1 · Tools ──\n"
+        "── Tools ──\n"
         "Which package manager?\n"
         "  │ Pick one.\n"
         "  │ It matters.\n"

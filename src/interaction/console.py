@@ -84,9 +84,10 @@ class ConsoleProvider:
     def _show(self, flow: BatchFlow) -> None:
         question = flow.question  # the display model: every model string already escaped
         plan = flow.plan_review
-        title = "Plan review" if plan else f"Question {flow.index + 1}/{len(flow.questions)}"
-        if question.header:
-            title += f" · {question.header}"
+        count = len(flow.questions)
+        # A question asked on its own has no count, as in the terminal and on the page.
+        place = "Plan review" if plan else f"Question {flow.index + 1}/{count}" if count > 1 else ""
+        title = " · ".join(part for part in (place, question.header) if part) or "Question"
         lines = ["", f"── {title} ──", question.question]
         if question.detail:
             lines.extend(f"  │ {line}" for line in question.detail.splitlines())

@@ -252,7 +252,7 @@
     const store = () => saveDraft(entry.id, draft);
     const titleId = "title-" + entry.id + "-" + index;
     const card = el("section", { class: "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
-      el("p", { class: "progress", "data-testid": "progress", text: `Question ${index + 1}/${total}` + (q.header ? " · " + q.header : "") }),
+      el("p", { class: "progress", "data-testid": "progress", text: total > 1 ? `Question ${index + 1}/${total}` + (q.header ? " · " + q.header : "") : q.header || "Question" }),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.detail ? markdown(q.detail) : null);
     const options = el("div", { class: "options", role: q.multiSelect ? "group" : "radiogroup", "aria-labelledby": titleId });
