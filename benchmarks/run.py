@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -18,6 +19,7 @@ import platform
 import pty
 import re
 import select
+import socket
 import statistics
 import subprocess
 import sys
@@ -34,11 +36,16 @@ from typing import Literal
 import httpx
 import msgspec
 import pydantic
+import uvicorn
 from pydantic_ai_harness.ask_user import AskUserAnswer as PeerAnswer
 from pydantic_ai_harness.ask_user import AskUserRequest as PeerRequest
 from pydantic_ai_harness.ask_user import AskUserResponse as PeerResponse
 from pydantic_ai_harness.ask_user import Question as PeerQuestion
 from pydantic_ai_harness.ask_user import check_response as peer_check_response
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 import interaction
 from interaction import (
@@ -448,57 +455,157 @@ async def questions_over_http(
     return (time.perf_counter() - start) / number
 
 
-async def http_round_trips(rounds: int, number: int) -> tuple[float, float]:
+class BareEventServer:
+    """The stack's floor for (e): a bare Starlette app on uvicorn with an SSE stream fed by
+    a queue and an answer route that only wakes the asker, so the same trip costs only the
+    HTTP/SSE transport (no relay, no checks, no display model)."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[str] = asyncio.Queue()
+        self.waiters: list[asyncio.Future[bytes]] = []
+        self.app = Starlette(
+            routes=[
+                Route("/events", self.stream),
+                Route("/answer", self.answer, methods=["POST"]),
+                Route("/ping", self.ping, methods=["POST"]),
+            ]
+        )
+
+    async def stream(self, request: Request) -> Response:
+        async def texts() -> AsyncIterator[str]:
+            while True:
+                yield await self.events.get()
+
+        return StreamingResponse(texts(), media_type="text/event-stream")
+
+    async def answer(self, request: Request) -> Response:
+        body = await request.body()
+        self.events.put_nowait('event: resolved\ndata: {"id": "q", "outcome": "answered"}\n\n')
+        self.waiters.pop().set_result(body)
+        return Response(body, media_type="application/json")
+
+    async def ping(self, request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def trips(
+        self, http: httpx.AsyncClient, lines: AsyncIterator[str], event: str, body: object
+    ) -> Callable[[int], Awaitable[float]]:
+        async def trip(number: int) -> float:
+            loop = asyncio.get_running_loop()
+            start = time.perf_counter()
+            for _ in range(number):
+                waiter: asyncio.Future[bytes] = loop.create_future()
+                self.waiters.append(waiter)
+                self.events.put_nowait(event)
+                while (await anext(lines)) != "event: requested":
+                    pass
+                json.loads((await anext(lines)).removeprefix("data: "))
+                await http.post("/answer", json=body)
+                await waiter
+            return (time.perf_counter() - start) / number
+
+        return trip
+
+
+def noop_posts(http: httpx.AsyncClient, path: str) -> Callable[[int], Awaitable[float]]:
+    async def noops(number: int) -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            await http.post(path)
+        return (time.perf_counter() - start) / number
+
+    return noops
+
+
+async def http_round_trips(rounds: int, number: int) -> tuple[float, float, float, float]:
     """Median seconds per ask over HTTP (ask, event seen by a client, POST answer, ask
-    returns) and per no-op POST on the same server and connection, the two taking turns
-    round by round (``number`` of each per round)."""
+    returns) and per no-op POST on the same server and connection, then the same pair on
+    :class:`BareEventServer`; the four take turns round by round (``number`` each)."""
     relay = Relay()
     request = wire.decode_request(payload(1, 3))
     body = {"answers": [{"id": "q0", "selected": ["Option 1"]}]}
-    async with WebServer(relay) as server:
+    bare = BareEventServer()
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as WebServer's socket
+    bare_server = uvicorn.Server(uvicorn.Config(bare.app, log_level="warning", lifespan="off"))
+    bare_task = asyncio.create_task(bare_server.serve(sockets=[sock]))
+    bare_base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    async with contextlib.AsyncExitStack() as stack:
+        server = await stack.enter_async_context(WebServer(relay))
         headers = {"Authorization": f"Bearer {server.token}"}
-        async with httpx.AsyncClient(base_url=server.base, headers=headers) as http:
-            await http.post("/api/ping")  # connect once: both subjects reuse the connection
-            with interaction.provide(relay):
-                async with http.stream("GET", "/api/events") as events:
-                    lines = aiter(events.aiter_lines())
+        http = await stack.enter_async_context(
+            httpx.AsyncClient(base_url=server.base, headers=headers)
+        )
+        bare_http = await stack.enter_async_context(httpx.AsyncClient(base_url=bare_base))
+        while not bare_server.started:  # noqa: ASYNC110 - uvicorn sets no event for it
+            await asyncio.sleep(0.01)
+        await http.post("/api/ping")  # connect once: both subjects reuse the connection
+        await bare_http.post("/ping")
+        stack.enter_context(interaction.provide(relay))
+        events = await stack.enter_async_context(http.stream("GET", "/api/events"))
+        lines = aiter(events.aiter_lines())
+        bare_events = await stack.enter_async_context(bare_http.stream("GET", "/events"))
+        question = {"id": "q", "request": wire.encode_request(request)}
+        requested = f"event: requested\ndata: {json.dumps(question)}\n\n"
 
-                    async def trips() -> float:
-                        return await questions_over_http(http, lines, request, body, number)
+        async def trips(count: int) -> float:
+            return await questions_over_http(http, lines, request, body, count)
 
-                    async def noops() -> float:
-                        start = time.perf_counter()
-                        for _ in range(number):
-                            await http.post("/api/ping")
-                        return (time.perf_counter() - start) / number
-
-                    await trips()  # warm both paths up before the first counted round
-                    await noops()
-                    samples: tuple[list[float], list[float]] = ([], [])
-                    for _ in range(rounds):
-                        samples[0].append(await trips())
-                        samples[1].append(await noops())
+        subjects = [
+            trips,
+            noop_posts(http, "/api/ping"),
+            await bare.trips(bare_http, aiter(bare_events.aiter_lines()), requested, body),
+            noop_posts(bare_http, "/ping"),
+        ]
+        for subject in subjects:  # warm every path up before the first counted round
+            await subject(number)
+        samples: list[list[float]] = [[] for _ in subjects]
+        for _ in range(rounds):
+            for subject, taken in zip(subjects, samples, strict=True):
+                taken.append(await subject(number))
+    bare_server.should_exit = True
+    await bare_task
     relay.close()
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    ours, noop, floor, floor_noop = (statistics.median(taken) for taken in samples)
+    return ours, noop, floor, floor_noop
 
 
 def measure_web(quick: bool) -> list[Row]:
     count = 1_000 if quick else 10_000
     in_relay, total = asyncio.run(relay_memory(count))
     rounds, trips = (3, 20) if quick else (15, 50)
-    round_trip, noop = asyncio.run(http_round_trips(rounds, trips))
+    round_trip, noop, floor, floor_noop = asyncio.run(http_round_trips(rounds, trips))
     case = f"(d) relay memory at {count:,} pending"
+    trip = "ask -> event -> POST -> return"
     return [
         Row(case, "relay's own objects", in_relay / 1024, "4 KiB target", 4.0, "KiB", "<= 4 KiB"),
         Row(case, "with the waiting ask() task", total / 1024, "4 KiB target", 4.0, "KiB", "-"),
         Row(
             "(e) one question over HTTP",
-            "ask -> event -> POST -> return",
+            trip,
             round_trip * 1e3,
             "no-op POST",
             noop * 1e3,
             "ms",
             "<= 1.3x",
+        ),
+        Row(
+            "(e) the same on bare Starlette",
+            "queue -> event -> POST -> wake",
+            floor * 1e3,
+            "no-op POST",
+            floor_noop * 1e3,
+            "ms",
+            "- (the stack's floor)",
+        ),
+        Row(
+            "(e) what the seam adds to the floor",
+            trip,
+            round_trip * 1e3,
+            "the same on bare Starlette",
+            floor * 1e3,
+            "ms",
+            "-",
         ),
     ]
 
