@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from interaction import (
     AbortController,
@@ -220,6 +221,67 @@ async def test_a_reader_behind_the_trimmed_history_is_told_its_position_is_stale
         await fresh.aclose()
         await relay.aclose()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# Another process: one ask dismissed, then the answer to ARGV's question, then 300 more
+# asks dismissed, each after its requested event, with a history far below that.
+FLOOD = r"""
+import asyncio, sys
+from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem, AskUserQuestionItem
+from interaction import AskUserQuestionRequest, UserInteractionError, ask, provide
+from interaction.redis_relay import RedisRelay
+
+async def flood(relay, count):
+    events = relay.events((await relay.snapshot()).position)
+    for i in range(count):
+        request = AskUserQuestionRequest([AskUserQuestionItem("q", f"{i}")])
+        asking = asyncio.create_task(ask(request))
+        while (event := await anext(events)).kind != "requested":
+            pass
+        await relay.dismiss(event.id)
+        try:
+            await asking
+        except UserInteractionError:
+            pass
+    await events.aclose()
+
+async def main(url, prefix, question_id):
+    relay = RedisRelay(url, prefix=prefix, history=120)
+    with provide(relay):
+        await flood(relay, 1)  # the stalled asker's pending read returns with its first event
+        answer = AskUserQuestionAnswer([AskUserQuestionAnswerItem("q", custom="after the gap")])
+        await relay.submit(question_id, answer)
+        await flood(relay, 300)  # the answer's event is trimmed away before anyone reads it
+    await relay.aclose()
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_an_answer_trimmed_away_before_its_asker_read_it_still_arrives(
+    redis_server: RedisServer,
+) -> None:
+    relay = RedisRelay(redis_server.url, prefix=prefix(), history=120)
+    start = await relay.snapshot()
+    with provide(relay):
+        asking = asyncio.create_task(ask(free("Gap?")))
+        (event,) = [e for e in await asked(relay, start.position, 1) if e.kind == "requested"]
+        # Held on purpose: this process stalls (its loop is blocked) while another answers
+        # and floods the stream, so its tail next reads past a gap.
+        subprocess.run(  # noqa: ASYNC221 - the point: nothing else runs in this loop meanwhile
+            [sys.executable, "-c", FLOOD, redis_server.url, relay.prefix, event.id],
+            check=True,
+            timeout=120,
+        )
+        async with asyncio.timeout(WAIT):
+            answer = await asking
+    assert answer.answers[0].custom == "after the gap"
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    stream = await store.xrange(f"{{{relay.prefix}}}:events") or []
+    await store.aclose()
+    assert 120 <= len(stream) < 602
+    assert event.id not in {(fields or {}).get("id") for _, fields in stream}  # trimmed
+    await relay.aclose()
 
 
 async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdraws_it(

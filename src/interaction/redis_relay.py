@@ -88,6 +88,15 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- Every event names the position before it ('prev'): a reader that finds its own last
+-- position there knows nothing between was trimmed away unread, without asking XINFO.
+local function append(maxlen, ...)
+  local prev = redis.call('GET', base .. 'last') or ''
+  local position = redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxlen, '*',
+    'prev', prev, ...)
+  redis.call('SET', base .. 'last', position)
+  return position
+end
 local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   local q = base .. 'q:' .. id
   local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
@@ -107,11 +116,9 @@ local function settle(id, outcome, answer, settled_ms, maxlen, claim)
     end
   end
   if answer ~= '' then
-    return redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxlen, '*',
-      'kind', 'resolved', 'id', id, 'outcome', outcome, 'answer', answer)
+    return append(maxlen, 'kind', 'resolved', 'id', id, 'outcome', outcome, 'answer', answer)
   end
-  return redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxlen, '*',
-    'kind', 'resolved', 'id', id, 'outcome', outcome)
+  return append(maxlen, 'kind', 'resolved', 'id', id, 'outcome', outcome)
 end
 local function release(owner, settled_ms, maxlen)
   local owned = base .. 'owned:' .. owner
@@ -179,8 +186,7 @@ redis.call('PEXPIRE', q, lifetime_ms + settled_ms)
 redis.call('ZADD', KEYS[1], redis.call('INCR', base .. 'seq'), id)
 redis.call('ZADD', KEYS[2], now + lifetime_ms, id)
 redis.call('SADD', base .. 'owned:' .. owner, id)
-local position = redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*',
-  'kind', 'requested', 'id', id, 'request', request)
+local position = append(maxlen, 'kind', 'requested', 'id', id, 'request', request)
 return {'asked', id, position}
 """
 )
@@ -589,6 +595,9 @@ class RedisRelay:
                 before = self._buffer.last
                 if entries:
                     self._absorb(entries)
+                # A first entry that names ``before`` as its predecessor follows on without
+                # a gap; otherwise (or from a writer that does not say) ask XINFO.
+                if entries and entries[0][1].get("prev") != before:
                     state = await self._stream_state()
                     if state.lost_after(_key_of(before) or (0, 0)):  # trimmed before read
                         self._buffer.reset(self._buffer.last)
