@@ -181,12 +181,17 @@ def timed(fn: Callable[[], object], number: int) -> Callable[[], float]:
     return one_round
 
 
-def import_ms(module: str, repeat: int) -> float:
-    """Median cumulative ``-X importtime`` of ``module`` after asyncio is imported, in ms."""
+def import_ms(module: str, repeat: int, *, collect: bool = True) -> float:
+    """Median cumulative ``-X importtime`` of ``module`` after asyncio is imported, in ms.
+
+    ``collect=False`` turns the cyclic GC off first: the pass that the import's allocations
+    set off (over every object asyncio left) then drops out, leaving the import's own work.
+    """
     samples = []
+    setup = "" if collect else "import gc; gc.disable(); "
     for _ in range(repeat + 1):  # the first run writes the bytecode and is not counted
         result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", f"import asyncio; import {module}"],
+            [sys.executable, "-X", "importtime", "-c", f"{setup}import asyncio; import {module}"],
             capture_output=True,
             text=True,
             check=True,
@@ -314,10 +319,16 @@ def measure(quick: bool) -> list[Row]:
         )
         rows.append(Row(case, "decode_request", ours * 1e6, "msgspec decode", ms * 1e6, "µs", "-"))
 
-    # (c) import cost after asyncio, the two imports taking turns.
+    # (c) import cost after asyncio, the imports taking turns, with and without the GC.
     imports = 3 if quick else 15
-    ours_ms, pyd_ms = interleaved(
-        [partial(import_ms, "interaction", 1), partial(import_ms, "pydantic", 1)], imports
+    ours_ms, pyd_ms, ours_quiet, pyd_quiet = interleaved(
+        [
+            partial(import_ms, "interaction", 1),
+            partial(import_ms, "pydantic", 1),
+            partial(import_ms, "interaction", 1, collect=False),
+            partial(import_ms, "pydantic", 1, collect=False),
+        ],
+        imports,
     )
     rows.append(
         Row(
@@ -328,6 +339,17 @@ def measure(quick: bool) -> list[Row]:
             pyd_ms,
             "ms",
             "<= 5 ms",
+        )
+    )
+    rows.append(
+        Row(
+            "(c) the same, cyclic GC off",
+            "import interaction",
+            ours_quiet,
+            "import pydantic",
+            pyd_quiet,
+            "ms",
+            "-",
         )
     )
     rows.extend(measure_peer(number, repeat))
