@@ -26,6 +26,7 @@ from interaction import (
     ResumedAnswer,
     UnknownIntent,
 )
+from interaction._types import stored_item, stored_option, stored_request
 
 OPTION = AskUserQuestionOption("npm", "default")
 ANSWER = AskUserQuestionAnswer((AskUserQuestionAnswerItem("pkg", ("npm",)),))
@@ -107,3 +108,25 @@ def test_fields_left_out_of_equality_stay_out_of_it() -> None:
     assert AskUserQuestionRequest(items, key="one") == AskUserQuestionRequest(items, key="two")
     assert hash(AskUserQuestionRequest(items, key="one")) == hash(AskUserQuestionRequest(items))
     assert "key='one'" in repr(AskUserQuestionRequest(items, key="one"))
+
+
+def test_the_fast_builders_make_what_the_constructors_make() -> None:
+    # The decoders build through drafts whose class is then reassigned (see stored_option).
+    option = AskUserQuestionOption("npm", "fast")
+    item = AskUserQuestionItem("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm"))
+    request = AskUserQuestionRequest((item,))
+    pairs = [
+        (stored_option("npm", "fast"), option),
+        (stored_option("npm", None), AskUserQuestionOption("npm")),
+        (stored_item("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm")), item),
+        (stored_item("a", "q", None, None, (), False, None), AskUserQuestionItem("a", "q")),
+        (stored_request((item,)), request),
+    ]
+    for built, constructed in pairs:
+        assert type(built) is type(constructed)
+        assert repr(built) == repr(constructed)  # every slot is set, with the same value
+        assert built == constructed
+        assert hash(built) == hash(constructed)
+        assert pickle.loads(pickle.dumps(built)) == constructed
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.id = "x"  # type: ignore[attr-defined]  # any name, as for a dataclass

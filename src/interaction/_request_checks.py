@@ -27,6 +27,8 @@ from ._types import (
     AskUserQuestionRequest,
     PlanReviewIntent,
     UnknownIntent,
+    stored_item,
+    stored_option,
 )
 
 __all__ = ["check_caller", "check_questions", "check_request", "questions_from_json"]
@@ -248,7 +250,7 @@ def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
                 return None
         elif "description" in value:
             return None
-        options.append(AskUserQuestionOption(label, description))
+        options.append(stored_option(label, description))
     if len(keys) != len(options):
         return None
     return tuple(options)
@@ -310,7 +312,7 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
             options = built
         elif "options" in value:
             return None
-        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
+        items.append(stored_item(qid, text, detail, header, options, multi, None))
     if len(ids) != len(items):
         return None
     return tuple(items)
