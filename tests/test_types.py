@@ -25,8 +25,9 @@ from interaction import (
     PlanVerdict,
     ResumedAnswer,
     UnknownIntent,
+    wire,
 )
-from interaction._types import stored_item, stored_option, stored_request
+from interaction._types import stored_item, stored_request
 
 OPTION = AskUserQuestionOption("npm", "default")
 ANSWER = AskUserQuestionAnswer((AskUserQuestionAnswerItem("pkg", ("npm",)),))
@@ -110,14 +111,25 @@ def test_fields_left_out_of_equality_stay_out_of_it() -> None:
     assert "key='one'" in repr(AskUserQuestionRequest(items, key="one"))
 
 
-def test_the_fast_builders_make_what_the_constructors_make() -> None:
-    # The decoders build through drafts whose class is then reassigned (see stored_option).
+def test_the_drafted_objects_are_what_the_constructors_make() -> None:
+    # The decoder builds through drafts whose class is then reassigned (see _types.OptionDraft).
     option = AskUserQuestionOption("npm", "fast")
     item = AskUserQuestionItem("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm"))
     request = AskUserQuestionRequest((item,))
-    pairs = [
-        (stored_option("npm", "fast"), option),
-        (stored_option("npm", None), AskUserQuestionOption("npm")),
+    decoded = wire.decode_request(
+        '{"questions": [{"id": "pkg", "question": "Which?", "header": "h",'
+        ' "options": [{"label": "npm", "description": "fast"}, {"label": "yarn"}]}]}'
+    )
+    pairs: list[tuple[object, object]] = [
+        (decoded.questions[0].options[0], option),
+        (decoded.questions[0].options[1], AskUserQuestionOption("yarn")),
+        (
+            decoded.questions[0],
+            AskUserQuestionItem(
+                "pkg", "Which?", header="h", options=(option, AskUserQuestionOption("yarn"))
+            ),
+        ),
+        (decoded, AskUserQuestionRequest(decoded.questions)),
         (stored_item("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm")), item),
         (stored_item("a", "q", None, None, (), False, None), AskUserQuestionItem("a", "q")),
         (stored_request((item,)), request),

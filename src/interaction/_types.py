@@ -25,13 +25,13 @@ __all__ = [
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
     "JSONValue",
+    "OptionDraft",
     "PlanReviewIntent",
     "UnknownIntent",
     "UserInteractionProvider",
     "frozen_dataclass",
     "set_field",
     "stored_item",
-    "stored_option",
     "stored_request",
 ]
 
@@ -333,16 +333,18 @@ class AskUserQuestionItem:
 
 # The wire decoder builds an object for every option, question and request it reads. A class
 # call costs its ``__init__`` frame plus one C call per field (the frozen ``__setattr__``
-# shuts out plain stores); the ``stored_*`` builders make the same objects in ~70% of that
-# time for an option and ~35% for a question: plain slot stores on a "draft", a class with
-# the same slots and no frozen ``__setattr__``, which then becomes the vocabulary class by
-# assigning ``__class__`` before anyone else sees it. CPython allows that assignment only
-# between classes of one memory layout (it compares the slots every time), so a draft that
-# drifted from its class fails loudly; ``tests/test_types.py`` holds the builders to the
-# constructors. They take the arguments as ``__init__`` stores them (``options`` a tuple).
+# shuts out plain stores). Drafts make the same objects in about half that time for an
+# option and a third for a question: a draft is a class with the same slots and no frozen
+# ``__setattr__``; it takes plain slot stores, then becomes the vocabulary class by assigning
+# ``__class__``, before anyone else sees it. CPython allows that assignment only between
+# classes of one memory layout (it compares the slots every time), so a draft that drifted
+# from its class fails loudly; ``tests/test_types.py`` holds the drafted objects to the
+# constructed ones. ``stored_item`` and ``stored_request`` take the arguments as
+# ``__init__`` stores them (``options`` a tuple); ``_request_checks`` fills an
+# ``OptionDraft`` inline, where a call per option costs.
 
 
-class _OptionDraft:
+class OptionDraft:
     __slots__ = ("description", "label")
     label: str
     description: str | None
@@ -357,15 +359,6 @@ class _ItemDraft:
     options: tuple[AskUserQuestionOption, ...]
     multi_select: bool
     intent: AskUserQuestionIntent | None
-
-
-def stored_option(label: str, description: str | None) -> AskUserQuestionOption:
-    """``AskUserQuestionOption(label, description)``, built faster (see above)."""
-    option = _OptionDraft()
-    option.label = label
-    option.description = description
-    option.__class__ = AskUserQuestionOption  # type: ignore[assignment]  # the same slots
-    return option  # type: ignore[return-value]  # an AskUserQuestionOption now
 
 
 def stored_item(  # noqa: PLR0917  # positional, as the constructor it stands for
@@ -432,7 +425,7 @@ class _RequestDraft:
 
 
 def stored_request(questions: tuple[AskUserQuestionItem, ...]) -> AskUserQuestionRequest:
-    """``AskUserQuestionRequest(questions)``, built faster (see ``stored_option``)."""
+    """``AskUserQuestionRequest(questions)``, built faster (see ``OptionDraft``)."""
     request = _RequestDraft()
     request.questions = questions
     request.agent = request.signal = request.key = None
