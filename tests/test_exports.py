@@ -38,6 +38,7 @@ INTERNAL_ONLY = {
     "check_questions",
     "json_type",
     "questions_from_json",
+    "stored_request",
     "thaw",
 }
 

@@ -25,7 +25,9 @@ from interaction import (
     PlanVerdict,
     ResumedAnswer,
     UnknownIntent,
+    wire,
 )
+from interaction._types import stored_item, stored_request
 
 OPTION = AskUserQuestionOption("npm", "default")
 ANSWER = AskUserQuestionAnswer((AskUserQuestionAnswerItem("pkg", ("npm",)),))
@@ -107,3 +109,36 @@ def test_fields_left_out_of_equality_stay_out_of_it() -> None:
     assert AskUserQuestionRequest(items, key="one") == AskUserQuestionRequest(items, key="two")
     assert hash(AskUserQuestionRequest(items, key="one")) == hash(AskUserQuestionRequest(items))
     assert "key='one'" in repr(AskUserQuestionRequest(items, key="one"))
+
+
+def test_the_drafted_objects_are_what_the_constructors_make() -> None:
+    # The decoder builds through drafts whose class is then reassigned (see _types.OptionDraft).
+    option = AskUserQuestionOption("npm", "fast")
+    item = AskUserQuestionItem("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm"))
+    request = AskUserQuestionRequest((item,))
+    decoded = wire.decode_request(
+        '{"questions": [{"id": "pkg", "question": "Which?", "header": "h",'
+        ' "options": [{"label": "npm", "description": "fast"}, {"label": "yarn"}]}]}'
+    )
+    pairs: list[tuple[object, object]] = [
+        (decoded.questions[0].options[0], option),
+        (decoded.questions[0].options[1], AskUserQuestionOption("yarn")),
+        (
+            decoded.questions[0],
+            AskUserQuestionItem(
+                "pkg", "Which?", header="h", options=(option, AskUserQuestionOption("yarn"))
+            ),
+        ),
+        (decoded, AskUserQuestionRequest(decoded.questions)),
+        (stored_item("pkg", "Which?", "d", "h", (option,), True, PlanReviewIntent("npm")), item),
+        (stored_item("a", "q", None, None, (), False, None), AskUserQuestionItem("a", "q")),
+        (stored_request((item,)), request),
+    ]
+    for built, constructed in pairs:
+        assert type(built) is type(constructed)
+        assert repr(built) == repr(constructed)  # every slot is set, with the same value
+        assert built == constructed
+        assert hash(built) == hash(constructed)
+        assert pickle.loads(pickle.dumps(built)) == constructed
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.id = "x"  # type: ignore[attr-defined]  # any name, as for a dataclass

@@ -11,6 +11,8 @@ and the relay share with ``ask()``:
   ``check_request``, for a codec that has no signal or agent to check;
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
+- ``stored_request``: ``AskUserQuestionRequest(questions)`` built faster, for the decoder
+  that makes one per request;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
 - ``thaw``: a plain, mutable JSON copy of a frozen intent field;
@@ -53,6 +55,7 @@ from ._types import (
     PlanReviewIntent,
     UnknownIntent,
     UserInteractionProvider,
+    stored_request,
     thaw,
 )
 from ._version import __version__
@@ -110,5 +113,6 @@ __all__ = [
     "resume",
     "review_plan",
     "split_recommended",
+    "stored_request",
     "thaw",
 ]

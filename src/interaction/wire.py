@@ -32,6 +32,7 @@ from ._core import (
     check_questions,
     json_type,
     questions_from_json,
+    stored_request,
     thaw,
 )
 
@@ -229,7 +230,7 @@ def decode_request(data: object) -> AskUserQuestionRequest:
     """
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
-        return AskUserQuestionRequest(fast)
+        return stored_request(fast)
     return _decode_request_in_detail(data)
 
 
