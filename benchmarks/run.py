@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -162,12 +162,22 @@ class Instant:
 # ---------------------------------------------------------------- timing
 
 
+def turns(count: int, round_number: int) -> Sequence[int]:
+    """The order ``count`` subjects take in a round: forward, then backward the next round.
+
+    Whoever goes first in a round runs a few percent slower (caches, the CPU's clock), so
+    no subject may always go first.
+    """
+    order = range(count)
+    return order if round_number % 2 == 0 else order[::-1]
+
+
 def interleaved(subjects: list[Callable[[], float]], repeat: int) -> list[float]:
     """Median of each subject's per-call seconds, the subjects taking turns round by round."""
     samples: list[list[float]] = [[] for _ in subjects]
-    for _ in range(repeat):
-        for index, subject in enumerate(subjects):
-            samples[index].append(subject())
+    for round_number in range(repeat):
+        for index in turns(len(subjects), round_number):
+            samples[index].append(subjects[index]())
     return [statistics.median(s) for s in samples]
 
 
@@ -582,9 +592,9 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float, floa
         for subject in subjects:  # warm every path up before the first counted round
             await subject(number)
         samples: list[list[float]] = [[] for _ in subjects]
-        for _ in range(rounds):
-            for subject, taken in zip(subjects, samples, strict=True):
-                taken.append(await subject(number))
+        for round_number in range(rounds):
+            for index in turns(len(subjects), round_number):
+                samples[index].append(await subjects[index](number))
     bare_server.should_exit = True
     await bare_task
     relay.close()
@@ -675,11 +685,16 @@ def measure_terminal(quick: bool) -> list[Row]:
     marker = b"Question number 0"
     try:
         first_paint_seconds([*ask, request.name], marker)  # writes the bytecode
-        terminal, console, reference = [], [], []
-        for _ in range(repeat):  # interleaved, so drift in the machine's load hits all three
-            terminal.append(first_paint_seconds([*ask, request.name], marker))
-            console.append(first_paint_seconds([*ask, "--plain", request.name], marker))
-            reference.append(run_seconds([sys.executable, "-c", "import prompt_toolkit"]))
+        subjects: list[Callable[[], float]] = [
+            partial(first_paint_seconds, [*ask, request.name], marker),
+            partial(first_paint_seconds, [*ask, "--plain", request.name], marker),
+            partial(run_seconds, [sys.executable, "-c", "import prompt_toolkit"]),
+        ]
+        samples: list[list[float]] = [[], [], []]
+        for round_number in range(repeat):  # so drift in the machine's load hits all three
+            for index in turns(3, round_number):
+                samples[index].append(subjects[index]())
+        terminal, console, reference = samples
     finally:
         os.unlink(request.name)
     case = "(f) start to first question painted"
@@ -870,10 +885,9 @@ async def redis_round_trips(url: str, number: int, repeat: int) -> tuple[float, 
 
             await trips(0)  # warm both paths (connections, scripts loaded)
             await trips(1)
-            for _ in range(repeat):
-                samples[0].append(await trips(0))
-                samples[1].append(await trips(1))
-                samples[2].append(await pings())
+            for round_number in range(repeat):
+                for index in turns(3, round_number):
+                    samples[index].append(await (pings() if index == 2 else trips(index)))
     finally:
         child.terminate()
         await asyncio.to_thread(child.wait)
