@@ -36,8 +36,10 @@ INTERNAL_ONLY = {
     "SURROGATE",
     "check_caller",
     "check_questions",
+    "frozen_dataclass",
     "json_type",
     "questions_from_json",
+    "set_field",
     "stored_request",
     "thaw",
 }

@@ -11,6 +11,9 @@ and the relay share with ``ask()``:
   ``check_request``, for a codec that has no signal or agent to check;
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
+- ``frozen_dataclass`` and ``set_field``: the vocabulary's way to declare a frozen,
+  slotted dataclass without compiling methods at import (``__init__`` written out, storing
+  each field with ``set_field``); mypy reads it as ``@dataclass``;
 - ``stored_request``: ``AskUserQuestionRequest(questions)`` built faster, for the decoder
   that makes one per request;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
@@ -55,6 +58,8 @@ from ._types import (
     PlanReviewIntent,
     UnknownIntent,
     UserInteractionProvider,
+    frozen_dataclass,
+    set_field,
     stored_request,
     thaw,
 )
@@ -102,6 +107,7 @@ __all__ = [
     "current_agents",
     "current_provider",
     "escape_controls",
+    "frozen_dataclass",
     "is_plan_review",
     "json_type",
     "label_key",
@@ -112,6 +118,7 @@ __all__ = [
     "request_digest",
     "resume",
     "review_plan",
+    "set_field",
     "split_recommended",
     "stored_request",
     "thaw",

@@ -9,21 +9,21 @@ request's own text: the client that renders it is the UI.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ._core import (
     OTHER_LABEL,
     AskUserQuestionRequest,
     PlanReviewIntent,
     escape_controls,
+    frozen_dataclass,
     is_plan_review,
+    set_field,
     split_recommended,
 )
 
 __all__ = ["OptionView", "QuestionView", "RequestView", "present"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class OptionView:
     """One option as every UI shows it; ``label`` is still the value to answer with."""
 
@@ -36,8 +36,17 @@ class OptionView:
     primary: bool
     """The plan-review approve option: the primary action."""
 
+    def __init__(
+        self, label: str, text: str, recommended: bool, description: str | None, primary: bool
+    ) -> None:
+        set_field(self, "label", label)
+        set_field(self, "text", text)
+        set_field(self, "recommended", recommended)
+        set_field(self, "description", description)
+        set_field(self, "primary", primary)
 
-@dataclass(frozen=True, slots=True)
+
+@frozen_dataclass(frozen=True, slots=True)
 class QuestionView:
     """One question as every UI shows it: escaped text and options in display order."""
 
@@ -51,13 +60,35 @@ class QuestionView:
     """The entry that opens the text field (:data:`OTHER_LABEL`); ``None`` on a free-text
     question, where the text field is the whole answer."""
 
+    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
+        self,
+        id: str,
+        question: str,
+        header: str | None,
+        detail: str | None,
+        options: tuple[OptionView, ...],
+        multi_select: bool,
+        other: str | None,
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "question", question)
+        set_field(self, "header", header)
+        set_field(self, "detail", detail)
+        set_field(self, "options", options)
+        set_field(self, "multi_select", multi_select)
+        set_field(self, "other", other)
 
-@dataclass(frozen=True, slots=True)
+
+@frozen_dataclass(frozen=True, slots=True)
 class RequestView:
     """What a UI draws for one request, built once by :func:`present`."""
 
     questions: tuple[QuestionView, ...]
     plan_review: bool
+
+    def __init__(self, questions: tuple[QuestionView, ...], plan_review: bool) -> None:
+        set_field(self, "questions", questions)
+        set_field(self, "plan_review", plan_review)
 
     def to_json(self) -> dict[str, object]:
         """The view as JSON data, for a page that only renders (camelCase keys)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._core import (
@@ -23,7 +22,9 @@ from ._core import (
     ask,
     check_caller,
     check_questions,
+    frozen_dataclass,
     json_type,
+    set_field,
 )
 from .wire import JSONObject, dumps
 
@@ -56,7 +57,7 @@ TOOL_DESCRIPTION: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class ToolLimits:
     """Bounds on what one model call may ask; lengths are in characters."""
 
@@ -66,6 +67,22 @@ class ToolLimits:
     max_label: int = 80
     max_description: int = 300
     max_question: int = 1000
+
+    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
+        self,
+        max_questions: int = 4,
+        max_options: int = 6,
+        max_header: int = 40,
+        max_label: int = 80,
+        max_description: int = 300,
+        max_question: int = 1000,
+    ) -> None:
+        set_field(self, "max_questions", max_questions)
+        set_field(self, "max_options", max_options)
+        set_field(self, "max_header", max_header)
+        set_field(self, "max_label", max_label)
+        set_field(self, "max_description", max_description)
+        set_field(self, "max_question", max_question)
 
 
 DEFAULT_LIMITS: Final = ToolLimits()
@@ -304,7 +321,7 @@ def request_from_arguments(
 # ---------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the tool host hands back to the model.
 
@@ -313,6 +330,10 @@ class ToolResult:
 
     content: str
     error: Mapping[str, str] | None = None
+
+    def __init__(self, content: str, error: Mapping[str, str] | None = None) -> None:
+        set_field(self, "content", content)
+        set_field(self, "error", error)
 
     @property
     def is_error(self) -> bool:
