@@ -399,6 +399,35 @@ async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.Monkey
             await asking
 
 
+async def test_open_streams_share_each_events_text_and_keep_only_the_recent_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("interaction.web._app.TEXTS_KEPT", 8)
+    async with served() as (_relay, server), client(server) as http:
+        assert server._app is not None
+        positions: list[str | None] = []
+        async with (
+            http.stream("GET", "/api/events") as one,
+            http.stream("GET", "/api/events") as two,
+        ):
+            streams = [sse(one.aiter_lines()), sse(two.aiter_lines())]
+            for events in streams:
+                assert (await anext(events)).kind == "snapshot"
+            for _ in range(20):
+                asking = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+                requested = [await anext(events) for events in streams]
+                qid = requested[0].data["id"]  # type: ignore[index]
+                await http.post(f"/api/questions/{qid}/cancel")
+                resolved = [await anext(events) for events in streams]
+                for pair in (requested, resolved):
+                    assert pair[0] == pair[1]
+                    assert pair[0].id == pair[1].id is not None
+                    positions.append(pair[0].id)
+                with pytest.raises(UserInteractionError):
+                    await asking
+        assert list(server._app._texts) == positions[-8:]  # the newest, and no more
+
+
 async def test_two_claims_at_once_the_loser_is_told_it_was_answered_elsewhere() -> None:
     async with served() as (relay, server), client(server) as http:
         asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))

@@ -45,6 +45,8 @@ MAX_BODY: Final = 1 << 20
 KEEPALIVE_SECONDS: Final = 15.0
 RETRY_MS: Final = 1_000
 """How long a browser waits before reconnecting a dropped stream (the SSE ``retry:``)."""
+TEXTS_KEPT: Final = 1_000
+"""How many recent events the app keeps as SSE text, built once for every open stream."""
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
 COOKIE_PREFIX: Final = "interaction_token_"
@@ -301,6 +303,7 @@ class WebApp:
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
+        self._texts: OrderedDict[str, str] = OrderedDict()
         self._opened = 0  # streams opened, and keep-alives sent: for tests to watch
         self._keepalives = 0
         page = (_ASSETS / "page.html").read_text("utf-8")
@@ -352,6 +355,21 @@ class WebApp:
         self._outcomes.move_to_end(question_id)
         while len(self._outcomes) > OUTCOMES_KEPT:
             self._outcomes.popitem(last=False)
+
+    def _event_text(self, event: RelayEvent) -> str:
+        """The SSE text of ``event``, built once however many streams send it.
+
+        A position names one event in the relay's total order, so it is the key; an event
+        without one is built each time.
+        """
+        if not event.position:
+            return _event_json(event)
+        text = self._texts.get(event.position)
+        if text is None:
+            text = self._texts[event.position] = _event_json(event)
+            if len(self._texts) > TEXTS_KEPT:
+                self._texts.popitem(last=False)
+        return text
 
     def _not_pending(self, question_id: str, error: UserInteractionError | None) -> Response:
         outcome = self._outcomes.get(question_id)
@@ -483,7 +501,7 @@ class WebApp:
                 if event is not None:
                     if event.kind == "resolved" and event.outcome is not None:
                         self._remember(event.id, event.outcome)
-                    yield _event_json(event)
+                    yield self._event_text(event)
                     handoff.taken()  # only now may the pump read on, as the relay expects
                     continue
                 if stop.done():
