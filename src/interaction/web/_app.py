@@ -114,10 +114,14 @@ def _snapshot_json(snapshot: RelaySnapshot) -> str:
     return _sse("snapshot", {"questions": questions}, snapshot.position)
 
 
+def error_body(code: str, message: str, **extra: str) -> dict[str, dict[str, str]]:
+    """The documented error shape of every non-2xx response."""
+    return {"error": {"code": code, "message": message, **extra}}
+
+
 def _error(status: int, code: str, message: str, **extra: str) -> JSONResponse:
     # ensure_ascii (the default) so that no text, however odd, can fail to encode.
-    body = {"error": {"code": code, "message": message, **extra}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(error_body(code, message, **extra), status_code=status)
 
 
 def parse_host(value: str) -> tuple[str, int | None]:

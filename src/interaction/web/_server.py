@@ -16,7 +16,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..relay import RelayBackend
-from ._app import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp, parse_host
+from ._app import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp, error_body, parse_host
 
 __all__ = ["WebServer"]
 
@@ -35,7 +35,7 @@ class _Protocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         message = f"the request was refused before it reached the app: {msg}"
-        body = json.dumps({"error": {"code": "BAD_HTTP", "message": message}}).encode()
+        body = json.dumps(error_body("BAD_HTTP", message)).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
