@@ -467,6 +467,29 @@ async def relay_memory(count: int) -> tuple[float, float]:
     return in_relay / count, total / count
 
 
+async def answers_over_http(  # noqa: PLR0917 - one loop for every (e) and (m) trip
+    http: httpx.AsyncClient,
+    lines: AsyncIterator[str],
+    body: Mapping[str, object],
+    number: int,
+    begin: Callable[[], Awaitable[object]],
+    answer_path: Callable[[str], str],
+) -> float:
+    """Mean seconds of one trip as a client makes it: ``begin()`` asks, the client reads the
+    ``requested`` event from ``lines`` and POSTs ``body`` to ``answer_path(id)``, and the
+    awaitable ``begin`` returned settles. Ours and the bare app share this loop, so the
+    client's own work is the same on both sides."""
+    start = time.perf_counter()
+    for _ in range(number):
+        settled = begin()
+        while (await anext(lines)) != "event: requested":
+            pass
+        qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+        await http.post(answer_path(qid), json=body)
+        await settled
+    return (time.perf_counter() - start) / number
+
+
 async def questions_over_http(
     http: httpx.AsyncClient,
     lines: AsyncIterator[str],
@@ -476,15 +499,14 @@ async def questions_over_http(
 ) -> float:
     """Mean seconds of one question over HTTP with the active provider: ask, read its
     ``requested`` event from ``lines``, POST ``body`` as its answer, and await the ask."""
-    start = time.perf_counter()
-    for _ in range(number):
-        task = asyncio.create_task(interaction.ask(request))
-        while (await anext(lines)) != "event: requested":
-            pass
-        qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
-        await http.post(f"/api/questions/{qid}/answer", json=body)
-        await task
-    return (time.perf_counter() - start) / number
+    return await answers_over_http(
+        http,
+        lines,
+        body,
+        number,
+        lambda: asyncio.create_task(interaction.ask(request)),
+        lambda qid: f"/api/questions/{qid}/answer",
+    )
 
 
 class BareEventServer:
@@ -519,24 +541,12 @@ class BareEventServer:
     async def ping(self, request: Request) -> Response:
         return Response(status_code=204)
 
-    async def trips(
-        self, http: httpx.AsyncClient, lines: AsyncIterator[str], event: str, body: object
-    ) -> Callable[[int], Awaitable[float]]:
-        async def trip(number: int) -> float:
-            loop = asyncio.get_running_loop()
-            start = time.perf_counter()
-            for _ in range(number):
-                waiter: asyncio.Future[bytes] = loop.create_future()
-                self.waiters.append(waiter)
-                self.events.put_nowait(event)
-                while (await anext(lines)) != "event: requested":
-                    pass
-                json.loads((await anext(lines)).removeprefix("data: "))
-                await http.post("/answer", json=body)
-                await waiter
-            return (time.perf_counter() - start) / number
-
-        return trip
+    def ask(self, event: str) -> asyncio.Future[bytes]:
+        """Publish ``event``; the future settles when its answer is POSTed."""
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        self.events.put_nowait(event)
+        return waiter
 
 
 def noop_posts(http: httpx.AsyncClient, path: str) -> Callable[[int], Awaitable[float]]:
@@ -583,10 +593,17 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float, floa
         async def trips(count: int) -> float:
             return await questions_over_http(http, lines, request, body, count)
 
-        subjects = [
+        subjects: list[Callable[[int], Awaitable[float]]] = [
             trips,
             noop_posts(http, "/api/ping"),
-            await bare.trips(bare_http, aiter(bare_events.aiter_lines()), requested, body),
+            partial(
+                answers_over_http,
+                bare_http,
+                aiter(bare_events.aiter_lines()),
+                body,
+                begin=partial(bare.ask, requested),
+                answer_path=lambda _: "/answer",
+            ),
             noop_posts(bare_http, "/ping"),
         ]
         for subject in subjects:  # warm every path up before the first counted round
