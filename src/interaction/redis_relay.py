@@ -593,15 +593,15 @@ class RedisRelay:
                 reply = read.result()
                 entries = _entries(reply[0][1]) if isinstance(reply, list) and reply else []
                 before = self._buffer.last
-                if entries:
-                    self._absorb(entries)
                 # A first entry that names ``before`` as its predecessor follows on without
                 # a gap; otherwise (or from a writer that does not say) ask XINFO.
-                if entries and entries[0][1].get("prev") != before:
-                    state = await self._stream_state()
-                    if state.lost_after(_key_of(before) or (0, 0)):  # trimmed before read
-                        self._buffer.reset(self._buffer.last)
-                        await self._recheck()
+                if entries:
+                    self._absorb(entries)
+                    if entries[0][1].get("prev") != before:
+                        state = await self._stream_state()
+                        if state.lost_after(_key_of(before) or (0, 0)):  # trimmed unread
+                            self._buffer.reset(self._buffer.last)
+                            await self._recheck()
             except (RedisError, OSError, UserInteractionError):
                 down = True
                 await asyncio.sleep(pause)
