@@ -28,6 +28,7 @@ from interaction import (
     provide,
     provide_agents,
 )
+from interaction._registry import current_registration
 from interaction.testing import BlockingProvider, ScriptedProvider
 
 from .helpers import FakeAgent, pkg_question
@@ -398,11 +399,36 @@ async def test_many_concurrent_asks_leave_nothing_pending() -> None:
         for controller in controllers:
             controller.abort()
         results = await asyncio.gather(*tasks, return_exceptions=True)
+        registration = current_registration()
+        assert registration is not None
+        assert registration._watchers == set()
     assert all(
         isinstance(r, UserInteractionError) and r.code == ErrorCode.ASK_ABORTED for r in results
     )
     assert provider.pending == 0
     assert all(c.signal._listeners == {} for c in controllers)
+
+
+async def test_answered_and_failed_asks_stop_watching_their_provider() -> None:
+    class Flaky:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            self.calls += 1
+            if self.calls == 2:
+                raise OSError("the UI went away")
+            return AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg", ["npm"])])
+
+    with provide(Flaky()):
+        registration = current_registration()
+        assert registration is not None
+        answer = await ask(AskUserQuestionRequest([pkg_question()]))
+        assert answer.answers[0].selected == ("npm",)
+        with pytest.raises(UserInteractionError) as failed:
+            await ask(AskUserQuestionRequest([pkg_question()]))
+        assert failed.value.code == ErrorCode.PROVIDER_FAILED
+        assert registration._watchers == set()
 
 
 async def test_options_with_descriptions_reach_the_provider(provider: ScriptedProvider) -> None:

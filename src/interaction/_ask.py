@@ -15,10 +15,10 @@ from ._errors import (
     UserInteractionError,
     aborted_error,
 )
-from ._registry import Registration, current_registration
+from ._registry import current_registration
 from ._request_checks import check_request
 from ._suspend import AskSuspended, take_resumed
-from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
+from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["ask"]
 
@@ -54,7 +54,38 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     registration = current_registration()
     if registration is None or (provider := registration.provider) is None:
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
-    return check_answer(request, await _wait_for(task, registration, provider, request))
+    # An abort of the request's signal or the provider's disposal cancels the provider. The
+    # wait is written out here rather than in a helper coroutine: every ask runs it.
+    stop = _Stop(task)
+    if not registration.watch(stop):  # disposed from another thread since we looked it up
+        stop.waiting = False  # a disposal that already collected the stop finds no one
+        raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
+    signal = request.signal
+    remove_abort = signal.add_listener(stop.on_abort) if signal is not None else None
+    try:
+        # Aborted after check_request looked (during admission, say) but before we
+        # listened: the provider must never see it.
+        if signal is not None and (reason := signal.reason) is not None:
+            raise aborted_error(reason) from reason
+        answer: object = await provider.ask(request)
+    except BaseException as exc:
+        if stop.error is not None:  # we cancelled the provider: say why, unless cancelled too
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            if task.uncancel() > 0 and cancelled:
+                raise  # someone else cancelled the task as well: that cancellation wins
+            if not cancelled and not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
+            raise stop.error from stop.cause
+        _raise_provider_failure(exc)
+    finally:
+        stop.waiting = False
+        if remove_abort is not None:
+            remove_abort()
+        registration.unwatch(stop)
+    if stop.error is not None:  # the provider swallowed the cancellation and answered anyway
+        task.uncancel()
+        raise stop.error from stop.cause
+    return check_answer(request, answer)
 
 
 class _Stop:
@@ -88,46 +119,6 @@ class _Stop:
 
     def on_dispose(self) -> None:
         self._schedule(UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED), None)
-
-
-async def _wait_for(
-    task: asyncio.Task[object],
-    registration: Registration,
-    provider: UserInteractionProvider,
-    request: AskUserQuestionRequest,
-) -> object:
-    """The provider's answer, unchecked; an abort or disposal cancels the provider."""
-    stop = _Stop(task)
-    watch = registration.watch(stop.on_dispose)
-    if watch is None:  # disposed from another thread since we looked it up
-        stop.waiting = False  # a disposal that already collected on_dispose finds no one
-        raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
-    signal = request.signal
-    remove_abort = signal.add_listener(stop.on_abort) if signal is not None else None
-    try:
-        # Aborted after check_request looked (during admission, say) but before we
-        # listened: the provider must never see it.
-        if signal is not None and (reason := signal.reason) is not None:
-            raise aborted_error(reason) from reason
-        answer = await provider.ask(request)
-    except BaseException as exc:
-        if stop.error is not None:  # we cancelled the provider: say why, unless cancelled too
-            cancelled = isinstance(exc, asyncio.CancelledError)
-            if task.uncancel() > 0 and cancelled:
-                raise  # someone else cancelled the task as well: that cancellation wins
-            if not cancelled and not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
-            raise stop.error from stop.cause
-        _raise_provider_failure(exc)
-    finally:
-        stop.waiting = False
-        if remove_abort is not None:
-            remove_abort()
-        registration.unwatch(watch)
-    if stop.error is not None:  # the provider swallowed the cancellation and answered anyway
-        task.uncancel()
-        raise stop.error from stop.cause
-    return answer
 
 
 def _raise_provider_failure(exc: BaseException) -> NoReturn:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, Protocol
 
 from ._errors import DUPLICATE_MESSAGE, ErrorCode, UserInteractionError
 from ._types import UserInteractionProvider
@@ -26,46 +25,49 @@ __all__ = [
 ]
 
 
+class Watcher(Protocol):
+    """An ask waiting on a registration: told when the provider is disposed."""
+
+    def on_dispose(self) -> None: ...
+
+
 class Registration:
     """One provider registration and the asks it is serving."""
 
-    __slots__ = ("_keys", "_lock", "_on_dispose", "provider")
+    __slots__ = ("_lock", "_watchers", "provider")
 
     def __init__(self, provider: UserInteractionProvider) -> None:
         self.provider: UserInteractionProvider | None = provider
         self._lock = threading.Lock()
-        self._on_dispose: dict[int, Callable[[], None]] = {}
-        self._keys = itertools.count()
+        self._watchers: set[Watcher] = set()
 
-    def watch(self, callback: Callable[[], None]) -> int | None:
-        """Call ``callback`` when this registration is disposed; ``None`` if it already is.
+    def watch(self, watcher: Watcher) -> bool:
+        """Tell ``watcher`` when this registration is disposed; ``False`` if it already is.
 
-        Returns the key for :meth:`unwatch`. Every ask watches and unwatches, so neither
-        takes the lock (two lock round trips were a tenth of an ask): each dict operation
-        is atomic, and ``dispose`` clears ``provider`` before it collects the callbacks, so
-        a callback added after the collection sees the cleared provider here. A caller
-        told ``None`` must ignore a late call of its callback (``dispose`` may have
-        collected it just before).
+        Every ask watches and unwatches, so neither takes the lock (two lock round trips
+        were a tenth of an ask): each set operation is atomic, and ``dispose`` clears
+        ``provider`` before it collects the watchers, so a watcher added after the
+        collection sees the cleared provider here. A caller told ``False`` must ignore a
+        late ``on_dispose`` (``dispose`` may have collected it just before).
         """
-        key = next(self._keys)
-        self._on_dispose[key] = callback
+        self._watchers.add(watcher)
         if self.provider is None:
-            self._on_dispose.pop(key, None)
-            return None
-        return key
+            self._watchers.discard(watcher)
+            return False
+        return True
 
-    def unwatch(self, key: int) -> None:
-        self._on_dispose.pop(key, None)
+    def unwatch(self, watcher: Watcher) -> None:
+        self._watchers.discard(watcher)
 
     def dispose(self) -> None:
-        with self._lock:  # one disposal collects the callbacks
+        with self._lock:  # one disposal collects the watchers
             if self.provider is None:
                 return
             self.provider = None
-            callbacks = list(self._on_dispose.values())
-            self._on_dispose.clear()
-        for callback in callbacks:
-            callback()
+            watchers = list(self._watchers)
+            self._watchers.clear()
+        for watcher in watchers:
+            watcher.on_dispose()
 
 
 _provider_var: Final[contextvars.ContextVar[Registration | None]] = contextvars.ContextVar(
