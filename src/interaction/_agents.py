@@ -9,7 +9,9 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol, runtime_checkable
 
-__all__ = ["Agent", "AgentRegistry", "LiveAgents", "current_agents", "is_root", "provide_agents"]
+from ._errors import DELEGATED_MESSAGE, NOT_LIVE_MESSAGE, ErrorCode, UserInteractionError
+
+__all__ = ["Agent", "AgentRegistry", "LiveAgents", "admit", "current_agents", "provide_agents"]
 
 
 @runtime_checkable
@@ -30,14 +32,6 @@ class LiveAgents(Protocol):
     def get(self, agent_id: str, /) -> Agent | None: ...
 
     def roots(self) -> Collection[Agent]: ...
-
-
-def is_root(registry: LiveAgents, agent: object) -> bool:
-    """Whether the live ``agent`` is one of ``registry``'s roots (the admission rule)."""
-    check = getattr(registry, "is_root", None)
-    if callable(check):
-        return bool(check(agent))
-    return any(root is agent for root in registry.roots())
 
 
 # The live-agent registry of this context, kept beside its setter and getter.
@@ -63,6 +57,29 @@ def provide_agents(registry: LiveAgents) -> Iterator[LiveAgents]:
         yield registry
     finally:
         _agents_var.reset(token)
+
+
+def admit(agent: object, agent_id: str) -> None:
+    """The admission rule: only a live root of this context's registry may ask the human.
+
+    ``agent_id`` is ``agent.id``, read once by the caller. Raises ``CALLER_NOT_LIVE`` when
+    no registry is active or ``agent`` is not the live agent under its id, and
+    ``DELEGATED_CALLER`` when a live agent owns it.
+    """
+    registry = _agents_var.get()
+    # An AgentRegistry answers in one locked look-up for the common caller, a live root;
+    # any other answer, or any other registry, takes the steps that name the refusal.
+    if type(registry) is AgentRegistry and registry._is_live_root(agent, agent_id):
+        return
+    if registry is None or registry.get(agent_id) is not agent:
+        raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
+    check = getattr(registry, "is_root", None)
+    if callable(check):
+        is_root = bool(check(agent))
+    else:
+        is_root = any(root is agent for root in registry.roots())
+    if not is_root:
+        raise UserInteractionError(DELEGATED_MESSAGE, ErrorCode.DELEGATED_CALLER)
 
 
 class AgentRegistry:
@@ -124,7 +141,9 @@ class AgentRegistry:
 
     def is_root(self, agent: object) -> bool:
         """Whether ``agent`` is live and owned by no live agent; O(1)."""
-        agent_id = getattr(agent, "id", None)
+        return self._is_live_root(agent, getattr(agent, "id", None))
+
+    def _is_live_root(self, agent: object, agent_id: object) -> bool:
         with self._lock:
             return (
                 type(agent_id) is str

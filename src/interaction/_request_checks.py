@@ -9,11 +9,9 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 from __future__ import annotations
 
 from ._abort import AbortSignal
-from ._agents import AgentRegistry, current_agents, is_root
+from ._agents import admit
 from ._errors import (
-    DELEGATED_MESSAGE,
     EMPTY_MESSAGE,
-    NOT_LIVE_MESSAGE,
     ErrorCode,
     UserInteractionError,
     aborted_error,
@@ -41,15 +39,7 @@ def _check_admission(agent: object) -> None:
         raise bad_request("agent.id", f"reading it raised {type(exc).__name__}") from None
     if type(agent_id) is not str:
         raise bad_request("agent.id", f"expected a string, got {type_name(agent_id)}")
-    registry = current_agents()
-    # AgentRegistry.is_root is true only for a live root: one locked look-up admits the
-    # common caller; any other answer takes the two steps that name the refusal.
-    if type(registry) is AgentRegistry and registry.is_root(agent):
-        return
-    if registry is None or registry.get(agent_id) is not agent:
-        raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
-    if not is_root(registry, agent):
-        raise UserInteractionError(DELEGATED_MESSAGE, ErrorCode.DELEGATED_CALLER)
+    admit(agent, agent_id)
 
 
 def _check_option(option: object, path: str) -> str:
