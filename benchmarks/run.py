@@ -191,25 +191,53 @@ def timed(fn: Callable[[], object], number: int) -> Callable[[], float]:
     return one_round
 
 
-def import_ms(module: str, repeat: int, *, collect: bool = True) -> float:
+def import_ms(module: str, repeat: int, *, collect: bool = True, path: str = "") -> float:
     """Median cumulative ``-X importtime`` of ``module`` after asyncio is imported, in ms.
 
     ``collect=False`` turns the cyclic GC off first: the pass that the import's allocations
     set off (over every object asyncio left) then drops out, leaving the import's own work.
+    ``path`` is put first on the child's ``sys.path``.
     """
     samples = []
     setup = "" if collect else "import gc; gc.disable(); "
+    env = CHILD_ENV | {"PYTHONPATH": path} if path else CHILD_ENV
     for _ in range(repeat + 1):  # the first run writes the bytecode and is not counted
         result = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", f"{setup}import asyncio; import {module}"],
             capture_output=True,
             text=True,
             check=True,
-            env=CHILD_ENV,
+            env=env,
         )
         line = [ln for ln in result.stderr.splitlines() if re.search(rf"\|\s*{module}$", ln)][-1]
         samples.append(int(line.split("|")[1]) / 1000)
     return statistics.median(samples[1:])
+
+
+def empty_twin(package: str, root: Path) -> str:
+    """Write under ``root`` a package of the modules ``import package`` loads, each empty.
+
+    Its ``__init__`` imports the same standard-library modules that the real import adds to
+    an interpreter that has imported asyncio, then its empty submodules: what loading that
+    layout costs with none of its code. Returns the twin's name.
+    """
+    probe = (
+        "import asyncio, sys; before = set(sys.modules); "
+        f"import {package}; print(*sorted(set(sys.modules) - before))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=CHILD_ENV
+    ).stdout.split()
+    own = [name.removeprefix(f"{package}.") for name in loaded if name.startswith(f"{package}.")]
+    assert all("." not in name for name in own), own  # a flat package: no subpackages
+    others = [name for name in loaded if name != package and not name.startswith(f"{package}.")]
+    twin = f"{package}_twin"
+    (root / twin).mkdir()
+    for name in own:
+        (root / twin / f"{name}.py").write_text("")
+    lines = [f"import {name}" for name in others] + [f"from . import {name}" for name in own]
+    (root / twin / "__init__.py").write_text("\n".join(lines) + "\n")
+    return twin
 
 
 @dataclass
@@ -329,17 +357,22 @@ def measure(quick: bool) -> list[Row]:
         )
         rows.append(Row(case, "decode_request", ours * 1e6, "msgspec decode", ms * 1e6, "µs", "-"))
 
-    # (c) import cost after asyncio, the imports taking turns, with and without the GC.
+    # (c) import cost after asyncio, the imports taking turns, with and without the GC; and
+    # the floor of the layout: the same modules, empty.
     imports = 3 if quick else 15
-    ours_ms, pyd_ms, ours_quiet, pyd_quiet = interleaved(
-        [
-            partial(import_ms, "interaction", 1),
-            partial(import_ms, "pydantic", 1),
-            partial(import_ms, "interaction", 1, collect=False),
-            partial(import_ms, "pydantic", 1, collect=False),
-        ],
-        imports,
-    )
+    with tempfile.TemporaryDirectory() as root:
+        twin = empty_twin("interaction", Path(root))
+        ours_ms, pyd_ms, ours_quiet, pyd_quiet, twin_ms, twin_quiet = interleaved(
+            [
+                partial(import_ms, "interaction", 1),
+                partial(import_ms, "pydantic", 1),
+                partial(import_ms, "interaction", 1, collect=False),
+                partial(import_ms, "pydantic", 1, collect=False),
+                partial(import_ms, twin, 1, path=root),
+                partial(import_ms, twin, 1, collect=False, path=root),
+            ],
+            imports,
+        )
     rows.append(
         Row(
             "(c) import after asyncio",
@@ -362,6 +395,21 @@ def measure(quick: bool) -> list[Row]:
             "-",
         )
     )
+    for gc_note, twin_value, ours_value in (
+        ("", twin_ms, ours_ms),
+        (", GC off", twin_quiet, ours_quiet),
+    ):
+        rows.append(
+            Row(
+                f"(c) the same modules, empty{gc_note}",
+                "empty twin (the layout's floor)",
+                twin_value,
+                "import interaction",
+                ours_value,
+                "ms",
+                "-",
+            )
+        )
     rows.extend(measure_peer(number, repeat))
     return rows
 
