@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from interaction import ErrorCode, HarnessError, UserInteractionError
-from interaction._errors import json_type, type_name
+from interaction._errors import fault, json_type, problem_of, type_name
 
 
 def test_codes_are_the_documented_set() -> None:
@@ -81,3 +81,19 @@ def test_what_a_model_or_wire_client_sent_is_named_by_its_json_type() -> None:
         "bytes",
     ]
     assert type_name(None) == "None"  # what a Python caller built keeps Python's names
+
+
+def test_every_located_fault_has_one_shape_and_keeps_its_path() -> None:
+    plain = fault(ErrorCode.BAD_REQUEST, "questions[0].id", "must not be empty")
+    sourced = fault(
+        ErrorCode.BAD_REQUEST,
+        "questions[0].id",
+        "must not be empty",
+        source="tool",
+        advice="Retry.",
+    )
+    assert (plain.message, plain.path) == ("questions[0].id: must not be empty", "questions[0].id")
+    assert sourced.message == "tool: questions[0].id: must not be empty. Retry."
+    assert sourced.path == "questions[0].id"
+    assert problem_of(plain) == "must not be empty"
+    assert problem_of(UserInteractionError("no path here", ErrorCode.BAD_REQUEST)) == "no path here"

@@ -36,6 +36,8 @@ INTERNAL_ONLY = {
     "SURROGATE",
     "check_caller",
     "check_questions",
+    "fault",
+    "problem_of",
     "frozen_dataclass",
     "json_type",
     "questions_from_json",

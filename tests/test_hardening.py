@@ -409,6 +409,7 @@ def test_the_wire_refuses_an_unpaired_surrogate_in_an_answer(
         ({"v": [float("inf")]}, "intent.v[0]: expected a finite number, got inf"),
         ({"v": object()}, "intent.v: expected a JSON value, got object"),
         ({1: "x"}, "intent: expected string keys, got int"),
+        (None, "intent.fields: expected an object, got None"),
     ],
 )
 def test_unknown_intent_fields_must_be_json_values(fields: object, message: str) -> None:

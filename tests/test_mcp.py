@@ -176,9 +176,9 @@ async def test_a_timeout_cancels_the_pending_elicitation() -> None:
             {"checks": ["tests", "tests"]},
             "answers[1].selected[1]: question checks selects 'tests' more than once",
         ),
-        ({"pkg": 3}, "elicitation content pkg: expected an option label, got number"),
-        ({"checks": "tests"}, "elicitation content checks: expected an array of option labels"),
-        ({"notes": False}, "elicitation content notes: expected a string, got boolean"),
+        ({"pkg": 3}, "elicitation: content.pkg: expected an option label, got number"),
+        ({"checks": "tests"}, "elicitation: content.checks: expected an array of option labels"),
+        ({"notes": False}, "elicitation: content.notes: expected a string, got boolean"),
     ],
 )
 async def test_content_that_violates_the_schema_is_refused(

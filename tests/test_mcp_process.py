@@ -96,7 +96,7 @@ async def test_the_sdk_client_declines_cancels_and_sends_invalid_content(mode: s
     )
     renamed = mcp_types.ElicitResult(action="accept", content={"Confirm": "Yes"})
     assert await release(replying(renamed), mode) == (
-        "error:BAD_ANSWER:elicitation content Confirm: the form has no such field"
+        "error:BAD_ANSWER:elicitation: content.Confirm: the form has no such field"
     )
 
 
@@ -191,7 +191,7 @@ async def test_a_fastmcp_client_answers_declines_cancels_and_sends_invalid_conte
     assert await fast_release(decline, mode) == "not published"
     assert await fast_release(cancel, mode) == CANCELLED
     assert await fast_release(invalid, mode) == (
-        "error:BAD_ANSWER:elicitation content extra: the form has no such field"
+        "error:BAD_ANSWER:elicitation: content.extra: the form has no such field"
     )
 
 

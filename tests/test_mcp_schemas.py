@@ -112,22 +112,22 @@ def test_the_booleans_of_a_2025_06_18_multi_select_give_its_selection() -> None:
         (
             "2025-11-25",
             {"pkg-manager": "npm"},
-            "elicitation content pkg-manager: the form has no such field",
+            "elicitation: content.pkg-manager: the form has no such field",
         ),
         (
             "2025-11-25",
             {"checks__1": True},
-            "elicitation content checks__1: the form has no such field",
+            "elicitation: content.checks__1: the form has no such field",
         ),
         (
             "2025-06-18",
             {"checks": ["lint"]},
-            "elicitation content checks: the form has no such field",
+            "elicitation: content.checks: the form has no such field",
         ),
         (
             "2025-06-18",
             {"checks__1": "yes"},
-            "elicitation content checks__1: expected a boolean, got string",
+            "elicitation: content.checks__1: expected a boolean, got string",
         ),
     ],
 )

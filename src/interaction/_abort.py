@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Final
 
-from ._errors import ErrorCode, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError, type_name
 
 __all__ = ["AbortController", "AbortSignal"]
 
@@ -205,7 +205,7 @@ class AbortController:
         if reason is None:
             reason = UserInteractionError("the signal was aborted", ErrorCode.ASK_ABORTED)
         elif not isinstance(reason, BaseException):
-            raise TypeError(f"abort reason must be an exception, got {type(reason).__name__}")
+            raise TypeError(f"abort reason must be an exception, got {type_name(reason)}")
         self._signal._abort(reason)
 
     def __repr__(self) -> str:

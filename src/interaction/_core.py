@@ -19,7 +19,9 @@ and the relay share with ``ask()``:
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
 - ``thaw``: a plain, mutable JSON copy of a frozen intent field;
-- ``json_type``: the one name for the JSON type of what a model or wire client sent.
+- ``json_type``: the one name for the JSON type of what a model or wire client sent;
+- ``fault``: the one builder of a located fault (``"<path>: <problem>"``), and
+  ``problem_of``, which takes the problem back out to locate it anew.
 """
 
 from ._abort import AbortController, AbortSignal
@@ -32,7 +34,9 @@ from ._errors import (
     HarnessError,
     UserInteractionError,
     cancelled_error,
+    fault,
     json_type,
+    problem_of,
 )
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import (
@@ -107,10 +111,12 @@ __all__ = [
     "current_agents",
     "current_provider",
     "escape_controls",
+    "fault",
     "frozen_dataclass",
     "is_plan_review",
     "json_type",
     "label_key",
+    "problem_of",
     "provide",
     "provide_agents",
     "questions_from_json",

@@ -158,9 +158,22 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def fault(code: ErrorCode, path: str, problem: str) -> UserInteractionError:
-    """The one shape of a located fault: ``"<path>: <problem>"``, with ``path`` kept."""
-    return UserInteractionError(f"{path}: {problem}", code, path=path)
+def fault(
+    code: str, path: str, problem: str, *, source: str = "", advice: str = ""
+) -> UserInteractionError:
+    """The one shape of a located fault: ``"<path>: <problem>"``, with ``path`` kept.
+
+    ``source`` names what was read when the path alone would not say it (the tool's name,
+    ``elicitation``): ``"<source>: <path>: <problem>"``. ``advice`` is a sentence added at
+    the end for a model that can try again.
+    """
+    message = f"{source}: {path}: {problem}" if source else f"{path}: {problem}"
+    return UserInteractionError(f"{message}. {advice}" if advice else message, code, path=path)
+
+
+def problem_of(error: UserInteractionError) -> str:
+    """The ``<problem>`` of a fault :func:`fault` built without ``source``, to locate it anew."""
+    return error.message.removeprefix(f"{error.path}: ") if error.path else error.message
 
 
 def bad_request(path: str, problem: str) -> UserInteractionError:

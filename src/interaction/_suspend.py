@@ -29,6 +29,7 @@ from ._errors import (
     ErrorCode,
     HarnessError,
     UserInteractionError,
+    type_name,
 )
 from ._request_checks import check_questions
 from ._types import (
@@ -192,7 +193,7 @@ def resume(answers: Iterable[ResumedAnswer]) -> Iterator[Resumption]:
     stored = tuple(answers)
     for entry in stored:
         if type(entry) is not ResumedAnswer:
-            raise TypeError(f"resume() takes ResumedAnswer items, got {type(entry).__name__}")
+            raise TypeError(f"resume() takes ResumedAnswer items, got {type_name(entry)}")
     if _resumption_var.get() is not None:
         raise ValueError(NESTED_MESSAGE)
     resumption = Resumption(stored)

@@ -11,7 +11,7 @@ from dataclasses import FrozenInstanceError, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
-from ._errors import ErrorCode, UserInteractionError, fault
+from ._errors import ErrorCode, UserInteractionError, fault, type_name
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -70,12 +70,12 @@ def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
         frozen: dict[str, object] = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise _bad_intent_field(path, f"expected string keys, got {type(key).__name__}")
+                raise _bad_intent_field(path, f"expected string keys, got {type_name(key)}")
             frozen[key] = _freeze(item, f"{path}.{key}", depth + 1)
         return MappingProxyType(frozen)
     if isinstance(value, list | tuple):
         return tuple(_freeze(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
-    raise _bad_intent_field(path, f"expected a JSON value, got {kind.__name__}")
+    raise _bad_intent_field(path, f"expected a JSON value, got {type_name(value)}")
 
 
 def _hashable(value: object) -> object:
@@ -261,9 +261,7 @@ class UnknownIntent:
     def __init__(self, kind: str, fields: Mapping[str, JSONValue] = _NO_FIELDS) -> None:
         _UNKNOWN_KIND(self, kind)
         if not isinstance(fields, Mapping):
-            raise _bad_intent_field(
-                "intent.fields", f"expected an object, got {type(fields).__name__}"
-            )
+            raise _bad_intent_field("intent.fields", f"expected an object, got {type_name(fields)}")
         try:
             frozen = _freeze(fields, "intent")
         except UserInteractionError:

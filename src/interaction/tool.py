@@ -22,8 +22,10 @@ from ._core import (
     ask,
     check_caller,
     check_questions,
+    fault,
     frozen_dataclass,
     json_type,
+    problem_of,
     set_field,
 )
 from .wire import JSONObject, dumps
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 TOOL_NAME: Final = "ask_user_question"
+_RETRY_ADVICE: Final = f"Fix the arguments and call {TOOL_NAME} again."
 TOOL_DESCRIPTION: Final = (
     "Ask the user one or more questions and wait for the answers. Use it when you need a"
     " decision, a preference or a fact only the user has before you can go on; do not use it"
@@ -184,11 +187,7 @@ def anthropic_tool(limits: ToolLimits = DEFAULT_LIMITS) -> JSONObject:
 
 
 def _fault(path: str, problem: str) -> UserInteractionError:
-    return UserInteractionError(
-        f"{TOOL_NAME}: {path}: {problem}. Fix the arguments and call {TOOL_NAME} again.",
-        ErrorCode.BAD_REQUEST,
-        path=path,
-    )
+    return fault(ErrorCode.BAD_REQUEST, path, problem, source=TOOL_NAME, advice=_RETRY_ADVICE)
 
 
 def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
@@ -313,8 +312,7 @@ def request_from_arguments(
     try:
         check_questions(questions)
     except UserInteractionError as error:
-        path = error.path or "questions"
-        raise _fault(path, error.message.removeprefix(f"{path}: ")) from None
+        raise _fault(error.path or "questions", problem_of(error)) from None
     return AskUserQuestionRequest(questions, agent=agent, signal=signal)
 
 

@@ -30,7 +30,9 @@ from ._core import (
     UserInteractionError,
     check_answer,
     check_questions,
+    fault,
     json_type,
+    problem_of,
     questions_from_json,
     stored_request,
     thaw,
@@ -119,7 +121,7 @@ class _Decoder:
         self.code = code
 
     def fail(self, path: str, problem: str) -> UserInteractionError:
-        return UserInteractionError(f"{path}: {problem}", self.code, path=path)
+        return fault(self.code, path, problem)
 
     def parse(self, data: object, root: str) -> object:
         if isinstance(data, str | bytes | bytearray | memoryview):
@@ -162,12 +164,8 @@ def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionInte
     try:
         return UnknownIntent(kind, fields)  # type: ignore[arg-type]  # JSON data, as parsed
     except UserInteractionError as error:  # located within the intent: say where it is
-        inner_path = error.path or "intent"
-        inner = inner_path.removeprefix("intent")
-        message = error.message.removeprefix(f"{inner_path}: ")
-        raise UserInteractionError(
-            f"{path}{inner}: {message}", error.code, path=f"{path}{inner}"
-        ) from None
+        inner = (error.path or "intent").removeprefix("intent")
+        raise fault(error.code, f"{path}{inner}", problem_of(error)) from None
 
 
 def _decode_option(d: _Decoder, value: object, path: str) -> AskUserQuestionOption:

@@ -48,8 +48,10 @@ from .._core import (
     UserInteractionError,
     UserInteractionProvider,
     check_questions,
+    fault,
     json_type,
     label_key,
+    problem_of,
     provide,
 )
 from ._common import ALLOW, DENY, approval_item, ask_approval, ask_through, is_suspension, safe_line
@@ -90,9 +92,7 @@ MAX_LABEL: Final = 120
 
 
 def _bad(path: str, problem: str) -> UserInteractionError:
-    return UserInteractionError(
-        f"{ASK_USER_QUESTION}: {path}: {problem}", ErrorCode.BAD_REQUEST, path=path
-    )
+    return fault(ErrorCode.BAD_REQUEST, path, problem, source=ASK_USER_QUESTION)
 
 
 def _text(data: Mapping[str, object], key: str, path: str, *, required: bool) -> str | None:
@@ -161,7 +161,7 @@ def ask_user_question_request(
     try:
         check_questions(tuple(items))
     except UserInteractionError as error:
-        raise _bad(error.path or "questions", error.message.split(": ", 1)[-1]) from None
+        raise _bad(error.path or "questions", problem_of(error)) from None
     return AskUserQuestionRequest(items, signal=signal, key=key)
 
 

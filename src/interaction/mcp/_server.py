@@ -23,6 +23,7 @@ from .._core import (
     UserInteractionError,
     answer_item,
     cancelled_error,
+    fault,
     json_type,
 )
 from ..wire import JSONObject
@@ -182,9 +183,7 @@ def request_to_form(
 
 
 def _bad(key: str, problem: str) -> UserInteractionError:
-    return UserInteractionError(
-        f"elicitation content {key}: {problem}", ErrorCode.BAD_ANSWER, path=f"content.{key}"
-    )
+    return fault(ErrorCode.BAD_ANSWER, f"content.{key}", problem, source="elicitation")
 
 
 def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
