@@ -401,7 +401,7 @@ async def test_many_concurrent_asks_leave_nothing_pending() -> None:
         results = await asyncio.gather(*tasks, return_exceptions=True)
         registration = current_registration()
         assert registration is not None
-        assert registration._watchers == set()
+        assert registration._watchers == {}
     assert all(
         isinstance(r, UserInteractionError) and r.code == ErrorCode.ASK_ABORTED for r in results
     )
@@ -428,7 +428,7 @@ async def test_answered_and_failed_asks_stop_watching_their_provider() -> None:
         with pytest.raises(UserInteractionError) as failed:
             await ask(AskUserQuestionRequest([pkg_question()]))
         assert failed.value.code == ErrorCode.PROVIDER_FAILED
-        assert registration._watchers == set()
+        assert registration._watchers == {}
 
 
 async def test_options_with_descriptions_reach_the_provider(provider: ScriptedProvider) -> None:

@@ -9,6 +9,7 @@ import pytest
 from interaction import (
     AgentRegistry,
     AskUserQuestionAnswer,
+    AskUserQuestionItem,
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
@@ -178,3 +179,35 @@ async def test_the_answer_comes_from_the_provider_of_the_callers_context(
     npm, yarn = await asyncio.gather(answer_with("npm"), answer_with("yarn"))
     assert npm.answers[0].selected == ("npm",)
     assert yarn.answers[0].selected == ("yarn",)
+
+
+async def test_disposal_aborts_the_pending_asks_in_the_order_they_came() -> None:
+    started: list[str] = []
+    cancelled: list[str] = []
+    everyone_waits = asyncio.Event()
+
+    class Recording:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            qid = request.questions[0].id
+            started.append(qid)
+            if len(started) == 5:
+                everyone_waits.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(qid)
+                raise
+            raise AssertionError("unreachable")
+
+    order = ["e", "b", "d", "a", "c"]
+    dispose = register_provider(Recording())
+    tasks = [
+        asyncio.create_task(ask(AskUserQuestionRequest([AskUserQuestionItem(qid, "Which?")])))
+        for qid in order
+    ]
+    await everyone_waits.wait()
+    dispose()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert [getattr(r, "code", r) for r in results] == [ErrorCode.ASK_ABORTED] * 5
+    assert started == order
+    assert cancelled == order

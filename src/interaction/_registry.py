@@ -39,25 +39,26 @@ class Registration:
     def __init__(self, provider: UserInteractionProvider) -> None:
         self.provider: UserInteractionProvider | None = provider
         self._lock = threading.Lock()
-        self._watchers: set[Watcher] = set()
+        # A dict used as an ordered set: a disposal aborts the asks in the order they came.
+        self._watchers: dict[Watcher, None] = {}
 
     def watch(self, watcher: Watcher) -> bool:
         """Tell ``watcher`` when this registration is disposed; ``False`` if it already is.
 
         Every ask watches and unwatches, so neither takes the lock (two lock round trips
-        were a tenth of an ask): each set operation is atomic, and ``dispose`` clears
+        were a tenth of an ask): each dict operation is atomic, and ``dispose`` clears
         ``provider`` before it collects the watchers, so a watcher added after the
         collection sees the cleared provider here. A caller told ``False`` must ignore a
         late ``on_dispose`` (``dispose`` may have collected it just before).
         """
-        self._watchers.add(watcher)
+        self._watchers[watcher] = None
         if self.provider is None:
-            self._watchers.discard(watcher)
+            self._watchers.pop(watcher, None)
             return False
         return True
 
     def unwatch(self, watcher: Watcher) -> None:
-        self._watchers.discard(watcher)
+        self._watchers.pop(watcher, None)
 
     def dispose(self) -> None:
         with self._lock:  # one disposal collects the watchers
