@@ -79,10 +79,11 @@ _SCAN_LIMIT: Final = 8
 _SUSPECT_CUSTOM: Final = LazyPattern(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
 
 
-def _is_clean_answer(request: AskUserQuestionRequest, answer: object) -> bool:
-    """A fast pass: ``True`` only for a fitting answer already in question order."""
-    if type(answer) is not AskUserQuestionAnswer:
-        return False
+def _is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnswer) -> bool:
+    """A fast pass: ``True`` only for a fitting answer already in question order.
+
+    ``answer`` is exactly an ``AskUserQuestionAnswer`` (:func:`check_answer` looked).
+    """
     items, questions = answer.answers, request.questions
     if type(items) is not tuple or len(items) != len(questions):
         return False
