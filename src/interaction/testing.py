@@ -83,8 +83,14 @@ def _scripted_item(
     if isinstance(scripted, str):  # typed as the user's own answer, as in every UI
         return answer_item(question, text=scripted)
     labels = {label_key(option.label): option.label for option in question.options}
-    chosen = [labels[key] for key in map(label_key, scripted) if key in labels]
-    typed = [text for text in scripted if label_key(text) not in labels]
+    chosen: list[str] = []
+    typed: list[str] = []
+    for text in scripted:
+        label = labels.get(label_key(text))
+        if label is None:
+            typed.append(text)
+        else:
+            chosen.append(label)
     if len(typed) > 1:
         raise ValueError(
             f"the script for question {question.id!r} types two answers of its own: {typed!r}"
