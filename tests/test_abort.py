@@ -71,6 +71,44 @@ def test_a_failing_listener_is_logged_and_the_others_still_run(
     assert "an abort listener raised" in caplog.text
 
 
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupting_listener_lets_the_others_run_then_comes_out_of_abort(
+    interrupt: type[BaseException],
+) -> None:
+    controller = AbortController()
+    seen: list[BaseException] = []
+
+    def interrupting(_: BaseException) -> None:
+        raise interrupt
+
+    controller.signal.add_listener(interrupting)
+    controller.signal.add_listener(seen.append)
+    with pytest.raises(interrupt):
+        controller.abort()
+    assert seen == [controller.signal.reason]
+    assert controller.signal._listeners == {}
+
+
+def test_a_listener_raising_system_exit_does_not_stop_the_timeout_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first = AbortSignal.timeout(0)
+    first_done = threading.Event()
+
+    def exiting(_: BaseException) -> None:
+        first_done.set()
+        raise SystemExit
+
+    first.add_listener(exiting)
+    assert first_done.wait(5)
+    second = AbortSignal.timeout(0)
+    fired = threading.Event()
+    second.add_listener(lambda _: fired.set())
+    assert fired.wait(5)  # the thread went on, having logged the first one's exit
+    assert isinstance(second.reason, TimeoutError)
+    assert "the abort timer failed; it goes on" in caplog.text
+
+
 def test_abort_from_many_threads_calls_each_listener_exactly_once() -> None:
     controller = AbortController()
     calls: list[BaseException] = []
@@ -157,3 +195,8 @@ def test_repr_says_the_state() -> None:
     assert repr(controller.signal) == "<AbortSignal pending>"
     controller.abort(RuntimeError("x"))
     assert repr(controller.signal) == "<AbortSignal aborted, reason=RuntimeError('x')>"
+
+
+def test_any_takes_only_signals() -> None:
+    with pytest.raises(TypeError, match=r"AbortSignal\.any\(\) takes AbortSignals, got int"):
+        AbortSignal.any([AbortController().signal, 1])  # type: ignore[list-item]

@@ -75,7 +75,9 @@ class AbortSignal:
         """Call ``callback(reason)`` once on abort; at once if already aborted.
 
         Returns an idempotent function that removes the listener. The callback runs in
-        the thread that aborts; an exception from it is logged, never raised.
+        the thread that aborts. An ``Exception`` from it is logged, never raised; the other
+        listeners run all the same, and a ``KeyboardInterrupt`` or ``SystemExit`` from one
+        is raised when they have (the timeout thread logs it and goes on).
         """
         with self._lock:
             reason = self._reason
@@ -112,8 +114,19 @@ class AbortSignal:
             self._listeners.clear()
             if listeners:
                 self._hold(False)
+        # Every listener runs, whatever one of them raises: an ask waiting on this signal
+        # must hear of the abort even when a listener before it fails.
+        interrupt: BaseException | None = None
         for listener in listeners:
-            _call_listener(listener, reason)
+            try:
+                listener(reason)
+            except Exception:
+                _log.exception("an abort listener raised")
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised at the end
+                if interrupt is None:
+                    interrupt = exc
+        if interrupt is not None:
+            raise interrupt
 
     def __repr__(self) -> str:
         state = f"aborted, reason={self._reason!r}" if self._reason is not None else "pending"
@@ -149,6 +162,9 @@ class AbortSignal:
         leave the sources, so combining with a long-lived signal does not accumulate.
         """
         sources = list(signals)
+        for source in sources:
+            if not isinstance(source, AbortSignal):
+                raise TypeError(f"AbortSignal.any() takes AbortSignals, got {type_name(source)}")
         combined = cls()
         for source in sources:
             reason = source.reason
@@ -264,7 +280,7 @@ class _TimerThread:
                 heapq.heapify(self._heap)
                 self._collected = 0
             heapq.heappush(self._heap, (due, next(self._order), weakref.ref(signal, self._forget)))
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="interaction-abort-timer", daemon=True
                 )
@@ -275,7 +291,9 @@ class _TimerThread:
         while True:
             try:
                 self._fire_next()
-            except Exception:  # never let one fault stop every timeout in the process
+            # Never let one fault stop every timeout in the process: a listener's SystemExit
+            # would otherwise end this thread without a word.
+            except BaseException:
                 _log.exception("the abort timer failed; it goes on")
 
     def _fire_next(self) -> None:
