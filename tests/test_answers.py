@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from interaction import (
@@ -150,3 +152,30 @@ def test_an_answer_already_in_order_is_returned_as_it_is() -> None:
 def test_single_select_custom_alone_replaces_the_choice() -> None:
     given = AskUserQuestionAnswer([Item("single", custom=" my own "), *SKIP_REST])
     assert check_answer(REQUEST, given).answers[0].custom == " my own "  # kept as sent
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (
+            "x",
+            "request: expected an AskUserQuestionRequest with a tuple of questions, got str",
+        ),
+        (
+            AskUserQuestionRequest(cast("tuple[AskUserQuestionItem, ...]", 7)),
+            "request: expected an AskUserQuestionRequest with a tuple of questions,"
+            " got AskUserQuestionRequest",
+        ),
+        (
+            AskUserQuestionRequest([cast(AskUserQuestionItem, "pkg")]),
+            "questions[0]: expected an AskUserQuestionItem, got str",
+        ),
+    ],
+)
+def test_check_answer_names_a_request_that_is_not_well_formed(
+    request_: object, message: str
+) -> None:
+    answer = AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg", ["npm"])])
+    with pytest.raises(UserInteractionError) as caught:
+        check_answer(cast(AskUserQuestionRequest, request_), answer)
+    assert (caught.value.code, caught.value.message) == (ErrorCode.BAD_REQUEST, message)

@@ -187,6 +187,10 @@ async def test_a_request_without_agent_is_not_checked_for_admission(
             pkg_question(intent=UnknownIntent("vote")),
             "question pkg declares intent vote without the detail an intent requires",
         ),
+        (  # a plan of invisible characters shows nothing to approve
+            pkg_question(detail="\u200b\u2060 \n", intent=PlanReviewIntent("npm")),
+            "question pkg declares intent plan-review without the detail it reviews",
+        ),
     ],
 )
 async def test_bad_intents_are_refused(

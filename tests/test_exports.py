@@ -33,7 +33,9 @@ CORE_MODULES = {
 # with ask(). Anything else an in-tree UI needs must be public, so an outside UI has it too.
 INTERNAL_ONLY = {
     "DISPOSED_MESSAGE",
+    "MISMATCH_MESSAGE",
     "SURROGATE",
+    "as_plain",
     "check_caller",
     "check_questions",
     "fault",

@@ -410,12 +410,52 @@ def test_the_wire_refuses_an_unpaired_surrogate_in_an_answer(
         ({"v": object()}, "intent.v: expected a JSON value, got object"),
         ({1: "x"}, "intent: expected string keys, got int"),
         (None, "intent.fields: expected an object, got None"),
+        # What the wire could not write out, or a terminal would obey in an error message:
+        ({"v": ["x\ud800"]}, "intent.v[0]: contains an unpaired surrogate"),
+        ({"v": -(10**4000)}, "intent.v: has more than 4000 digits"),
+        (
+            {"\x1b]0;pwned\x07": 1},
+            "intent: key '\\x1b]0;pwned\\x07' contains control character U+001B",
+        ),
+        (
+            {"\u202eab": 1},
+            "intent: key '\\u202eab' contains bidirectional override character U+202E",
+        ),
+        ({"kind": "x"}, "intent: must not hold kind, which is the intent's own"),
     ],
 )
 def test_unknown_intent_fields_must_be_json_values(fields: object, message: str) -> None:
     with pytest.raises(UserInteractionError) as caught:
         UnknownIntent("vote", fields)  # type: ignore[arg-type]  # deliberately not JSON
     assert (caught.value.code, caught.value.message) == (ErrorCode.BAD_INTENT, message)
+
+
+def test_the_largest_allowed_integer_and_a_nested_kind_are_kept() -> None:
+    intent = UnknownIntent("vote", {"v": 10**4000 - 1, "w": {"kind": "inner"}})
+    assert intent.fields["v"] == 10**4000 - 1
+    assert intent.fields["w"] == {"kind": "inner"}
+
+
+def test_an_unknown_intent_cannot_take_the_plan_review_kind() -> None:
+    # It would come back from the wire as a PlanReviewIntent, refused or changed.
+    with pytest.raises(UserInteractionError) as caught:
+        UnknownIntent("plan-review", {"approve": "Approve"})
+    assert (caught.value.code, caught.value.message) == (
+        ErrorCode.BAD_INTENT,
+        "intent.kind: plan-review is PlanReviewIntent's kind",
+    )
+
+
+def test_a_control_character_in_an_intent_key_never_reaches_the_message_raw() -> None:
+    text = (
+        '{"questions":[{"id":"a","question":"q","detail":"d",'
+        '"intent":{"kind":"vote","\\u001b[31mRED":1}}]}'
+    )
+    with pytest.raises(UserInteractionError) as caught:
+        wire.decode_request(text)
+    assert caught.value.code == ErrorCode.BAD_INTENT
+    assert caught.value.path == "questions[0].intent"
+    assert "\x1b" not in str(caught.value)
 
 
 def test_deeply_nested_intent_fields_are_a_bad_intent_on_the_wire() -> None:
@@ -534,3 +574,62 @@ def test_a_dropped_combined_signal_with_a_listener_still_fires() -> None:
     parent.abort()
     assert fired.is_set()
     assert parent.signal._listeners == {}
+
+
+class _LyingDict(dict[str, object]):
+    def __contains__(self, key: object) -> bool:
+        raise RuntimeError("lying dict")
+
+    def get(self, *args: object) -> object:
+        raise RuntimeError("lying dict")
+
+
+class _LyingList(list[object]):
+    def __iter__(self) -> Iterator[object]:
+        raise RuntimeError("lying list")
+
+
+class _LyingStr(str):
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise RuntimeError("lying str")
+
+    def strip(self, chars: str | None = None) -> str:
+        raise RuntimeError("lying str")
+
+    def lstrip(self, chars: str | None = None) -> str:
+        raise RuntimeError("lying str")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("lying str")
+
+    __hash__ = str.__hash__
+
+
+def _lying_request() -> dict[str, object]:
+    option = _LyingDict(label=_LyingStr("npm"), description=_LyingStr("Fast"))
+    question = _LyingDict(id=_LyingStr("pkg"), question=_LyingStr("Which?"))
+    question["options"] = _LyingList([option, _LyingDict(label=_LyingStr("pnpm"))])
+    return _LyingDict(questions=_LyingList([question]))
+
+
+def test_host_parsed_subclasses_are_read_as_the_plain_values_they_hold() -> None:
+    # A host's parsed JSON may be of dict, list and str subclasses whose methods lie or raise.
+    options = [AskUserQuestionOption("npm", "Fast"), AskUserQuestionOption("pnpm")]
+    plain = AskUserQuestionRequest([AskUserQuestionItem("pkg", "Which?", options=options)])
+    for decoded in (
+        wire.decode_request(_lying_request()),
+        request_from_arguments(_lying_request()),
+    ):
+        assert decoded == plain
+        option = decoded.questions[0].options[0]
+        assert (type(decoded.questions[0].id), type(option.label)) == (str, str)
+    answer = _LyingDict(
+        answers=_LyingList(
+            [_LyingDict(id=_LyingStr("pkg"), selected=_LyingList([_LyingStr("npm")]))]
+        )
+    )
+    assert wire.decode_answer(answer, plain).answers[0].selected == ("npm",)
+    assert type(wire.decode_answer(answer).answers[0].selected[0]) is str
+    assert wire.decode_request(_LyingStr(wire.dumps(plain))) == plain

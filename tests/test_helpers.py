@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from interaction import (
@@ -122,3 +124,30 @@ async def test_helpers_raise_the_seams_errors() -> None:
     with provide(ScriptedProvider()), pytest.raises(UserInteractionError) as info:
         await choose("Which?", ["a", "A"])
     assert info.value.code == ErrorCode.BAD_REQUEST
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: choose("Proceed?", "yes"),
+            "options: expected a sequence of labels or options, got str",
+        ),
+        (
+            lambda: choose_many("Which?", None),  # type: ignore[arg-type]
+            "options: expected a sequence of labels or options, got None",
+        ),
+        (
+            lambda: review_plan("# Plan", decline="Revise"),
+            "decline: expected a sequence of labels or options, got str",
+        ),
+    ],
+)
+async def test_options_must_be_a_sequence_not_a_lone_string(
+    call: Callable[[], Awaitable[object]], message: str
+) -> None:
+    scripted = ScriptedProvider()
+    with provide(scripted), pytest.raises(UserInteractionError) as info:
+        await call()
+    assert (info.value.code, info.value.message) == (ErrorCode.BAD_REQUEST, message)
+    assert scripted.requests == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import pickle
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from interaction import (
 from interaction.testing import ScriptedProvider
 from interaction.tool import run_tool
 
-from .helpers import CHECKS, pkg_question
+from .helpers import CHECKS, FakeAgent, pkg_question
 
 PKG = AskUserQuestionRequest([pkg_question()])
 PKG_OPTIONS = pkg_question().options
@@ -153,6 +154,16 @@ def test_a_suspension_pickles_without_its_control() -> None:
         PKG,
         None,
     )
+
+
+def test_a_suspension_pickles_and_copies_without_its_requests_process_local_parts() -> None:
+    # run_tool(..., signal=...) puts a signal (which holds a lock) on every request it makes.
+    agent = FakeAgent("lead")
+    request = AskUserQuestionRequest(PKG.questions, agent, AbortController().signal, "step-1")
+    error = AskSuspended(request)
+    for copied in (pickle.loads(pickle.dumps(error)), copy.deepcopy(error)):
+        assert (copied.digest, copied.request, copied.request.key) == (error.digest, PKG, "step-1")
+        assert (copied.request.agent, copied.request.signal) == (None, None)
 
 
 # ----------------------------------------------------------------------------- resume
@@ -294,3 +305,8 @@ async def test_a_bad_key_is_bad_request(key: object, message: str) -> None:
 
 def test_the_key_is_left_out_of_equality() -> None:
     assert AskUserQuestionRequest([pkg_question()], key="a") == PKG
+
+
+def test_a_suspensions_control_must_be_an_exception() -> None:
+    with pytest.raises(TypeError, match="control must be an exception, got str"):
+        AskSuspended(PKG, control="interrupt")  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -47,6 +48,25 @@ def test_the_schema_requires_questions_and_offers_only_label_and_description() -
     assert set(question["properties"]) == {"id", "question", "header", "options", "multi_select"}
     assert set(question["properties"]["options"]["items"]["properties"]) == {"label", "description"}
     assert "(Recommended)" in question["properties"]["options"]["description"]
+
+
+def test_the_schema_states_the_id_limit_the_parser_enforces() -> None:
+    schema: Any = tool_parameters()
+    question = schema["properties"]["questions"]["items"]
+    assert question["properties"]["id"]["maxLength"] == 200
+    with pytest.raises(UserInteractionError) as caught:
+        request_from_arguments({"questions": [{"id": "x" * 201, "question": "?"}]})
+    assert "questions[0].id: is 201 characters long; the limit is 200" in caught.value.message
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), 2.5, "4", True, None])
+def test_tool_limits_are_positive_ints(bad: object) -> None:
+    # Each bound is written into the JSON Schema: NaN there is not JSON, and would turn
+    # the bound off.
+    with pytest.raises(
+        ValueError, match=re.escape(f"ToolLimits.max_options must be a positive int, got {bad!r}")
+    ):
+        ToolLimits(max_options=bad)  # type: ignore[arg-type]
 
 
 def test_the_wrappers_carry_the_same_parameters() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._errors import bad_answer, type_name
+from ._errors import UserInteractionError, bad_answer, bad_request, type_name
+from ._request_checks import check_questions
 from ._text_policy import INVISIBLE, SURROGATE, LazyPattern, describe_char, is_blank
 from ._types import (
     AskUserQuestionAnswer,
@@ -13,7 +14,7 @@ from ._types import (
     AskUserQuestionRequest,
 )
 
-__all__ = ["check_answer"]
+__all__ = ["check_answer", "fit_answer"]
 
 
 def _check_answer_item(
@@ -130,8 +131,26 @@ def _is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAns
 def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
     """Check a provider's ``answer`` against a checked ``request`` (``BAD_ANSWER`` if unfit).
 
-    Returns the answer with its items in question order.
+    Returns the answer with its items in question order. A ``request`` that is not a
+    well-formed ``AskUserQuestionRequest`` is ``BAD_REQUEST``.
     """
+    if type(request) is not AskUserQuestionRequest or type(request.questions) is not tuple:
+        raise bad_request(
+            "request",
+            "expected an AskUserQuestionRequest with a tuple of questions,"
+            f" got {type_name(request)}",
+        )
+    try:
+        return fit_answer(request, answer)
+    except UserInteractionError:
+        raise
+    except Exception:  # a request nobody checked: name its fault
+        check_questions(request.questions)
+        raise
+
+
+def fit_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
+    """:func:`check_answer` for a request already checked, as ``ask()`` has."""
     if type(answer) is AskUserQuestionAnswer and _is_clean_answer(request, answer):
         return answer
     if type(answer) is not AskUserQuestionAnswer:

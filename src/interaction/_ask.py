@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Final, NoReturn
 
-from ._answer_checks import check_answer
+from ._answer_checks import fit_answer
 from ._errors import (
     DISPOSED_MESSAGE,
     NO_PROVIDER_MESSAGE,
@@ -50,7 +50,7 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     check_request(request)
     resumed = take_resumed(request)
     if resumed is not None:
-        return check_answer(request, resumed)
+        return fit_answer(request, resumed)
     registration = current_registration()
     if registration is None or (provider := registration.provider) is None:
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
@@ -85,7 +85,7 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     if stop.error is not None:  # the provider swallowed the cancellation and answered anyway
         task.uncancel()
         raise stop.error from stop.cause
-    return check_answer(request, answer)
+    return fit_answer(request, answer)
 
 
 class _Stop:

@@ -18,7 +18,10 @@ and the relay share with ``ask()``:
   that makes one per request;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
-- ``thaw``: a plain, mutable JSON copy of a frozen intent field;
+- ``MISMATCH_MESSAGE``: the fixed message of a resumed ask whose question changed, for the
+  hosts that resume asks their own way (MCP rounds, LangGraph);
+- ``thaw``: a plain, mutable JSON copy of a frozen intent field, and ``as_plain``: a
+  ``dict``, ``list`` or ``str`` subclass a host parsed as the plain value it holds;
 - ``json_type``: the one name for the JSON type of what a model or wire client sent;
 - ``fault``: the one builder of a located fault (``"<path>: <problem>"``), and
   ``problem_of``, which takes the problem back out to locate it anew.
@@ -30,6 +33,7 @@ from ._answer_checks import check_answer
 from ._ask import ask
 from ._errors import (
     DISPOSED_MESSAGE,
+    MISMATCH_MESSAGE,
     ErrorCode,
     HarnessError,
     UserInteractionError,
@@ -62,6 +66,7 @@ from ._types import (
     PlanReviewIntent,
     UnknownIntent,
     UserInteractionProvider,
+    as_plain,
     frozen_dataclass,
     set_field,
     stored_request,
@@ -71,6 +76,7 @@ from ._version import __version__
 
 __all__ = [
     "DISPOSED_MESSAGE",
+    "MISMATCH_MESSAGE",
     "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "SURROGATE",
@@ -98,6 +104,7 @@ __all__ = [
     "UserInteractionProvider",
     "__version__",
     "answer_item",
+    "as_plain",
     "ask",
     "ask_text",
     "cancelled_error",

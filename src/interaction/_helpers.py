@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._ask import ask
+from ._errors import bad_request, type_name
 from ._types import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
@@ -25,7 +26,12 @@ __all__ = ["PlanVerdict", "ask_text", "choose", "choose_many", "confirm", "revie
 OptionLike = str | AskUserQuestionOption
 
 
-def _options(options: Sequence[OptionLike]) -> list[AskUserQuestionOption]:
+def _options(options: Sequence[OptionLike], what: str = "options") -> list[AskUserQuestionOption]:
+    # A lone string is iterable too: "yes" would become the options y, e and s.
+    if isinstance(options, str) or not isinstance(options, Iterable):
+        raise bad_request(
+            what, f"expected a sequence of labels or options, got {type_name(options)}"
+        )
     return [
         o if isinstance(o, AskUserQuestionOption) else AskUserQuestionOption(o) for o in options
     ]
@@ -156,7 +162,7 @@ async def review_plan(
             question,
             detail=plan,
             header=header,
-            options=_options([approve, *decline]),
+            options=[AskUserQuestionOption(approve), *_options(decline, "decline")],
             intent=PlanReviewIntent(approve),
         ),
         agent,

@@ -96,7 +96,7 @@ def _check_intent(item: AskUserQuestionItem) -> None:
     intent = item.intent
     if intent is None:
         return
-    if item.detail is None or not item.detail.strip():
+    if item.detail is None or is_blank(item.detail):
         if isinstance(intent, PlanReviewIntent):
             problem = "without the detail it reviews"
         else:

@@ -75,14 +75,18 @@ class AskSuspended(HarnessError):
         control: BaseException | None = None,
         message: str = SUSPENDED_MESSAGE,
     ) -> None:
+        if control is not None and not isinstance(control, BaseException):
+            raise TypeError(f"control must be an exception, got {type_name(control)}")
         super().__init__(message, ErrorCode.ASK_SUSPENDED)
         self.request = request
         self.digest = request_digest(request)
         self.control = control
 
     def __reduce__(self) -> tuple[object, ...]:
-        # A process-local control exception may not pickle; the request and message do.
-        return (_rebuild, (self.request, self.message))
+        # What is process-local may not pickle (a control exception, the request's agent
+        # and signal, which hold locks); the questions, the key and the message do.
+        request = AskUserQuestionRequest(self.request.questions, key=self.request.key)
+        return (_rebuild, (request, self.message))
 
 
 def _rebuild(request: AskUserQuestionRequest, message: str) -> AskSuspended:

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
+from ._text_policy import SURROGATE, UNSAFE, describe_char
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -29,6 +30,7 @@ __all__ = [
     "PlanReviewIntent",
     "UnknownIntent",
     "UserInteractionProvider",
+    "as_plain",
     "frozen_dataclass",
     "set_field",
     "stored_item",
@@ -50,15 +52,30 @@ override ``__iter__`` to lie or raise), is left for validation to name."""
 MAX_INTENT_DEPTH: Final = 64
 """How deeply an unknown intent's fields may nest arrays and objects."""
 
+MAX_INTENT_DIGITS: Final = 4000
+
 
 def _bad_intent_field(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_INTENT, path, problem)
 
 
+MAX_INTENT_INT: Final = 10**MAX_INTENT_DIGITS
+"""Integers in an unknown intent's fields stay below this in size: a longer one cannot be
+written out as text (``repr``, ``json.dumps`` and the digest refuse over 4,300 digits)."""
+
+
 def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
     """A read-only copy of a JSON value; ``BAD_INTENT`` for anything the wire cannot carry."""
     kind = type(value)
-    if kind is str or kind is bool or kind is int or value is None:
+    if kind is bool or value is None:
+        return value
+    if isinstance(value, str) and kind is str:
+        if not value.isascii() and SURROGATE.search(value):
+            raise _bad_intent_field(path, "contains an unpaired surrogate")
+        return value
+    if isinstance(value, int) and kind is int:
+        if not -MAX_INTENT_INT < value < MAX_INTENT_INT:
+            raise _bad_intent_field(path, f"has more than {MAX_INTENT_DIGITS} digits")
         return value
     if kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]  # float, checked above
@@ -71,6 +88,11 @@ def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
         for key, item in value.items():
             if type(key) is not str:
                 raise _bad_intent_field(path, f"expected string keys, got {type_name(key)}")
+            # The key goes into paths and messages that terminals show: no controls in it.
+            if not key.isprintable() and (found := UNSAFE.search(key)) is not None:
+                raise _bad_intent_field(path, f"key {key!r} {describe_char(found.group())}")
+            if depth == 0 and key == "kind":
+                raise _bad_intent_field(path, "must not hold kind, which is the intent's own")
             frozen[key] = _freeze(item, f"{path}.{key}", depth + 1)
         return MappingProxyType(frozen)
     if isinstance(value, list | tuple):
@@ -84,6 +106,24 @@ def _hashable(value: object) -> object:
         return frozenset((k, _hashable(v)) for k, v in value.items())
     if isinstance(value, tuple):
         return tuple(_hashable(v) for v in value)
+    return value
+
+
+def as_plain(value: object) -> object:
+    """A ``dict``, ``list`` or ``str`` subclass as the plain value its storage holds.
+
+    Parsed JSON from a host may be of subclasses, which can override ``get``, ``__iter__``
+    or ``strip`` to lie or raise; their C storage cannot. Anything else is returned as is.
+    """
+    kind = type(value)
+    if kind is dict or kind is list or kind is str:
+        return value
+    if isinstance(value, dict):
+        return dict(dict.items(value))
+    if isinstance(value, list):
+        return list(list.__iter__(value))
+    if isinstance(value, str):
+        return str.__str__(value)
     return value
 
 
@@ -251,14 +291,18 @@ class UnknownIntent:
     """An intent tag this version does not know, kept verbatim so it round-trips.
 
     ``fields`` holds every wire field but ``kind``, frozen; its values must be JSON values
-    (finite numbers, at most 64 levels deep), else the constructor raises ``BAD_INTENT``.
-    UIs render the generic flow.
+    that the wire can write out (finite numbers, integers of at most 4,000 digits, no
+    unpaired surrogates, at most 64 levels deep) under keys without control characters,
+    else the constructor raises ``BAD_INTENT``, as it does for the kind ``plan-review``
+    (that is :class:`PlanReviewIntent`). UIs render the generic flow.
     """
 
     kind: str
     fields: Mapping[str, JSONValue] = field(default_factory=_no_fields)
 
     def __init__(self, kind: str, fields: Mapping[str, JSONValue] = _NO_FIELDS) -> None:
+        if type(kind) is str and kind == PlanReviewIntent.kind:  # it would come back as one
+            raise _bad_intent_field("intent.kind", "plan-review is PlanReviewIntent's kind")
         _UNKNOWN_KIND(self, kind)
         if not isinstance(fields, Mapping):
             raise _bad_intent_field("intent.fields", f"expected an object, got {type_name(fields)}")

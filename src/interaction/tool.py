@@ -19,6 +19,7 @@ from ._core import (
     ErrorCode,
     HarnessError,
     UserInteractionError,
+    as_plain,
     ask,
     check_caller,
     check_questions,
@@ -62,7 +63,11 @@ TOOL_DESCRIPTION: Final = (
 
 @frozen_dataclass(frozen=True, slots=True)
 class ToolLimits:
-    """Bounds on what one model call may ask; lengths are in characters."""
+    """Bounds on what one model call may ask; lengths are in characters.
+
+    Each is a positive ``int`` (``ValueError`` otherwise). Question ids are at most 200
+    characters whatever the limits.
+    """
 
     max_questions: int = 4
     max_options: int = 6
@@ -80,6 +85,17 @@ class ToolLimits:
         max_description: int = 300,
         max_question: int = 1000,
     ) -> None:
+        for name, value in (
+            ("max_questions", max_questions),
+            ("max_options", max_options),
+            ("max_header", max_header),
+            ("max_label", max_label),
+            ("max_description", max_description),
+            ("max_question", max_question),
+        ):
+            # Each bound goes into the JSON Schema the model reads: a whole number, not NaN.
+            if type(value) is not int or value < 1:
+                raise ValueError(f"ToolLimits.{name} must be a positive int, got {value!r}")
         set_field(self, "max_questions", max_questions)
         set_field(self, "max_options", max_options)
         set_field(self, "max_header", max_header)
@@ -118,6 +134,7 @@ def tool_parameters(limits: ToolLimits = DEFAULT_LIMITS) -> JSONObject:
             "id": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": _MAX_ID,
                 "description": "Short stable id, unique in this call, echoed with the answer.",
             },
             "question": {
@@ -199,30 +216,18 @@ def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
         raise _fault(path, f"expected {what}, got a string that is not JSON") from None
 
 
-def _plain(value: object) -> object:
-    """A ``dict`` or ``list`` subclass as the plain container its storage holds.
-
-    A subclass may override ``get`` or ``__iter__`` to lie or raise; its C storage cannot.
-    """
-    if isinstance(value, dict) and type(value) is not dict:
-        return dict(dict.items(value))
-    if isinstance(value, list) and type(value) is not list:
-        return list(list.__iter__(value))
-    return value
-
-
 def _array(value: object, path: str, what: str) -> list[object]:
     """An array, also when the model sent it JSON-encoded in a string."""
+    value = as_plain(value)
     if isinstance(value, str) and value.lstrip().startswith("["):
         value = _loads(value, path, f"an array of {what}")
-    value = _plain(value)
     if not isinstance(value, list):
         raise _fault(path, f"expected an array of {what}, got {json_type(value)}")
     return value
 
 
 def _text(data: Mapping[str, object], key: str, path: str, limit: int) -> str | None:
-    value = data.get(key)
+    value = as_plain(data.get(key))
     if value is None:
         return None
     if not isinstance(value, str):
@@ -242,9 +247,9 @@ def _required_text(data: Mapping[str, object], key: str, path: str, limit: int) 
 
 
 def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOption:
+    value = as_plain(value)
     if isinstance(value, str):  # a plain label
         value = {"label": value}
-    value = _plain(value)
     if not isinstance(value, dict):
         raise _fault(path, f"expected an object with a label, got {json_type(value)}")
     label = _required_text(value, "label", path, limits.max_label)
@@ -252,7 +257,7 @@ def _option(value: object, path: str, limits: ToolLimits) -> AskUserQuestionOpti
 
 
 def _question(value: object, path: str, limits: ToolLimits) -> AskUserQuestionItem:
-    value = _plain(value)
+    value = as_plain(value)
     if not isinstance(value, dict):
         raise _fault(path, f"expected an object, got {json_type(value)}")
     question_id = _required_text(value, "id", path, _MAX_ID)
@@ -293,6 +298,7 @@ def request_from_arguments(
     models commonly emit: an option as a plain string, ``multiSelect`` for
     ``multi_select``, an array JSON-encoded in a string. Unknown fields are ignored.
     """
+    arguments = as_plain(arguments)
     if isinstance(arguments, str | bytes | bytearray):
         try:
             arguments = json.loads(arguments)
@@ -300,7 +306,6 @@ def request_from_arguments(
             raise _fault("arguments", "are not valid JSON: nested too deeply") from None
         except ValueError:
             raise _fault("arguments", "are not valid JSON") from None
-    arguments = _plain(arguments)
     if not isinstance(arguments, dict):
         raise _fault("arguments", f"expected an object with questions, got {json_type(arguments)}")
     if "questions" not in arguments:

@@ -28,6 +28,7 @@ from ._core import (
     PlanReviewIntent,
     UnknownIntent,
     UserInteractionError,
+    as_plain,
     check_answer,
     check_questions,
     fault,
@@ -124,6 +125,7 @@ class _Decoder:
         return fault(self.code, path, problem)
 
     def parse(self, data: object, root: str) -> object:
+        data = as_plain(data)
         if isinstance(data, str | bytes | bytearray | memoryview):
             try:
                 return json.loads(bytes(data) if isinstance(data, memoryview) else data)
@@ -131,12 +133,17 @@ class _Decoder:
                 raise self.fail(root, f"not valid JSON ({exc})") from None
         return data
 
+    # Parsed data from a host may hold subclasses of dict, list or str, whose methods may
+    # lie or raise: each value is read as the plain value its storage holds.
+
     def obj(self, value: object, path: str) -> Mapping[str, object]:
+        value = as_plain(value)
         if not isinstance(value, dict):
             raise self.fail(path, f"expected an object, got {json_type(value)}")
         return value
 
     def array(self, value: object, path: str) -> list[object]:
+        value = as_plain(value)
         if not isinstance(value, list):
             raise self.fail(path, f"expected an array, got {json_type(value)}")
         return value
@@ -144,7 +151,7 @@ class _Decoder:
     def string(self, data: Mapping[str, object], key: str, path: str) -> str:
         if key not in data:
             raise self.fail(f"{path}.{key}", "is required")
-        value = data[key]
+        value = as_plain(data[key])
         if not isinstance(value, str):
             raise self.fail(f"{path}.{key}", f"expected a string, got {json_type(value)}")
         return value
@@ -160,7 +167,7 @@ def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionInte
         return PlanReviewIntent(d.string(data, "approve", path))
     if not kind:
         raise d.fail(f"{path}.kind", "must not be empty")
-    fields = {k: v for k, v in data.items() if k != "kind"}
+    fields = {k: v for k, v in data.items() if not (type(k) is str and k == "kind")}
     try:
         return UnknownIntent(kind, fields)  # type: ignore[arg-type]  # JSON data, as parsed
     except UserInteractionError as error:  # located within the intent: say where it is
@@ -249,7 +256,7 @@ def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestio
     item_id = d.string(data, "id", path)
     if "selected" not in data:
         raise d.fail(f"{path}.selected", "is required")
-    raw = d.array(data["selected"], f"{path}.selected")
+    raw = [as_plain(label) for label in d.array(data["selected"], f"{path}.selected")]
     for index, label in enumerate(raw):
         if not isinstance(label, str):
             raise d.fail(f"{path}.selected[{index}]", f"expected a string, got {json_type(label)}")
