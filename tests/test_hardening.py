@@ -332,7 +332,15 @@ def test_tool_arguments_in_lying_containers_are_read_from_their_storage() -> Non
     )
 
 
-INVISIBLE_ONLY = ["\u200b", "\ufeff", "\u3164", "\u200e", "\U000e0041\U000e0042", "\u2060 \u00ad"]
+INVISIBLE_ONLY = [
+    "\u200b",
+    "\ufeff",
+    "\u3164",
+    "\u2800",  # the braille blank, a favourite "invisible" character
+    "\u200e",
+    "\U000e0041\U000e0042",
+    "\u2060 \u00ad",
+]
 
 
 @pytest.mark.parametrize("text", INVISIBLE_ONLY)

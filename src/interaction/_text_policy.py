@@ -61,11 +61,12 @@ UNSAFE_EXCEPT_LINES: Final = LazyPattern(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 SURROGATE: Final = LazyPattern("[\ud800-\udfff]")
-# Default-ignorable code points and format (Cf) characters: nothing a reader can see. A text
-# made only of them is blank, and labels that differ only by them are look-alikes.
+# Default-ignorable code points, format (Cf) characters and the blank fillers (Hangul
+# fillers, the braille blank U+2800): nothing a reader can see. A text made only of them is
+# blank, and labels that differ only by them are look-alikes.
 INVISIBLE: Final = LazyPattern(
     "[\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
-    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164"
     "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
