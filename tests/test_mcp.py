@@ -56,6 +56,8 @@ BATCH = {
     ]
 }
 
+BATCH_ONE = wire.decode_request(json.dumps({"questions": [BATCH["questions"][2]]})).questions
+
 
 def make_server(timeout: float | None = None) -> MCPServer:
     server = MCPServer("asker")
@@ -385,3 +387,32 @@ async def test_a_repeated_bad_answer_is_an_error_after_three_tries_with_one_note
     assert len(provider.requests) == 3
     third = str(provider.requests[2].questions[0].detail)
     assert third.count("Please answer again") == 1
+
+
+async def test_on_a_legacy_connection_a_client_gone_mid_push_is_provider_failed() -> None:
+    seen: asyncio.Future[UserInteractionError] = asyncio.get_running_loop().create_future()
+    server = MCPServer("asker")
+
+    @server.tool()
+    async def go(ctx: Context) -> str:
+        try:
+            with provide(ElicitationProvider.from_context(ctx)):
+                return str(await ask(AskUserQuestionRequest(BATCH_ONE)))
+        except UserInteractionError as error:
+            seen.set_result(error)
+            return "failed"
+
+    blocking = BlockingProvider()
+    async with Client(
+        server, mode="legacy", elicitation_callback=elicitation_callback(blocking)
+    ) as c:
+        call = asyncio.create_task(c.call_tool("go", {}))
+        await asyncio.wait_for(blocking.started.wait(), 10)
+    # The client left with the push pending: its call ends, and the tool's ask fails.
+    with pytest.raises(Exception, match="Connection closed"):
+        await call
+    error = await asyncio.wait_for(seen, 10)
+    assert (error.code, error.message) == (
+        ErrorCode.PROVIDER_FAILED,
+        "the user-interaction provider failed: MCPError: Connection closed",
+    )

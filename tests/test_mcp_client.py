@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -237,3 +238,137 @@ async def test_typed_text_naming_an_option_selects_it_by_the_one_answer_rule() -
     assert result == mcp_types.ElicitResult(
         action="accept", content={"color": "red", "tags": ["a", "c"], "ok": False}
     )
+
+
+def first_note(request: AskUserQuestionRequest) -> str:
+    return str(request.questions[0].detail).split("\n\n")[0]
+
+
+async def test_an_integer_longer_than_python_converts_is_asked_again_never_an_error() -> None:
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:  # pragma: no cover - only when the interpreter's limit is lifted
+        pytest.skip("this interpreter converts integers of any length")
+    provider = replies({"n": "9" * (limit + 1)}, {"n": "9" * limit})
+    result = await answer(form({"n": {"type": "integer"}}, ["n"]), provider)
+    # At the limit the whole number is kept exactly, however far beyond a float's range.
+    assert result == mcp_types.ElicitResult(action="accept", content={"n": int("9" * limit)})
+    assert first_note(provider.requests[1]) == "Please answer again: enter a smaller number."
+
+
+@pytest.mark.parametrize("text", ["1" * 5000, "1e400", "-1e400"])
+async def test_a_number_beyond_a_floats_range_is_asked_again_saying_so(text: str) -> None:
+    provider = replies({"n": text}, {"n": text}, {"n": text})
+    result = await answer(form({"n": {"type": "number"}}), provider)
+    assert result == mcp_types.ErrorData(
+        code=mcp_types.INVALID_PARAMS,
+        message="interaction could not fill this form: no valid answer after 3 tries"
+        " (n: enter a smaller number)",
+    )
+    assert [first_note(r) for r in provider.requests[1:]] == [
+        "Please answer again: enter a smaller number."
+    ] * 2
+
+
+async def test_a_huge_integer_is_compared_with_its_bounds_exactly() -> None:
+    provider = replies({"n": "9" * 400}, {"n": "7"})
+    result = await answer(form({"n": {"type": "integer", "maximum": 10}}), provider)
+    assert result == mcp_types.ElicitResult(action="accept", content={"n": 7})
+    assert first_note(provider.requests[1]) == "Please answer again: enter a number at most 10."
+
+
+@pytest.mark.parametrize(
+    ("properties", "required", "message"),
+    [
+        pytest.param(
+            {"a": {"type": "string"}},
+            ["zzz", "a", "yyy"],
+            "the requested schema requires 'zzz', 'yyy', which its properties do not define",
+            id="required-undefined",
+        ),
+        pytest.param(
+            {"f": {"type": "integer", "oneOf": [{"const": "a", "title": "A"}]}},
+            [],
+            "field 'f' has titled choices on type \"integer\"; interaction asks them on"
+            " strings only",
+            id="string-consts-on-an-integer",
+        ),
+        pytest.param(
+            {
+                "f": {
+                    "type": "string",
+                    "oneOf": [{"const": "a", "title": "A"}, {"const": "a", "title": "B"}],
+                }
+            },
+            [],
+            "field 'f' offers the value \"a\" twice",
+            id="repeated-const",
+        ),
+        pytest.param(
+            {"f": {"type": "number", "enum": [1, 1.0], "enumNames": ["one", "one again"]}},
+            [],
+            "field 'f' offers the value 1.0 twice",
+            id="one-and-one-point-zero",
+        ),
+        pytest.param(
+            {
+                "f": {
+                    "type": "array",
+                    "uniqueItems": True,
+                    "items": {
+                        "anyOf": [{"const": "a", "title": "A"}, {"const": "a", "title": "B"}]
+                    },
+                }
+            },
+            [],
+            "field 'f' offers the value \"a\" twice",
+            id="repeated-item",
+        ),
+        pytest.param(
+            {"f": {"type": "string", "enum": ["a", "bbb"], "minLength": 2}},
+            [],
+            "field 'f' offers \"a\", which its own minLength refuses",
+            id="option-too-short",
+        ),
+        pytest.param(
+            {"f": {"type": "integer", "enum": [1, 20], "maximum": 10}},
+            [],
+            "field 'f' offers 20, which its own maximum refuses",
+            id="option-too-large",
+        ),
+        pytest.param(
+            {"f": {"type": "string", "enum": ["a@b.co", "nope"], "format": "email"}},
+            [],
+            "field 'f' offers \"nope\", which its own format refuses",
+            id="option-not-an-email",
+        ),
+        pytest.param(
+            {"f": {"type": "string", "enum": ["x"], "oneOf": [{"const": "y"}]}},
+            [],
+            "field 'f' has more than one of enum, oneOf and anyOf",
+            id="enum-and-oneOf",
+        ),
+        pytest.param(
+            {"f": {"type": "boolean", "enum": [True]}},
+            [],
+            "field 'f' has choices on type \"boolean\"; interaction asks them on strings and"
+            " numbers (and on an array's items) only",
+            id="boolean-enum",
+        ),
+        pytest.param(
+            {"f": {"type": "array", "enum": [["a"]], "items": {"enum": ["a", "b"]}}},
+            [],
+            "field 'f' has choices on type \"array\"; interaction asks them on strings and"
+            " numbers (and on an array's items) only",
+            id="array-enum",
+        ),
+    ],
+)
+async def test_a_form_no_answer_could_satisfy_is_refused_before_anyone_is_asked(
+    properties: dict[str, Any], required: list[str], message: str
+) -> None:
+    provider = ScriptedProvider({"a": "x", "f": "a"})
+    result = await answer(form(properties, required), provider)
+    assert result == mcp_types.ErrorData(
+        code=mcp_types.INVALID_PARAMS, message=f"interaction cannot ask this form: {message}"
+    )
+    assert provider.requests == []

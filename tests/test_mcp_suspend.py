@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import mcp.types as mcp_types
@@ -23,6 +24,7 @@ from interaction.mcp import (
     ElicitationProvider,
     InputRequiredBridge,
     InteractiveMCPServer,
+    _suspend,
     elicitation_callback,
     interactive,
 )
@@ -447,3 +449,282 @@ async def test_an_interactive_server_runs_plain_tools_on_both_generations(
 async def test_an_interactive_server_called_directly_raises_as_mcpserver_does() -> None:
     with pytest.raises(UnexpectedToolError, match=r"^Error executing tool broken$"):
         await make_interactive_server().call_tool("broken", {})
+
+
+# ------------------------------------------------ a response that does not fit its form
+
+
+def make_tolerant_server() -> tuple[InteractiveMCPServer, list[str]]:
+    """A tool that catches each ask's error and asks on: a misfit must never reach it."""
+    server = InteractiveMCPServer("tolerant")
+    errors: list[str] = []
+
+    @server.tool()
+    async def tolerant(ctx: Context) -> str:
+        outcomes = []
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            asks: list[Callable[[], Awaitable[str | None]]] = [
+                lambda: interaction.choose("Region?", ["eu", "us"], id="region"),
+                lambda: interaction.ask_text("Name?", id="name"),
+            ]
+            for ask in asks:
+                try:
+                    outcomes.append(str(await ask()))
+                except UserInteractionError as error:
+                    errors.append(f"{error.code}:{error.message}")
+                    outcomes.append(f"<{error.code}>")
+        return " ".join(outcomes)
+
+    return server, errors
+
+
+def accept(**content: Any) -> mcp_types.ElicitResult:
+    return mcp_types.ElicitResult(action="accept", content=content)
+
+
+def only_form(result: object) -> tuple[str, str]:
+    """The one input request's key and message of an input-required result."""
+    assert isinstance(result, mcp_types.InputRequiredResult)
+    assert result.input_requests is not None
+    ((key, form),) = result.input_requests.items()
+    assert isinstance(form, mcp_types.ElicitRequest)
+    assert isinstance(form.params, mcp_types.ElicitRequestFormParams)
+    return key, form.params.message
+
+
+async def test_a_response_that_does_not_fit_asks_the_same_question_again_saying_why() -> None:
+    server, errors = make_tolerant_server()
+    async with Client(server, elicitation_callback=UNUSED) as client:
+
+        async def call(state: str | None = None, **responses: Any) -> Any:
+            return await client.session.call_tool(
+                "tolerant",
+                {},
+                input_responses=responses or None,
+                request_state=state,
+                allow_input_required=True,
+            )
+
+        first = await call()
+        assert only_form(first) == ("ask1", "Region?")
+        renamed = await call(first.request_state, ask1=accept(nope="x"))
+        assert only_form(renamed) == (
+            "ask1",
+            "Please answer again: elicitation: content.nope: the form has no such field\n\nRegion?",
+        )
+        assert renamed.request_state != first.request_state  # a fresh state, a fresh nonce
+        unknown = await call(renamed.request_state, ask1=accept(region="mars"))
+        assert only_form(unknown) == (
+            "ask1",
+            "Please answer again: answers[0].selected[0]: question region offers no option"
+            " 'mars'\n\nRegion?",
+        )
+        second = await call(unknown.request_state, ask1=accept(region="eu"))
+        assert only_form(second) == ("ask2", "Name?")
+        # The answer collected so far is kept when the next question does not fit either.
+        again = await call(second.request_state, ask2=accept(name=5))
+        assert only_form(again) == (
+            "ask2",
+            "Please answer again: elicitation: content.name: expected a string, got number"
+            "\n\nName?",
+        )
+        done = await call(again.request_state, ask2=accept(name="Nova"))
+        # A state already re-asked is spent like any other.
+        with pytest.raises(MCPError) as replayed:
+            await call(renamed.request_state, ask1=accept(region="us"))
+    assert isinstance(done, mcp_types.CallToolResult)
+    assert text_of(done) == "eu Nova"
+    assert errors == []  # the tool never saw a misfit: nothing was lost to its except
+    assert replayed.value.error.data == {"code": "BAD_REQUEST"}
+
+
+async def test_a_client_that_corrects_its_answer_completes_the_call_through_the_sdk() -> None:
+    server, errors = make_tolerant_server()
+    messages: list[str] = []
+    replies = iter([accept(region="mars"), accept(region="us"), accept(nope=1), accept(name="N")])
+
+    async def callback(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        messages.append(params.message)
+        return next(replies)
+
+    async with Client(server, elicitation_callback=callback) as client:
+        result = await client.call_tool("tolerant", {})
+    assert text_of(result) == "us N"
+    assert errors == []
+    assert messages == [
+        "Region?",
+        "Please answer again: answers[0].selected[0]: question region offers no option 'mars'"
+        "\n\nRegion?",
+        "Name?",
+        "Please answer again: elicitation: content.nope: the form has no such field\n\nName?",
+    ]
+
+
+async def test_a_cancel_is_still_ask_cancelled_and_the_calls_later_asks_too() -> None:
+    server, errors = make_tolerant_server()
+    async with Client(server, elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool("tolerant", {}, allow_input_required=True)
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        done = await client.session.call_tool(
+            "tolerant",
+            {},
+            input_responses={"ask1": mcp_types.ElicitResult(action="cancel")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, mcp_types.CallToolResult)
+    assert text_of(done) == "<ASK_CANCELLED> <ASK_CANCELLED>"
+    assert (
+        errors
+        == [
+            "ASK_CANCELLED:the user dismissed ask_user_question without answering",
+        ]
+        * 2
+    )
+
+
+async def test_a_question_changed_between_rounds_is_bad_answer_never_asked_again() -> None:
+    server = InteractiveMCPServer("changing")
+    question = {"text": "Deploy v1?"}
+
+    @server.tool()
+    async def deploy(ctx: Context) -> str:
+        try:
+            with interaction.provide(ElicitationProvider.from_context(ctx)):
+                return str(await interaction.confirm(question["text"], id="go"))
+        except UserInteractionError as error:
+            return f"error:{error.code}:{error.message}"
+
+    async with Client(server, elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool("deploy", {}, allow_input_required=True)
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        assert only_form(first) == ("ask1", "Deploy v1?")
+        question["text"] = "Deploy v2?"
+        done = await client.session.call_tool(
+            "deploy",
+            {},
+            input_responses={"ask1": accept(go="Yes")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, mcp_types.CallToolResult)
+    assert text_of(done) == ("error:BAD_ANSWER:the resumed question is not the one that was asked")
+
+
+# ------------------------------------------------------------------- spent nonces
+
+
+class Clock:
+    """A wall clock the test sets, standing in for ``time`` in the bridge's module."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+def refusal(bridge: InputRequiredBridge, nonce: str, expires: float) -> str:
+    with pytest.raises(UserInteractionError) as refused:
+        bridge._spend(nonce, expires)
+    assert refused.value.code == ErrorCode.BAD_REQUEST
+    return refused.value.message
+
+
+EXPIRED = "the request state has expired; call the tool again without it"
+USED = "the request state was already used; call the tool again without it"
+
+
+def test_spent_nonces_are_forgotten_from_the_front_up_to_the_first_live_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock(1000.0)
+    monkeypatch.setattr(_suspend, "time", clock)
+    bridge = InputRequiredBridge(ttl=10)
+    bridge._spend("a", 1010.0)
+    bridge._spend("b", 1012.0)
+    bridge._spend("late", 1011.0)  # opened out of the order it was sealed in
+    clock.now = 1011.5
+    bridge._spend("c", 1021.5)
+    # "a" expired and is forgotten; "b" is live, so the scan stops there and "late",
+    # expired behind it, is forgotten later, never early.
+    assert list(bridge._spent) == ["b", "late", "c"]
+    assert refusal(bridge, "late", 1011.0) == EXPIRED
+    assert refusal(bridge, "b", 1012.0) == USED
+    clock.now = 1030.0
+    bridge._spend("d", 1040.0)
+    assert list(bridge._spent) == ["d"]
+
+
+def test_a_clock_stepped_back_never_makes_a_forgotten_nonce_usable_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock(1000.0)
+    monkeypatch.setattr(_suspend, "time", clock)
+    bridge = InputRequiredBridge(ttl=10)
+    bridge._spend("a", 1010.0)
+    clock.now = 1010.5
+    bridge._spend("b", 1020.5)
+    assert "a" not in bridge._spent  # forgotten as expired
+    clock.now = 1001.0  # the wall clock steps back: "a"'s state looks valid again
+    assert refusal(bridge, "a", 1010.0) == EXPIRED
+    assert refusal(bridge, "b", 1020.5) == USED
+
+
+async def test_after_a_clock_step_back_new_calls_still_take_their_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock(5000.0)
+    monkeypatch.setattr(_suspend, "time", clock)
+    server = make_server(InputRequiredBridge(ttl=10))
+    async with Client(server, elicitation_callback=UNUSED) as client:
+
+        async def two_rounds() -> str:
+            first = await client.session.call_tool(
+                "release", {"version": "2.0"}, allow_input_required=True
+            )
+            assert isinstance(first, mcp_types.InputRequiredResult)
+            second = await client.session.call_tool(
+                "release",
+                {"version": "2.0"},
+                input_responses={"ask1": accept(confirm="No")},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(second, mcp_types.CallToolResult)
+            return text_of(second)
+
+        before = await two_rounds()
+        clock.now = 1000.0  # far more than the ttl back: states are sealed from 5000 still
+        after = await two_rounds()
+    assert before == after == "not published"
+
+
+def altered(token: str) -> str:
+    """The token with one character in its middle changed (an end one may be padding)."""
+    middle = len(token) // 2
+    return token[:middle] + ("B" if token[middle] == "A" else "A") + token[middle + 1 :]
+
+
+async def test_with_the_sdks_default_seal_a_forged_state_is_refused_by_the_sdk_first() -> None:
+    async with Client(make_server(), elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool(
+            "release", {"version": "2.0"}, allow_input_required=True
+        )
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        assert first.request_state is not None
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool(
+                "release",
+                {"version": "2.0"},
+                input_responses={"ask1": accept(confirm="Yes")},
+                request_state=altered(first.request_state),
+                allow_input_required=True,
+            )
+    assert (refused.value.error.code, refused.value.error.message) == (
+        mcp_types.INVALID_PARAMS,
+        "Invalid or expired requestState",
+    )
+    assert refused.value.error.data == {"reason": "invalid_request_state"}

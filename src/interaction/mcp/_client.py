@@ -185,7 +185,14 @@ def _unknown(where: str, spec: Mapping[str, Any], known: frozenset[str]) -> None
 def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Primitive]]:
     """(label, value) pairs of an enum field: titled (oneOf/anyOf) or plain (enum[, enumNames])."""
     pairs: list[tuple[str, Primitive]]
+    if sum(name in spec for name in ("enum", "oneOf", "anyOf")) > 1:
+        raise _Unexpressible(f"field {key!r} has more than one of enum, oneOf and anyOf")
     if "oneOf" in spec or "anyOf" in spec:
+        if kind != "string":  # the consts below are strings: a number field could not hold one
+            raise _Unexpressible(
+                f"field {key!r} has titled choices on type {_json(kind)}; interaction asks"
+                " them on strings only"
+            )
         entries = spec.get("oneOf") if "oneOf" in spec else spec.get("anyOf")
         if (
             not isinstance(entries, list)
@@ -220,11 +227,37 @@ def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Pr
         else:
             raise _Unexpressible(f"field {key!r} has enumNames that do not name each enum value")
     seen: set[str] = set()
-    for label, _ in pairs:
+    values: set[Primitive] = set()  # 1 and 1.0 are one value, in Python as in JSON Schema
+    for label, value in pairs:
         if label in seen:
             raise _Unexpressible(f"field {key!r} has two options titled {label!r}")
+        if value in values:  # oneOf could never match it, uniqueItems could refuse it
+            raise _Unexpressible(f"field {key!r} offers the value {_json(value)} twice")
+        misfit = _misfit(spec, value)
+        if misfit is not None:
+            raise _Unexpressible(
+                f"field {key!r} offers {_json(value)}, which its own {misfit} refuses"
+            )
         seen.add(label)
+        values.add(value)
     return pairs
+
+
+def _misfit(spec: Mapping[str, Any], value: Primitive) -> str | None:
+    """The keyword of ``spec`` that an option's ``value`` fails (jsonschema checks it too)."""
+    if isinstance(value, str):
+        if len(value) < spec.get("minLength", 0):
+            return "minLength"
+        if len(value) > spec.get("maxLength", math.inf):
+            return "maxLength"
+        if "format" in spec and not _FORMAT_CHECKS[spec["format"]][0](value):
+            return "format"
+    elif not isinstance(value, bool):
+        if value < spec.get("minimum", -math.inf):
+            return "minimum"
+        if value > spec.get("maximum", math.inf):
+            return "maximum"
+    return None
 
 
 def _constraints(spec: Mapping[str, Any]) -> list[str]:
@@ -281,6 +314,11 @@ def _field(key: str, spec: object, required: bool) -> _Field:
     ):
         kind = "choice"
         values = dict(_choices(spec, key, kind_name))
+    elif "enum" in spec or "oneOf" in spec or "anyOf" in spec:
+        raise _Unexpressible(
+            f"field {key!r} has choices on type {_json(kind_name)}; interaction asks them on"
+            " strings and numbers (and on an array's items) only"
+        )
     elif kind_name == "array":
         items = spec.get("items")
         if not isinstance(items, dict) or not (
@@ -320,9 +358,16 @@ def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
     if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
         raise _Unexpressible("the requested schema is not an object with properties")
     _unknown("the requested schema", schema, _SCHEMA_KEYWORDS)
-    required = schema.get("required") or []
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+    listed = schema.get("required") or []
+    if not isinstance(listed, list) or not all(isinstance(r, str) for r in listed):
         raise _Unexpressible("the requested schema's required is not a list of field names")
+    required = set(listed)
+    undefined = [name for name in listed if name not in properties]
+    if undefined:  # no answer could ever satisfy it
+        raise _Unexpressible(
+            f"the requested schema requires {', '.join(map(repr, undefined))},"
+            " which its properties do not define"
+        )
     fields = [_field(key, spec, key in required) for key, spec in properties.items()]
     first = fields[0]
     message = params.message.strip()
@@ -362,12 +407,18 @@ def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue,
         pattern = _INTEGER if field.kind == "integer" else _NUMBER
         if not pattern.fullmatch(stripped):  # int()/float() take 1_000, "inf", non-ASCII digits
             return None, f"enter {'a whole number' if field.kind == 'integer' else 'a number'}"
-        number: int | float = int(stripped) if field.kind == "integer" else float(stripped)
-        if (
-            not math.isfinite(number)
-            or number < spec.get("minimum", -math.inf)
-            or number > spec.get("maximum", math.inf)
-        ):
+        number: int | float
+        if field.kind == "integer":
+            try:
+                number = int(stripped)
+            except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+                return None, "enter a smaller number"
+        else:
+            number = float(stripped)
+            if not math.isfinite(number):  # 1e400 and 400 digits overflow a float to inf
+                return None, "enter a smaller number"
+        # int and float compare exactly in Python, however large the int.
+        if number < spec.get("minimum", -math.inf) or number > spec.get("maximum", math.inf):
             return None, "enter a number " + "; ".join(_constraints(spec))
         return number, None
     if len(text) < spec.get("minLength", 0) or len(text) > spec.get("maxLength", math.inf):
@@ -475,7 +526,10 @@ def elicitation_callback(provider: UserInteractionProvider | None = None) -> Eli
                 return mcp_types.ElicitResult(action="cancel")
             return _error(mcp_types.INTERNAL_ERROR, f"{error.message} ({error.code})")
         problem = _schema_problem(params.requested_schema, content)
-        if problem is not None:  # pragma: no cover - the checks above make this unreachable
+        # Unreachable as far as we know: the form was refused up front unless every value
+        # jsonschema checks here was already checked by the same rules. Kept so that a case
+        # those checks miss is an error, never content that does not satisfy the schema.
+        if problem is not None:  # pragma: no cover
             return _error(
                 mcp_types.INTERNAL_ERROR, f"interaction could not fill this form: {problem}"
             )

@@ -6,8 +6,10 @@ with :func:`interactive` answers instead with an ``InputRequiredResult`` that ca
 elicitation form and a ``request_state``; when the client calls again with the user's
 response, the tool runs again from its top under ``interaction.resume(...)``: the asks it
 already made get their stored answers, the one that was pending gets the client's
-response, and the next new ask suspends again. On older connections the tool runs once
-and the provider pushes, as before.
+response, and the next new ask suspends again. A response that does not fit its form is
+never passed to the tool: that question is suspended again, saying why; a response to a
+question the tool no longer asks is ``BAD_ANSWER``. On older connections the tool runs
+once and the provider pushes, as before.
 
 The ``request_state`` is the answers so far, signed with HMAC-SHA256 under a key only the
 server holds, bound to the tool and its arguments, with an expiry and a single-use nonce:
@@ -27,6 +29,7 @@ import os
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
@@ -36,6 +39,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 from .._core import (
+    MISMATCH_MESSAGE,
     AskSuspended,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
@@ -43,6 +47,7 @@ from .._core import (
     ResumedAnswer,
     UserInteractionError,
     cancelled_error,
+    check_answer,
     request_digest,
     resume,
 )
@@ -79,6 +84,8 @@ class Suspension:
     pending: tuple[str, mcp_types.ElicitResult] | None
     collected: list[ResumedAnswer] = field(default_factory=list)
     cancelled: bool = False
+    retry: tuple[str, str] | None = None
+    """(digest, why): the pending response did not fit, so that question is asked again."""
 
     def ask(
         self, provider: ElicitationProvider, request: AskUserQuestionRequest
@@ -89,15 +96,21 @@ class Suspension:
             raise cancelled_error()
         digest = request_digest(request)
         pending, self.pending = self.pending, None
-        if pending is None or pending[0] != digest:
+        if pending is None:
             raise AskSuspended(request)
+        if pending[0] != digest:  # the tool changed its question: never a silent re-ask
+            raise UserInteractionError(MISMATCH_MESSAGE, ErrorCode.BAD_ANSWER)
         _, _, fields = request_to_form(request, self.version)
         try:
-            answer = outcome(request, fields, pending[1])
+            answer = check_answer(request, outcome(request, fields, pending[1]))
         except UserInteractionError as error:
             if error.code == ErrorCode.ASK_CANCELLED:
                 self.cancelled = True
-            raise
+                raise
+            # A response that does not fit its form never reaches the tool (which might
+            # catch it and ask on, losing this ask's place): the question is asked again.
+            self.retry = (digest, error.message)
+            raise AskSuspended(request) from None
         self.collected.append(ResumedAnswer(digest, answer))
         return answer
 
@@ -139,7 +152,10 @@ class InputRequiredBridge:
             raise ValueError("the request-state ttl must be positive")
         self._key = key if key is not None else os.urandom(32)
         self._ttl = ttl
-        self._spent: dict[str, float] = {}
+        # nonce -> expiry, in the order spent; an OrderedDict, whose first key is found in
+        # O(1) however many were deleted before it (a dict's scan would grow with them).
+        self._spent: OrderedDict[str, float] = OrderedDict()
+        self._now = 0.0  # the latest time.time() seen: see _time
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------------- the state
@@ -154,7 +170,7 @@ class InputRequiredBridge:
         payload = {
             "v": STATE_VERSION,
             "n": secrets.token_hex(16),
-            "exp": time.time() + self._ttl,
+            "exp": self._time() + self._ttl,
             "t": tool,
             "a": arguments,
             "answers": [[entry.digest, encode_answer(entry.answer)] for entry in answers],
@@ -185,8 +201,6 @@ class InputRequiredBridge:
             or payload.get("a") != arguments
         ):
             raise forged
-        if not time.time() < payload["exp"]:
-            raise UserInteractionError(EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
         self._spend(payload["n"], payload["exp"])
         answers = tuple(
             ResumedAnswer(str(digest), decode_answer(answer))
@@ -195,14 +209,37 @@ class InputRequiredBridge:
         key, digest = payload["pending"]
         return _State(answers, str(key), str(digest))
 
-    def _spend(self, nonce: str, expires: float) -> None:
-        now = time.time()
+    def _time(self) -> float:
+        """The latest wall-clock reading seen: it never goes back, even when the clock does
+        (so a state sealed after a step back is not born expired)."""
         with self._lock:
-            for old in [n for n, exp in self._spent.items() if exp <= now]:
-                del self._spent[old]
-            if nonce in self._spent:
+            self._now = max(self._now, time.time())
+            return self._now
+
+    def _spend(self, nonce: str, expires: float) -> None:
+        """Use ``nonce`` once, or refuse its state as expired or already used.
+
+        Time here is the latest clock reading seen, so a clock stepped backwards cannot
+        revive a state whose nonce was already forgotten as expired. States are opened in
+        about the order they were sealed, so their expiries come nearly in order: forgetting
+        the expired ones from the front, up to the first live one, costs O(1) amortised.
+        One that expires out of order is forgotten a little late, never early.
+        """
+        with self._lock:
+            now = self._now = max(self._now, time.time())
+            if not now < expires:
+                raise UserInteractionError(
+                    EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState"
+                )
+            spent = self._spent
+            while spent:
+                oldest = next(iter(spent))
+                if spent[oldest] > now:
+                    break
+                del spent[oldest]
+            if nonce in spent:
                 raise UserInteractionError(USED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
-            self._spent[nonce] = expires
+            spent[nonce] = expires
 
     # ----------------------------------------------------------------------- the tool
 
@@ -262,6 +299,8 @@ class InputRequiredBridge:
                 raise
             request = suspended.request
             message, schema, _ = request_to_form(request, version)
+            if suspension.retry is not None and suspension.retry[0] == suspended.digest:
+                message = f"Please answer again: {suspension.retry[1]}\n\n{message}"
             answers = [*state.answers, *suspension.collected]
             key = f"ask{len(answers) + 1}"
             form = mcp_types.ElicitRequest(
