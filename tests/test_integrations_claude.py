@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import math
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -36,12 +38,18 @@ from claude_agent_sdk.types import PermissionRuleValue
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from interaction import AskUserQuestionAnswerItem, provide
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionRequest,
+    provide,
+)
 from interaction.integrations.claude_agent_sdk import (
     answered_input,
     ask_user_question_request,
     can_use_tool,
     decide,
+    main,
     permission_prompt_server,
     suggestion_label,
 )
@@ -693,3 +701,138 @@ def test_the_console_script_is_installed() -> None:
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("usage: interaction-mcp-permission")
     assert "--permission-prompt-tool" in out.stdout
+
+
+# ---------------------------------------------------------------------------- hostile input
+
+
+@pytest.mark.parametrize("tool_use_id", ["", "  ", "toolu\x1b[2J", "\u202etoolu"])
+async def test_an_unusable_tool_use_id_is_no_resume_key_and_never_a_denial(
+    tool_use_id: str,
+) -> None:
+    scripted = ScriptedProvider({"permission": "Allow", "q1": "npm"})
+    context = ToolPermissionContext(tool_use_id=tool_use_id)
+    allowed = await decide("Bash", {"command": "ls"}, context, provider=scripted)
+    answered = await decide(
+        "AskUserQuestion", {"questions": QUESTIONS[:1]}, context, provider=scripted
+    )
+    assert allowed == PermissionResultAllow()
+    assert answered == PermissionResultAllow(
+        updated_input={"questions": QUESTIONS[:1], "answers": {"Which package manager?": "npm"}}
+    )
+    assert [request.key for request in scripted.requests] == [None, None]
+    prompted = await call_prompt(
+        permission_prompt_server(scripted),
+        {"tool_name": "Bash", "input": {}, "tool_use_id": tool_use_id},
+    )
+    assert prompted == {"behavior": "allow", "updatedInput": {}}
+
+
+BAD_TIMEOUT = (
+    "timeout must be a positive, finite number of seconds (at most {max:.0f}), got {shown}"
+)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "shown"), [(-1.0, "-1.0"), (0, "0"), (math.nan, "nan"), (math.inf, "inf")]
+)
+def test_a_bad_timeout_is_refused_when_the_callback_or_server_is_built(
+    timeout: float, shown: str
+) -> None:
+    message = BAD_TIMEOUT.format(max=threading.TIMEOUT_MAX, shown=shown)
+    with pytest.raises(ValueError, match=r"^timeout must be") as callback:
+        can_use_tool(timeout=timeout)
+    with pytest.raises(ValueError, match=r"^timeout must be") as server:
+        permission_prompt_server(timeout=timeout)
+    assert str(callback.value) == str(server.value) == message
+
+
+class AllowsAfterTheTimeout:
+    """Allows once the request's timeout has fired, without yielding to the loop first."""
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        fired = threading.Event()
+        assert request.signal is not None
+        request.signal.add_listener(lambda reason: fired.set())
+        assert fired.wait(WAIT)
+        return AskUserQuestionAnswer([AskUserQuestionAnswerItem("permission", ["Allow"])])
+
+
+async def test_an_expired_timeout_denies_even_when_the_answer_raced_it() -> None:
+    callback = can_use_tool(AllowsAfterTheTimeout(), timeout=0.01)
+    denied = await callback("Bash", {"command": "ls"}, ToolPermissionContext())
+    assert denied == PermissionResultDeny(
+        message="Bash was not approved: ask_user_question timed out before the user answered"
+    )
+
+
+# ---------------------------------------------------------------------------- the script
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (
+            ["--timeout", "-1"],
+            "argument --timeout: a timeout is a positive, finite number of seconds, got '-1'",
+        ),
+        (
+            ["--timeout", "0"],
+            "argument --timeout: a timeout is a positive, finite number of seconds, got '0'",
+        ),
+        (
+            ["--timeout", "nan"],
+            "argument --timeout: a timeout is a positive, finite number of seconds, got 'nan'",
+        ),
+        (
+            ["--timeout", "inf"],
+            "argument --timeout: a timeout is a positive, finite number of seconds, got 'inf'",
+        ),
+        (["--port", "99999"], "argument --port: a port is from 0 to 65535, got 99999"),
+        (["--port", "-5"], "argument --port: a port is from 0 to 65535, got -5"),
+        (["--port", "http"], "argument --port: not a port number: 'http'"),
+    ],
+)
+def test_a_bad_port_or_timeout_is_a_usage_error(
+    argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert (
+        capsys.readouterr().err.splitlines()[-1] == f"interaction-mcp-permission: error: {problem}"
+    )
+
+
+def test_a_page_that_cannot_be_served_is_a_one_line_error() -> None:
+    # In a subprocess, as it is run: the failed bind's socket dies with the process.
+    script = Path(sys.executable).parent / "interaction-mcp-permission"
+
+    def serve(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(script), *argv],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        in_use = serve("--port", str(port))
+    # 192.0.2.1 (TEST-NET-1) is never an address of this machine, and needs no DNS.
+    foreign = serve("--host", "192.0.2.1")
+    assert (in_use.returncode, in_use.stdout, in_use.stderr) == (
+        1,
+        "",
+        f"interaction-mcp-permission: error: cannot serve the web page on 127.0.0.1:{port}:"
+        " Address already in use\n",
+    )
+    assert (foreign.returncode, foreign.stdout, foreign.stderr) == (
+        1,
+        "",
+        "interaction-mcp-permission: error: cannot serve the web page on 192.0.2.1:0:"
+        " Cannot assign requested address\n",
+    )

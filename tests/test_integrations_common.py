@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Final
 
@@ -27,7 +29,11 @@ from interaction.integrations._common import (
     DENY,
     approval_item,
     ask_approval,
+    ask_approvals,
     ask_through,
+    checked_timeout,
+    question_ids,
+    usable_id,
 )
 from interaction.relay import PendingQuestion, Relay
 from interaction.testing import BlockingProvider, ScriptedProvider
@@ -188,6 +194,102 @@ async def test_a_timeout_denies_with_its_code() -> None:
     assert verdict.message == (
         "Read was not approved: ask_user_question timed out before the user answered"
     )
+
+
+class AnswersAfterTheTimeout:
+    """Allows, but only once the request's timeout has fired, and without yielding to the
+    loop meanwhile: ``ask()`` cannot hear of the abort before it has the answer."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.asked += 1
+        fired = threading.Event()
+        assert request.signal is not None
+        request.signal.add_listener(lambda reason: fired.set())
+        assert fired.wait(WAIT)  # the timer thread sets it; this loop stays blocked
+        return AskUserQuestionAnswer(
+            [AskUserQuestionAnswerItem(q.id, [ALLOW]) for q in request.questions]
+        )
+
+
+async def test_an_answer_that_comes_after_the_timeout_fired_still_denies() -> None:
+    from interaction import AbortSignal
+
+    late = AnswersAfterTheTimeout()
+    verdicts = await ask_approvals(
+        [(approval_item("Read", {}, id="a"), "Read"), (approval_item("Edit", {}, id="b"), "Edit")],
+        provider=late,
+        signal=AbortSignal.timeout(0.01),
+    )
+    assert late.asked == 1
+    assert [(v.allowed, v.code, v.message) for v in verdicts] == [
+        (
+            False,
+            ErrorCode.ASK_TIMEOUT,
+            f"{name} was not approved: ask_user_question timed out before the user answered",
+        )
+        for name in ("Read", "Edit")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [
+        (-1, "-1"),
+        (0, "0"),
+        (0.0, "0.0"),
+        (math.nan, "nan"),
+        (math.inf, "inf"),
+        (1e300, "1e+300"),
+        (True, "True"),
+        ("5", "'5'"),
+        (10**5000, "a huge int"),
+        ("9" * 100, "'" + "9" * 39 + "..."),
+    ],
+    ids=lambda value: f"{type(value).__name__}",
+)
+def test_a_timeout_that_is_not_positive_and_finite_is_refused_when_built(
+    timeout: object, shown: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^deny_after must be") as refused:
+        checked_timeout(timeout, name="deny_after")  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "deny_after must be a positive, finite number of seconds (at most"
+        f" {threading.TIMEOUT_MAX:.0f}), got {shown}"
+    )
+
+
+def test_a_good_timeout_is_kept_as_seconds() -> None:
+    assert checked_timeout(None) is None
+    assert checked_timeout(300) == 300.0
+    assert checked_timeout(0.05) == 0.05
+
+
+def test_question_ids_keep_usable_call_ids_and_derive_the_rest() -> None:
+    call_ids = ["call-2", " ", "a", "a", None, "c\x1b", "", "\u202eb", 7, "call-4"]
+    assert question_ids(call_ids) == [
+        "call-2",
+        "call-2-2",  # call-2 is a usable id of another call: it keeps it
+        "a",
+        "call-4-2",  # a repeat; call-4 is also taken
+        "call-5",
+        "call-6",
+        "call-7",
+        "call-8",
+        "call-9",
+        "call-4",
+    ]
+    assert [usable_id(v) for v in ("ok", " ", "", "a\nb", "\u200b", 5, None)] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 # ---------------------------------------------------------------------------- imports

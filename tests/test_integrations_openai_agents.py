@@ -51,8 +51,11 @@ set_tracing_disabled(True)  # no exporter, no network
 class CallsThenEchoes(Model):
     """A model that makes the given tool calls once, then says what the tools returned."""
 
-    def __init__(self, *calls: tuple[str, dict[str, object]]) -> None:
+    def __init__(
+        self, *calls: tuple[str, dict[str, object]], call_ids: list[str] | None = None
+    ) -> None:
         self.calls = calls
+        self.call_ids = call_ids or [f"call-{index + 1}" for index in range(len(calls))]
         self.tools_seen: list[object] = []
 
     @override
@@ -83,7 +86,7 @@ class CallsThenEchoes(Model):
         output: list[Any] = [
             ResponseFunctionToolCall(
                 arguments=json.dumps(arguments),
-                call_id=f"call-{index + 1}",
+                call_id=self.call_ids[index],
                 name=name,
                 type="function_call",
                 id=f"fc-{index + 1}",
@@ -248,3 +251,35 @@ async def test_a_suspended_ask_ends_the_run_with_the_suspension_as_cause() -> No
     with pytest.raises(UserError) as caught:
         await Runner.run(agent, "set up")
     assert isinstance(caught.value.__cause__, AskSuspended)
+
+
+@pytest.mark.parametrize("bad", [" ", "c\x1b", "\u202ec"])
+async def test_an_unusable_call_id_never_fails_the_batch_every_call_is_asked(bad: str) -> None:
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    model = CallsThenEchoes(
+        ("delete_file", {"path": "a.txt"}), ("delete_file", {"path": "b.txt"}), call_ids=[bad, "ok"]
+    )
+    agent = Agent(name="cleaner", model=model, tools=[delete_file])
+    scripted = ScriptedProvider({"call-1": "Deny", "ok": "Allow"})
+    result = await run_with_approvals(agent, "clean up", provider=scripted)
+    assert [q.id for q in scripted.last_request.questions] == ["call-1", "ok"]
+    assert ran == ["b.txt"]
+    assert result.final_output == "The user denied delete_file | deleted b.txt"
+
+
+async def test_a_bad_timeout_is_refused_before_anything_runs() -> None:
+    with pytest.raises(ValueError, match=r"^timeout must be a positive, finite number"):
+        ask_user_tool(timeout=-1)
+    model = CallsThenEchoes(("delete_file", {"path": "a.txt"}))
+    with pytest.raises(ValueError, match=r"^deny_after must be a positive, finite number"):
+        await run_with_approvals(
+            Agent(name="a", model=model, tools=[ask_user_tool()]), "go", deny_after=float("nan")
+        )
+    assert model.tools_seen == []  # the model was never called (it would see the tool)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolDenied
+import pytest
+from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolApproved, ToolDenied
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import (
     ModelMessage,
@@ -338,3 +339,54 @@ async def test_a_suspended_ask_defers_the_call_and_the_next_run_gets_the_answer(
         'tool said: {"answers":[{"id":"pkg","selected":["npm"]},{"id":"name","selected":[]}]}'
     )
     assert len(suspends.requests) == 1  # the answer came from the next run, not the provider
+
+
+# ---------------------------------------------------------------------------- hostile ids
+
+
+async def test_unusable_call_ids_never_fail_the_batch_every_call_is_asked() -> None:
+    ids = ["good", " ", "c\x1b"]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        returns = [part.content for part in last.parts if isinstance(part, ToolReturnPart)]
+        if returns:
+            return ModelResponse(parts=[TextPart(" | ".join(map(str, returns)))])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("delete_file", {"path": f"{n}.txt"}, tool_call_id=call_id)
+                for n, call_id in enumerate(ids)
+            ]
+        )
+
+    ran: list[str] = []
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        ran.append(path)
+        return f"deleted {path}"
+
+    first = await agent.run("clean up")
+    assert isinstance(first.output, DeferredToolRequests)
+    scripted = ScriptedProvider({"good": "Allow", "call-2": "Deny", "call-3": "Allow"})
+    results = await approve_deferred(first.output, provider=scripted)
+    assert [q.id for q in scripted.last_request.questions] == ["good", "call-2", "call-3"]
+    assert results.approvals == {
+        "good": ToolApproved(),
+        " ": ToolDenied("The user denied delete_file"),
+        "c\x1b": ToolApproved(),
+    }
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    assert sorted(ran) == ["0.txt", "2.txt"]
+    assert second.output == "deleted 0.txt | The user denied delete_file | deleted 2.txt"
+
+
+def test_a_bad_timeout_is_refused_when_the_toolset_or_handler_is_built() -> None:
+    for build in (ask_user_toolset, approval_handler):
+        with pytest.raises(ValueError, match=r"^timeout must be a positive, finite number"):
+            build(timeout=0)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import math
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, TypeGuard, TypeVar
 
 from .._core import (
     AbortSignal,
@@ -25,8 +27,11 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    UserInteractionError,
     UserInteractionProvider,
     ask,
+    check_caller,
+    check_questions,
     escape_controls,
     provide,
 )
@@ -40,9 +45,13 @@ __all__ = [
     "ask_approval",
     "ask_approvals",
     "ask_through",
+    "checked_timeout",
     "is_suspension",
+    "question_ids",
     "safe_line",
+    "timeout_signal",
     "tool_detail",
+    "usable_id",
     "verdict_of",
     "with_provider",
 ]
@@ -83,8 +92,88 @@ async def with_provider(
 async def ask_through(
     request: AskUserQuestionRequest, provider: UserInteractionProvider | None
 ) -> AskUserQuestionAnswer:
-    """``ask(request)`` through ``provider``, or through the provider active here if ``None``."""
-    return await with_provider(provider, lambda: ask(request))
+    """``ask(request)`` through ``provider``, or through the provider active here if ``None``.
+
+    An answer that comes back after the request's signal fired is refused with the signal's
+    error (``ASK_TIMEOUT``, ``ASK_ABORTED``): a provider may answer before ``ask()`` hears
+    of the abort, and an expired timeout must deny, whichever came first.
+    """
+    answer = await with_provider(provider, lambda: ask(request))
+    check_caller(request.signal, None)
+    return answer
+
+
+def checked_timeout(timeout: float | None, *, name: str = "timeout") -> float | None:
+    """``timeout`` (seconds) when it is ``None`` or a number a timeout can be: positive,
+    finite and at most ``threading.TIMEOUT_MAX``; else a ``ValueError`` naming ``name``.
+
+    Integrations check their timeouts when they are built, so a bad one fails there, not
+    on every question.
+    """
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= threading.TIMEOUT_MAX  # also refuses nan
+        or not math.isfinite(timeout)
+    ):
+        # repr() of a 5000-digit int raises; of a long string, floods the message.
+        huge = isinstance(timeout, int) and abs(timeout) >= 10**40
+        shown = "a huge int" if huge else repr(timeout)
+        if len(shown) > 40:
+            shown = f"{shown[:40]}..."
+        raise ValueError(
+            f"{name} must be a positive, finite number of seconds (at most"
+            f" {threading.TIMEOUT_MAX:.0f}), got {shown}"
+        )
+    return float(timeout)
+
+
+def timeout_signal(timeout: float | None) -> AbortSignal | None:
+    """A fresh signal for one question bounded by a checked ``timeout``, or ``None``."""
+    return AbortSignal.timeout(timeout) if timeout is not None else None
+
+
+def usable_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` may be a question id or a resume key as it is (the same rule):
+    a string, not blank, without control or bidirectional characters."""
+    if type(value) is not str:
+        return False
+    try:
+        check_questions((AskUserQuestionItem(value, "?"),))
+    except UserInteractionError:
+        return False
+    return True
+
+
+def question_ids(call_ids: Sequence[object]) -> list[str]:
+    """A unique question id for each tool call, in order: the call's own id when it is
+    usable and not taken by an earlier call, else ``call-<n>`` (its position).
+
+    Call ids come from the model, so one blank, control-laden or repeated id must not fail
+    the whole batch; the ids are matched back to the calls by position.
+    """
+    kept: list[str | None] = []
+    taken: set[str] = set()
+    for call_id in call_ids:  # first the usable ids, so a derived one never displaces them
+        if usable_id(call_id) and call_id not in taken:
+            taken.add(call_id)
+            kept.append(call_id)
+        else:
+            kept.append(None)
+    ids: list[str] = []
+    for index, own in enumerate(kept):
+        question_id = own
+        if question_id is None:
+            question_id = base = f"call-{index + 1}"
+            count = 1
+            while question_id in taken:
+                count += 1
+                question_id = f"{base}-{count}"
+            taken.add(question_id)
+        ids.append(question_id)
+    return ids
 
 
 def safe_line(text: object, fallback: str) -> str:

@@ -54,7 +54,18 @@ from .._core import (
     problem_of,
     provide,
 )
-from ._common import ALLOW, DENY, approval_item, ask_approval, ask_through, is_suspension, safe_line
+from ._common import (
+    ALLOW,
+    DENY,
+    approval_item,
+    ask_approval,
+    ask_through,
+    checked_timeout,
+    is_suspension,
+    safe_line,
+    timeout_signal,
+    usable_id,
+)
 
 __all__ = [
     "ASK_USER_QUESTION",
@@ -251,9 +262,12 @@ async def decide(
     """
     if context is None:
         context = ToolPermissionContext()
+    # The CLI's id for the call is the resume key, when it can be one: a blank or
+    # control-laden id must not turn a permission prompt into a denial.
+    key = context.tool_use_id if usable_id(context.tool_use_id) else None
     if tool_name == ASK_USER_QUESTION:
         try:
-            request = ask_user_question_request(tool_input, signal=signal, key=context.tool_use_id)
+            request = ask_user_question_request(tool_input, signal=signal, key=key)
             answer = await ask_through(request, provider)
         except HarnessError as error:
             if is_suspension(error):
@@ -275,7 +289,7 @@ async def decide(
         header=safe_line(context.display_name, "Permission"),
     )
     verdict = await ask_approval(
-        item, tool_name=tool_name, provider=provider, signal=signal, key=context.tool_use_id
+        item, tool_name=tool_name, provider=provider, signal=signal, key=key
     )
     if not verdict.allowed:
         return PermissionResultDeny(message=verdict.message)
@@ -289,15 +303,17 @@ def can_use_tool(
     """A ``can_use_tool`` callback for ``ClaudeAgentOptions`` that asks a human.
 
     It asks ``provider``, or else the provider active in the context where the SDK
-    connected. ``timeout`` (seconds) bounds each question: it then denies. When the CLI
-    withdraws a request (``control_cancel_request``) the SDK cancels the callback, and the
-    question is withdrawn from the UI.
+    connected. ``timeout`` (seconds, positive and finite: else a ``ValueError`` here) bounds
+    each question: it then denies. When the CLI withdraws a request
+    (``control_cancel_request``) the SDK cancels the callback, and the question is
+    withdrawn from the UI.
     """
+    timeout = checked_timeout(timeout)
 
     async def callback(
         tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
-        signal = AbortSignal.timeout(timeout) if timeout is not None else None
+        signal = timeout_signal(timeout)
         return await decide(tool_name, tool_input, context, provider=provider, signal=signal)
 
     return callback
@@ -348,14 +364,16 @@ def permission_prompt_server(
     """An ``mcp`` ``MCPServer`` with the permission-prompt tool ``tool``.
 
     Point the CLI at it with ``--permission-prompt-tool mcp__<name>__<tool>``. It asks
-    ``provider``, or the provider active where the server runs.
+    ``provider``, or the provider active where the server runs. ``timeout`` is checked as
+    :func:`can_use_tool`'s.
     """
+    timeout = checked_timeout(timeout)
     server = MCPServer(name)
 
     async def permission_prompt_tool(
         tool_name: str, input: dict[str, Any], tool_use_id: str | None = None
     ) -> str:
-        signal = AbortSignal.timeout(timeout) if timeout is not None else None
+        signal = timeout_signal(timeout)
         return await permission_prompt(
             tool_name, input, provider=provider, signal=signal, tool_use_id=tool_use_id
         )
@@ -369,6 +387,10 @@ def permission_prompt_server(
     return server
 
 
+class _CannotServe(Exception):
+    """The web page could not be served: a bad address, a port in use."""
+
+
 async def _serve(host: str, port: int, token: str | None, deny_after: float | None) -> None:
     try:
         from ..relay import Relay
@@ -376,20 +398,49 @@ async def _serve(host: str, port: int, token: str | None, deny_after: float | No
     except ImportError as exc:
         raise SystemExit(f"interaction-mcp-permission: {exc}") from None
     relay = Relay()
-    async with WebServer(relay, host=host, port=port, token=token) as web:
+    web = WebServer(relay, host=host, port=port, token=token)
+    try:
+        await web.start()
+    except (OSError, ValueError) as exc:  # gaierror, EADDRINUSE, a NUL or bad IDNA in host
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise _CannotServe(f"cannot serve the web page on {host}:{port}: {reason}") from None
+    try:
         print(f"interaction: answer permission prompts at {web.url}", file=sys.stderr, flush=True)
         with provide(relay):
-            try:
-                await permission_prompt_server(timeout=deny_after).run_stdio_async()
-            finally:
-                relay.close()
+            await permission_prompt_server(timeout=deny_after).run_stdio_async()
+    finally:
+        relay.close()
+        await web.stop()
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535, got {port}")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = checked_timeout(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a timeout is a positive, finite number of seconds, got {text!r}"
+        ) from None
+    assert seconds is not None
+    return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``interaction-mcp-permission``: the permission-prompt MCP server over stdio.
 
     Questions are answered on the web page (its address, with its token, goes to
-    stderr), since stdio carries MCP. Needs the ``[claude]`` and ``[web]`` extras.
+    stderr), since stdio carries MCP. Needs the ``[claude]`` and ``[web]`` extras. A bad
+    ``--port`` or ``--timeout`` is a usage error (exit 2); a page that cannot be served
+    (a bad ``--host``, a port in use) is a one-line error (exit 1).
     """
     parser = argparse.ArgumentParser(
         prog="interaction-mcp-permission",
@@ -397,12 +448,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         " the web page.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="web page address (loopback)")
-    parser.add_argument("--port", type=int, default=0, help="web page port (0: any free one)")
+    parser.add_argument(
+        "--port", type=_port, default=0, help="web page port, 0-65535 (0: any free one)"
+    )
     parser.add_argument("--token", default=None, help="the page's token (default: random)")
-    parser.add_argument("--timeout", type=float, default=None, help="deny after SECONDS")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=None, metavar="SECONDS", help="deny after SECONDS"
+    )
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port, args.token, args.timeout))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(args.host, args.port, args.token, args.timeout))
+    except _CannotServe as exc:
+        print(f"interaction-mcp-permission: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .._core import (
+    MISMATCH_MESSAGE,
     AbortSignal,
     AskSuspended,
     AskUserQuestionAnswer,
@@ -63,7 +64,7 @@ KIND: Final = "interaction/ask"
 """The ``kind`` of an interrupt value raised by :class:`InterruptProvider`."""
 MAX_ROUNDS: Final = 100
 """How many times :func:`run_graph` resumes a graph before it gives up."""
-MISMATCH: Final = "the resumed question is not the one that was asked"
+MISMATCH: Final = MISMATCH_MESSAGE  # the core's, as interaction.resume() words it
 FORGED: Final = "the interrupt's question does not match its digest"
 
 

@@ -33,7 +33,14 @@ from ..tool import (
     run_tool,
     tool_parameters,
 )
-from ._common import approval_item, ask_approvals, with_provider
+from ._common import (
+    approval_item,
+    ask_approvals,
+    checked_timeout,
+    question_ids,
+    timeout_signal,
+    with_provider,
+)
 
 __all__ = ["MAX_ROUNDS", "ask_user_tool", "resolve_interruptions", "run_with_approvals"]
 
@@ -41,10 +48,6 @@ State = TypeVar("State", bound="RunState[Any, Any]")
 Context = TypeVar("Context")
 MAX_ROUNDS: Final = 100
 """How many times :func:`run_with_approvals` resumes a run before it gives up."""
-
-
-def _signal(timeout: float | None) -> AbortSignal | None:
-    return AbortSignal.timeout(timeout) if timeout is not None else None
 
 
 def ask_user_tool(
@@ -56,12 +59,14 @@ def ask_user_tool(
     """The model-facing ``ask_user_question`` tool as a (non-strict) ``FunctionTool``.
 
     ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
+    One that is not positive and finite is a ``ValueError`` here.
     """
+    timeout = checked_timeout(timeout)
 
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
         del context
         result = await with_provider(
-            provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
+            provider, lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits)
         )
         return result.content
 
@@ -100,12 +105,11 @@ async def resolve_interruptions(
     pending = state.get_interruptions()
     if not pending:
         return state
+    # The call ids come from the model: an unusable or repeated one gets call-<n> instead.
+    ids = question_ids([item.call_id for item in pending])
     items: list[tuple[AskUserQuestionItem, str]] = []
-    for index, item in enumerate(pending):
+    for item, question_id in zip(pending, ids, strict=True):
         name = item.name or "tool"
-        question_id = item.call_id or f"call-{index + 1}"
-        if any(asked.id == question_id for asked, _ in items):
-            question_id = f"{question_id}-{index + 1}"
         items.append((approval_item(name, _arguments(item), id=question_id), name))
     verdicts = await ask_approvals(items, provider=provider, signal=signal)
     for item, verdict in zip(pending, verdicts, strict=True):
@@ -127,15 +131,17 @@ async def run_with_approvals(
 ) -> RunResult:
     """``Runner.run`` that resolves every tool-approval interruption through the seam.
 
-    ``deny_after`` (seconds) bounds each batch of approval questions (then they are rejected).
+    ``deny_after`` (seconds) bounds each batch of approval questions (then they are rejected);
+    one that is not positive and finite is a ``ValueError`` before the run starts.
     Raises ``RuntimeError`` if the run is still interrupted after ``max_rounds`` resumptions.
     """
+    deny_after = checked_timeout(deny_after, name="deny_after")
     result = await Runner.run(agent, input, context=context)
     for _ in range(max_rounds):
         if not result.interruptions:
             return result
         state = await resolve_interruptions(
-            result.to_state(), provider=provider, signal=_signal(deny_after)
+            result.to_state(), provider=provider, signal=timeout_signal(deny_after)
         )
         result = await Runner.run(agent, state, context=context)
     if result.interruptions:

@@ -53,7 +53,16 @@ from ..tool import (
     run_tool,
     tool_parameters,
 )
-from ._common import STOPPED, approval_item, ask_approvals, ask_through, with_provider
+from ._common import (
+    STOPPED,
+    approval_item,
+    ask_approvals,
+    ask_through,
+    checked_timeout,
+    question_ids,
+    timeout_signal,
+    with_provider,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai_harness.ask_user import Answerer, AskUserRequest, AskUserResponse
@@ -75,10 +84,6 @@ SKIPPED_ANSWER: Final = "(The user skipped this question.)"
 """What the ``AskUser`` answerer sends for a skipped question: the harness has no skip."""
 
 
-def _signal(timeout: float | None) -> AbortSignal | None:
-    return AbortSignal.timeout(timeout) if timeout is not None else None
-
-
 # ---------------------------------------------------------------------------- toolset
 
 
@@ -93,13 +98,15 @@ def ask_user_toolset(
     ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
     When the provider suspends the ask (``AskSuspended``), the call is deferred
     (``CallDeferred``): the run ends with it in ``DeferredToolRequests.calls``, and
-    :func:`answer_deferred_calls` answers it for the next run.
+    :func:`answer_deferred_calls` answers it for the next run. A ``timeout`` that is not
+    positive and finite is a ``ValueError`` here.
     """
+    timeout = checked_timeout(timeout)
 
     async def ask_user_question(**arguments: object) -> str:
         try:
             result = await with_provider(
-                provider, lambda: run_tool(arguments, signal=_signal(timeout), limits=limits)
+                provider, lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits)
             )
         except AskSuspended as suspended:
             raise CallDeferred(metadata={"digest": suspended.digest}) from None
@@ -154,21 +161,21 @@ async def approve_deferred(
 
     ``Allow`` approves (``ToolApproved()``); anything else is ``ToolDenied`` with a message
     for the model: ``Deny``, the user's own text, a skip, a dismissal, a timeout, an abort.
-    ``requests.calls`` (external execution) are left alone.
+    ``requests.calls`` (external execution) are left alone. A call's question id is its
+    ``tool_call_id`` when that is a usable, unique question id, else ``call-<n>``: the ids
+    come from the model, and one unusable id must not fail the batch.
     """
     if not requests.approvals:
         return DeferredToolResults()
+    ids = question_ids([call.tool_call_id for call in requests.approvals])
     items = [
         (
             approval_item(
-                call.tool_name,
-                call.args_as_dict(),
-                id=call.tool_call_id,
-                header="Approve tool call",
+                call.tool_name, call.args_as_dict(), id=question_id, header="Approve tool call"
             ),
             call.tool_name,
         )
-        for call in requests.approvals
+        for call, question_id in zip(requests.approvals, ids, strict=True)
     ]
     verdicts = await ask_approvals(items, provider=provider, signal=signal)
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
@@ -185,8 +192,9 @@ def approval_handler(
     """A ``HandleDeferredToolCalls(handler=...)`` handler that asks for every approval.
 
     It resolves approvals only; external calls are left to the next handler (or the
-    run's ``DeferredToolRequests`` output).
+    run's ``DeferredToolRequests`` output). ``timeout`` is checked as the toolset's.
     """
+    timeout = checked_timeout(timeout)
 
     async def handler(
         ctx: RunContext[object], requests: DeferredToolRequests
@@ -194,7 +202,7 @@ def approval_handler(
         del ctx
         if not requests.approvals:
             return None
-        return await approve_deferred(requests, provider=provider, signal=_signal(timeout))
+        return await approve_deferred(requests, provider=provider, signal=timeout_signal(timeout))
 
     return handler
 
