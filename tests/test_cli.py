@@ -191,3 +191,28 @@ def test_each_command_help_has_a_description_examples_and_the_exit_codes(command
     description = result.stdout.split("\n\n")[1]
     assert len(description) > 40
     assert all(len(line) <= 78 for line in description.split("\n"))
+
+
+# What a user typed may hold C1 controls and bidirectional overrides; on stdout they stand
+# as \uXXXX escapes (the same JSON value), so the answer cannot steer the terminal it meets.
+TYPED = "bun \x9b31m \u202eevil\u202c \x7f é ✓"
+SHOWN = "bun \\u009b31m \\u202eevil\\u202c \\u007f é ✓"
+
+
+def test_ask_prints_unsafe_characters_of_an_answer_as_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    result = run("ask", str(path), typed=f"{TYPED}\n\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        '{"answers":[{"id":"pkg","selected":[],"custom":"' + SHOWN + '"},'
+        '{"id":"notes","selected":[]}]}\n'
+    )
+    assert json.loads(result.stdout)["answers"][0]["custom"] == TYPED
+
+
+def test_the_demo_prints_unsafe_characters_of_an_answer_as_escapes() -> None:
+    result = run("demo", "--plain", typed=f"{TYPED}\n\n\n\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith('{"answers":[{"id":"pkg","selected":[],"custom":"' + SHOWN)
+    assert json.loads(result.stdout)["answers"][0]["custom"] == TYPED

@@ -25,7 +25,7 @@ from interaction import (
     ask,
     provide,
 )
-from interaction.console import ConsoleProvider
+from interaction.console import ConsoleProvider, _LineReader
 
 from .helpers import pkg_question
 
@@ -104,6 +104,26 @@ async def test_single_select_takes_a_number_a_label_or_text_of_ones_own(
 ) -> None:
     answer, _ = await run_console(typed)
     assert answer == AskUserQuestionAnswer([expected])
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("2\n", ["2"]),  # the label "2", not the option numbered 2
+        ("4\n", ["4"]),  # the label "4", not the "Other…" entry numbered 4
+        (" 8 \n", ["8"]),
+        ("1\n", ["2"]),  # no label: the option numbered 1
+        ("3\n", ["8"]),
+    ],
+)
+async def test_a_label_that_is_a_number_wins_over_the_option_of_that_number(
+    typed: str, expected: list[str]
+) -> None:
+    workers = AskUserQuestionItem(
+        "workers", "How many?", options=[Option("2"), Option("4"), Option("8")]
+    )
+    answer, _ = await run_console(typed, workers)
+    assert answer == AskUserQuestionAnswer([Item("workers", expected)])
 
 
 async def test_a_number_out_of_range_re_prompts_with_one_message_for_both_kinds() -> None:
@@ -253,6 +273,23 @@ async def test_through_a_real_pipe(pipe: tuple[io.TextIOWrapper, io.TextIOWrappe
     with provide(provider), pytest.raises(UserInteractionError) as info:
         await ask(AskUserQuestionRequest([FREE]))
     assert info.value.code == ErrorCode.ASK_CANCELLED
+
+
+async def test_a_very_long_line_is_read_whole_and_the_lines_after_it_too(
+    pipe: tuple[io.TextIOWrapper, io.TextIOWrapper],
+) -> None:
+    reader, writer = pipe
+    long = "x" * 1_000_000 + "é"  # many reads of the pipe, then a two-byte character
+    lines = _LineReader(reader)
+
+    def send() -> None:
+        writer.write(f"{long}\r\nnext\n\nlast")
+        writer.close()
+
+    sending = asyncio.create_task(asyncio.to_thread(send))
+    assert await lines.readline() == long
+    assert [await lines.readline() for _ in range(4)] == ["next", "", "last", None]
+    await sending
 
 
 async def test_an_abort_leaves_no_reader_behind(

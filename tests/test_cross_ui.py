@@ -52,6 +52,13 @@ CHECKS = AskUserQuestionItem(
     options=[Option("tests"), Option("lint"), Option("types")],
 )
 NOTES = AskUserQuestionItem("notes", "Anything else?")
+# Labels that are numbers: a typed "2" is the label "2", not the option numbered 2.
+WORKERS = AskUserQuestionItem(
+    "workers", "How many workers?", options=[Option("2"), Option("4"), Option("8")]
+)
+SIZES = AskUserQuestionItem(
+    "sizes", "Which sizes?", multi_select=True, options=[Option("2"), Option("4"), Option("8")]
+)
 
 
 @dataclass(frozen=True)
@@ -79,14 +86,21 @@ SCENARIOS = [
     Scenario("ticked and typed own", CHECKS, (1,), "docs ", Item("checks", ["tests"], "docs")),
     Scenario("free text", NOTES, (), " ship it ", Item("notes", custom="ship it")),
     Scenario("skipped", PKG, (), None, Item("pkg")),
+    Scenario("typed label that is a number", WORKERS, (), "2", Item("workers", ["2"])),
+    Scenario("typed label that is the Other number", WORKERS, (), "4", Item("workers", ["4"])),
+    Scenario("chosen among number labels", WORKERS, (3,), None, Item("workers", ["8"])),
+    Scenario("ticked and typed number label", SIZES, (3,), "2", Item("sizes", ["8", "2"])),
 ]
 
 
 def console_lines(scenario: Scenario) -> str:
-    """What the user types on the console: numbers (the last one opens "Other…"), then text."""
+    """What the user types on the console: a single-select's text as the reply itself;
+    otherwise numbers (the last one opens "Other…"), then text."""
     question = scenario.question
     if not question.options:
         return f"{scenario.typed or ''}\n"
+    if not question.multi_select and not scenario.chosen and scenario.typed is not None:
+        return f"{scenario.typed}\n"
     numbers = [str(n) for n in scenario.chosen]
     if scenario.typed is not None:
         numbers.append(str(len(question.options) + 1))

@@ -13,7 +13,11 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.layout import BufferControl
+from prompt_toolkit.layout.processors import TransformationInput
 from prompt_toolkit.output import DummyOutput
 
 import interaction.terminal
@@ -31,7 +35,9 @@ from interaction import (
     ask,
     provide,
 )
+from interaction.flow import BatchFlow
 from interaction.terminal import TerminalProvider
+from interaction.terminal._app import ESC_DELAY, Escaped, build_app
 
 from .helpers import CHECKS, NOTES, import_error_without, pkg_question
 from .strategies import requests
@@ -205,6 +211,82 @@ async def test_meta_keys_edit_the_text_instead_of_dismissing(
 ) -> None:
     answered = await answer(keyboard, keys + ENTER, NOTES)
     assert answered.answers == (Item("notes", custom=expected),)
+
+
+def test_a_lone_esc_acts_once_the_input_has_waited_half_a_second_in_every_mode(
+    keyboard: PipeInput,
+) -> None:
+    # The input holds a lone ESC for ttimeoutlen, to tell it from an arrow key's start;
+    # with timeoutlen the key processor would wait again in a text field (ESC starts its
+    # Meta bindings) and read a key typed meanwhile as Alt-key. A Meta key's ESC comes
+    # with its key, so no second wait is needed.
+    app = build_app(BatchFlow(AskUserQuestionRequest([NOTES])), keyboard, DummyOutput())
+    assert (ESC_DELAY, app.ttimeoutlen, app.timeoutlen) == (0.5, 0.5, 0)
+
+
+async def test_esc_alone_in_a_text_field_then_y_dismisses(keyboard: PipeInput) -> None:
+    screen = Recorder()
+    with provide(TerminalProvider(keyboard, screen)):
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([pkg_question(), NOTES])))
+        keyboard.send_text("2" + ENTER + "la")
+        await screen.shows("❯ la")
+        keyboard.send_text(ESC)
+        await screen.shows("Discard 2 answers? y/N")
+        keyboard.send_text("y")
+        with pytest.raises(UserInteractionError) as info:
+            await asyncio.wait_for(asking, 10)
+    assert info.value.code == ErrorCode.ASK_CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ("\x1b[31m" + "2" + ENTER, Item("pkg", ["npm"])),  # on the options
+        ("o" + "\x1b[31m" + "bun" + "\x1b[<0;1;2m" + ENTER, Item("pkg", custom="bun")),
+    ],
+    ids=["options", "field"],
+)
+async def test_input_that_reads_as_a_mouse_report_is_dropped(
+    keyboard: PipeInput,
+    keys: str,
+    expected: AskUserQuestionAnswerItem,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Ctrl-V Esc [31m, or such a paste outside bracketed paste: mouse reporting is off,
+    # yet prompt_toolkit's own mouse binding read it and printed its traceback.
+    screen = Recorder()
+    keyboard.send_text(keys)
+    with provide(TerminalProvider(keyboard, screen)):
+        async with asyncio.timeout(10):
+            answered = await ask(AskUserQuestionRequest([pkg_question()]))
+    assert answered.answers == (expected,)
+    printed = capsys.readouterr()
+    assert "Traceback" not in screen.text + printed.out + printed.err
+
+
+async def test_typed_or_pasted_controls_show_as_escapes_in_the_field(keyboard: PipeInput) -> None:
+    screen = Recorder()
+    typed = "A\u202eB\u2066C\x9bD"
+    with provide(TerminalProvider(keyboard, screen)):
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([pkg_question()])))
+        keyboard.send_text("o" + typed)
+        await screen.shows("Other: A\\u202eB\\u2066C\\x9bD")
+        keyboard.send_text(ENTER)
+        answered = await asyncio.wait_for(asking, 10)
+    assert answered.answers == (Item("pkg", custom=typed),)
+    assert not any(char in screen.raw for char in "\u202e\u2066\x9b")
+
+
+def test_the_field_maps_the_cursor_across_an_escape() -> None:
+    text = "a\u202eb"
+    shown = Escaped().apply_transformation(
+        TransformationInput(
+            BufferControl(Buffer()), Document(text), 0, lambda at: at, [("", text)], 80, 1
+        )
+    )
+    assert "".join(fragment[1] for fragment in shown.fragments) == "a\\u202eb"
+    assert [shown.source_to_display(at) for at in range(5)] == [0, 1, 7, 8, 9]
+    assert [shown.display_to_source(at) for at in (0, 1, 4, 7, 8, 9)] == [0, 1, 1, 2, 3, 4]
 
 
 async def test_the_answer_is_summed_up_when_the_prompt_goes(keyboard: PipeInput) -> None:

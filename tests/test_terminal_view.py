@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prompt_toolkit.utils import get_cwidth
@@ -14,7 +15,8 @@ from interaction import (
     AskUserQuestionRequest,
     PlanReviewIntent,
 )
-from interaction.flow import BatchFlow
+from interaction.flow import BatchFlow, Row
+from interaction.terminal import _view
 from interaction.terminal._markdown import markdown
 from interaction.terminal._text import Fragments, Line, plain, wrap
 from interaction.terminal._view import Screen, Viewport, paint
@@ -252,6 +254,37 @@ def test_long_option_lists_are_windowed_around_the_cursor() -> None:
     assert len(last.split("\n")) <= 12
 
 
+def test_a_paint_builds_only_the_options_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    option = _view._option
+
+    def counted(batch: BatchFlow, number: int, row: Row) -> list[Line]:
+        built.append(number)
+        return option(batch, number, row)
+
+    monkeypatch.setattr(_view, "_option", counted)
+    builds = []
+    for count in (1_000, 20_000):
+        options = [Option(f"option {n}", "said" if n % 3 else None) for n in range(1, count + 1)]
+        batch, view = flow(pkg_question(options=options)), Viewport()
+        assert batch.rows is batch.rows  # built once, not per read
+        built.clear()
+        first = screen(batch, height=30, view=view).split("\n")
+        assert first[3] == f"❯ {1:>{len(str(count + 1))}}. option 1"
+        builds.append(len(built))
+        batch.move(-1)  # wraps to the Other row, at the end
+        built.clear()
+        last = screen(batch, height=30, view=view).split("\n")
+        builds.append(len(built))
+        assert f"❯ {count + 1}. Other…" in last
+        up = next(int(m[1]) for row in last if (m := re.match(r"  ↑ (\d+) more", row)))
+        numbers = [int(m[1]) for row in last if (m := re.match(r"^[❯ ] +(\d+)\. ", row))]
+        assert numbers == list(range(up + 1, count + 2))
+    # As many options built for 20,000 as for 1,000: a few screens' worth, not all of them.
+    assert builds[:2] == builds[2:]
+    assert max(builds) <= 2 * 30
+
+
 def test_a_long_detail_pages() -> None:
     detail = "\n".join(f"line {n}" for n in range(1, 41))
     batch, view = flow(pkg_question(detail=detail)), Viewport()
@@ -292,6 +325,45 @@ def test_a_very_small_terminal_keeps_the_cursor_row_and_one_row_of_hints() -> No
         assert len(shown) <= height - 1, height
         assert "❯ 3. yarn" in shown, height
         assert shown[-1].startswith("↑↓ move"), height
+
+
+def test_a_tiny_terminal_keeps_whole_hints_and_the_header_row() -> None:
+    tiny = paint(flow(AskUserQuestionItem("notes", "Anything else?")), Viewport(), 20, 5)
+    assert rows(tiny.above) == ["── Question ──"]
+    assert rows(tiny.below) == ["Enter confirm (empty", "skips)"]  # one hint, wrapped whole
+    batch = flow(pkg_question(detail="a\nb\nc\nd"))
+    batch.move(2)
+    for height in range(4, 10):
+        shown = screen(batch, width=30, height=height).split("\n")
+        assert shown[0] == "── Question ──", height
+        assert "❯ 3. yarn" in shown, height
+        assert shown[-1] == "↑↓ move · 1-4 jump", height  # whole hints, never a piece of one
+
+
+def test_a_plan_review_with_a_huge_option_keeps_the_header_the_buttons_and_the_hints() -> None:
+    plan = AskUserQuestionItem(
+        "plan",
+        "Approve this plan? " + "It is long. " * 8,
+        detail="# Plan\n" + "\n".join(f"{n}. step" for n in range(1, 80)),
+        options=[Option("Approve"), Option("Revise " + "every step of it " * 12)],
+        intent=PlanReviewIntent("Approve"),
+    )
+    batch = flow(plan)
+    for _ in range(3):
+        shown = screen(batch, width=40, height=12).split("\n")
+        assert len(shown) <= 11
+        assert shown[0] == "── Plan review ──"
+        assert any("[ Approve ]" in row for row in shown)
+        assert any("Other… ]" in row for row in shown)
+        assert any("❯[" in row for row in shown)
+        hints = shown[-1].split(" · ")  # one row of whole hints
+        assert hints[0] == "←→ choose", shown
+        assert set(hints) <= PLAN_HINTS, shown
+        batch.move(1)
+
+
+PLAN_HINTS = {"←→ choose", "Enter confirm", "Tab own words", "s skip", "↑↓ Home End scroll"}
+PLAN_HINTS |= {"Esc dismiss", "PgUp/PgDn scroll"}
 
 
 @given(
@@ -523,6 +595,20 @@ def test_a_table_wider_than_the_terminal_is_one_line_per_row() -> None:
         "• Tool: npm · Why:",
         "  ships with Node",
     ]
+
+
+def test_a_wrapped_record_never_starts_a_row_with_the_colon_after_a_header() -> None:
+    for words in range(12, 40):  # from 12 words on the table is wider than 38 cells
+        table = "| a | b |\n|---|---|\n| " + "yy " * words + "| x |"
+        shown = rows(_detail_rows(table, 38))
+        assert not any(row.lstrip().startswith(":") for row in shown), shown
+        assert " ".join(" ".join(shown).split()) == "• a: " + "yy " * words + "· b: x"
+
+
+def test_a_word_made_of_several_styles_wraps_as_one() -> None:
+    line = Line([("", "one two "), ("bold", "three"), ("", ", four")])
+    assert rows(wrap(line, 12)) == ["one two", "three, four"]
+    assert wrap(line, 12)[1][:2] == [("bold", "three"), ("", ",")]
 
 
 def test_a_pipe_without_a_rule_row_is_not_a_table() -> None:

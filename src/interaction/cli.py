@@ -30,6 +30,7 @@ from ._core import (
     UserInteractionProvider,
     __version__,
     ask,
+    escape_controls,
     provide,
     provide_agents,
 )
@@ -112,7 +113,7 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> 
                         except UserInteractionError as error:
                             print(f"interaction: {error.message} ({error.code})", file=sys.stderr)
                             continue
-                        print(dumps(answer), flush=True)
+                        print(_json(answer), flush=True)
             finally:
                 relay.close()
 
@@ -368,8 +369,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interaction: interrupted", file=sys.stderr)
         return EXIT_NOT_ANSWERED
-    print(dumps(answer))
+    print(_json(answer))
     return EXIT_ANSWERED
+
+
+def _json(answer: AskUserQuestionAnswer) -> str:
+    """The answer's wire JSON with every character the text policy calls unsafe (C1
+    controls, DEL, bidirectional overrides and isolates) as a ``\\uXXXX`` escape.
+
+    The same JSON value, but one typed by the user can no longer steer the terminal or
+    reorder the line it is printed on. Such characters stand only inside JSON strings, so
+    escaping them there is safe; the encoder has escaped the C0 controls already.
+    """
+    text = dumps(answer)
+    if text.isprintable():  # every unsafe character is unprintable
+        return text
+    unsafe = {
+        ord(char): f"\\u{ord(char):04x}"
+        for char in set(text)
+        if not char.isprintable() and escape_controls(char, keep_newlines=False) != char
+    }
+    return text.translate(unsafe)
 
 
 def _is_terminal(stream: TextIO) -> bool:

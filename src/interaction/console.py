@@ -4,9 +4,10 @@ It drives the shared :class:`~interaction.flow.BatchFlow`, one reply per questio
 question is printed from the display model with its header, detail and numbered options,
 and one more numbered entry, "Other…", for an answer of one's own. Single-select takes a
 number, a label, or any other text as the answer of one's own (text naming an option
-selects it, as in every UI); multi-select takes numbers separated by commas or spaces; an
-empty line skips. End of input is ``ASK_CANCELLED`` ("input ended"). Model text arrives
-escaped from the display model, so no escape sequence reaches the terminal.
+selects it, as in every UI, and a label that is a number wins over the option of that
+number); multi-select takes numbers separated by commas or spaces; an empty line skips.
+End of input is ``ASK_CANCELLED`` ("input ended"). Model text arrives escaped from the
+display model, so no escape sequence reaches the terminal.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._core import (
     ErrorCode,
     UserInteractionError,
     escape_controls,
+    label_key,
 )
 from .display import QuestionView
 from .flow import BatchFlow
@@ -152,7 +154,10 @@ _Parsed = tuple[tuple[str, ...], str | None, bool] | str
 
 def _parse_single(question: QuestionView, reply: str) -> _Parsed:
     count = len(question.options)
-    if reply.isdecimal():
+    # A reply that is an option's label is that option, even when it is also a number:
+    # with options "2", "4", "8", typing 2 means "2", as it does in every other UI.
+    key = label_key(reply)
+    if reply.isdecimal() and all(label_key(option.label) != key for option in question.options):
         number = int(reply)
         if 1 <= number <= count:
             return (question.options[number - 1].label,), None, False
@@ -188,7 +193,12 @@ class _LineReader:
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self._buffer = ""
+        # Read text not given out yet: ``_text`` from ``_at`` (whole lines, then the start
+        # of a line), then ``_tail``, pieces with no newline. Pieces are joined once, when
+        # a newline comes, so a very long line costs its length, not its length squared.
+        self._text = ""
+        self._at = 0
+        self._tail: list[str] = []
         self._eof = False
         encoding = getattr(stream, "encoding", None) or "utf-8"
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
@@ -196,21 +206,35 @@ class _LineReader:
 
     async def readline(self) -> str | None:
         """The next line without its newline; ``None`` at end of input."""
-        while self._fd is not None and "\n" not in self._buffer and not self._eof:
+        line = self._next_line()
+        while line is None and self._fd is not None and not self._eof:
             try:
                 await self._fill(self._fd)
             except PermissionError:  # a device epoll cannot watch (/dev/null): it never blocks
                 self._fd = None
-        if self._fd is None and not self._buffer:
-            line = self.stream.readline()
-            return line.rstrip("\r\n") if line else None
-        if "\n" in self._buffer:
-            line, self._buffer = self._buffer.split("\n", 1)
+            line = self._next_line()
+        if line is not None:
             return line.rstrip("\r")
-        if self._buffer:
-            line, self._buffer = self._buffer, ""
-            return line
-        return None
+        rest = self._text[self._at :] + "".join(self._tail)
+        self._text, self._at, self._tail = "", 0, []
+        if self._fd is None and not rest:
+            read = self.stream.readline()
+            return read.rstrip("\r\n") if read else None
+        return rest or None
+
+    def _next_line(self) -> str | None:
+        end = self._text.find("\n", self._at)
+        if end < 0:
+            return None
+        line, self._at = self._text[self._at : end], end + 1
+        return line
+
+    def _add(self, piece: str) -> None:
+        if "\n" in piece:
+            self._text = "".join([self._text[self._at :], *self._tail, piece])
+            self._at, self._tail = 0, []
+        elif piece:
+            self._tail.append(piece)
 
     async def _fill(self, fd: int) -> None:
         loop = asyncio.get_running_loop()
@@ -222,9 +246,9 @@ class _LineReader:
         finally:
             loop.remove_reader(fd)
         if data:
-            self._buffer += self._decoder.decode(data)
+            self._add(self._decoder.decode(data))
         else:
-            self._buffer += self._decoder.decode(b"", final=True)
+            self._add(self._decoder.decode(b"", final=True))
             self._eof = True
 
 

@@ -88,6 +88,10 @@ class BatchFlow:
         self.reviewing = False
         """On the review step, after the last question: :meth:`enter` sends."""
         self.drafts = [Draft(mode="list" if q.options else "text") for q in self.questions]
+        # Built once: a UI reads ``rows`` on every key and for every option it draws.
+        self._rows: list[tuple[Row, ...]] = [
+            (*q.options, OTHER) if q.options else () for q in self.questions
+        ]
         self.notice = ""
         self.done = False
         self.dismissed = False
@@ -123,8 +127,7 @@ class BatchFlow:
 
         In a plan review the approve option comes first, whatever the request's order.
         """
-        options = self.question.options
-        return (*options, OTHER) if options else ()
+        return self._rows[self.index]
 
     def status(self, index: int) -> Status:
         """Whether question ``index`` is answered, skipped, or still open."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from functools import partial
 from typing import Final
@@ -12,8 +13,10 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, FilterOrBool
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import (
     BufferControl,
     ConditionalContainer,
@@ -23,14 +26,18 @@ from prompt_toolkit.layout import (
     VSplit,
     Window,
 )
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from .._core import AskUserQuestionAnswer, cancelled_error
+from .._core import AskUserQuestionAnswer, cancelled_error, escape_controls
 from ..flow import BatchFlow
 from ._view import Screen, Viewport, joined, paint
 
-__all__ = ["STYLE", "build_app"]
+__all__ = ["ESC_DELAY", "STYLE", "Escaped", "build_app"]
+
+ESC_DELAY: Final = 0.5
+"""Seconds after which a lone Esc acts, in every mode."""
 
 STYLE: Final = Style.from_dict(
     {
@@ -68,6 +75,33 @@ STYLE: Final = Style.from_dict(
 )
 
 
+class Escaped(Processor):
+    """The text field as text: every control character the user typed or pasted, the
+    bidirectional ones too, shows as its escape (``\\u202e``), as model text does."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        fragments = transformation_input.fragments
+        text = "".join(fragment[1] for fragment in fragments)
+        if escape_controls(text, keep_newlines=False) == text:
+            return Transformation(fragments)
+        shown: StyleAndTextTuples = []
+        starts = [0]  # where each character of the text starts on the screen
+        for style, part, *_ in fragments:
+            for char in part:
+                visible = escape_controls(char, keep_newlines=False)
+                shown.append((style, visible))
+                starts.append(starts[-1] + len(visible))
+        end = len(starts) - 1
+
+        def to_display(at: int) -> int:
+            return starts[at] if at <= end else starts[end] + at - end
+
+        def to_source(at: int) -> int:
+            return end + at - starts[end] if at >= starts[end] else bisect_right(starts, at) - 1
+
+        return Transformation(shown, to_display, to_source)
+
+
 def build_app(
     flow: BatchFlow, input: Input, output: Output, deadline: float | None = None
 ) -> Application[AskUserQuestionAnswer]:
@@ -100,7 +134,11 @@ def build_app(
         wrap_lines=True,
         always_hide_cursor=True,
     )
-    field = Window(BufferControl(buffer), dont_extend_height=True, wrap_lines=True)
+    field = Window(
+        BufferControl(buffer, input_processors=[Escaped()]),
+        dont_extend_height=True,
+        wrap_lines=True,
+    )
     prompt = Window(
         FormattedTextControl(lambda: joined([screen().field_prompt])),
         dont_extend_width=True,
@@ -143,6 +181,12 @@ def build_app(
         output=output,
         refresh_interval=None if deadline is None else 1.0,
     )
+    # A lone Esc is known once the input has waited ``ttimeoutlen`` (half a second) for
+    # the rest of a sequence; prompt_toolkit's default ``timeoutlen`` then waits a second
+    # more in a text field (Esc starts its Meta bindings) and turns a key typed meanwhile
+    # into Alt-key. A Meta key arrives as ESC and its key together, so none is needed.
+    app.ttimeoutlen = ESC_DELAY
+    app.timeoutlen = 0.0
     sync()
     return app
 
@@ -206,4 +250,13 @@ def _keys(flow: BatchFlow, viewport: Viewport, sync: Callable[[], None]) -> KeyB
     # "Discard N answers? y/N": y discards, any other key keeps them.
     bind("y", "Y", action=flow.discard, filter=confirming)
     bind("<any>", action=flow.keep, filter=confirming)
+    # Mouse reports are off (mouse_support=False), yet prompt_toolkit's own mouse
+    # bindings stay loaded and crash on typed look-alikes (Ctrl-V Esc [31m reads as one);
+    # these come last, so they win, and drop such input.
+    for mouse in (Keys.Vt100MouseEvent, Keys.WindowsMouseEvent):
+        keys.add(mouse)(_ignore)
     return keys
+
+
+def _ignore(event: KeyPressEvent) -> None:
+    """Nothing: for input that is no key of this UI."""

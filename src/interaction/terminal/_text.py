@@ -63,44 +63,62 @@ def wrap(line: Line, width: int) -> list[Fragments]:
         row = [("", line.hang)] if line.hang else []
         start = used = hang
 
-    for style, whole in _pieces(line):
-        piece, size = whole, get_cwidth(whole)
-        if line.reflow and piece.isspace():
+    for word in _words(line):
+        if line.reflow and word[0][1].isspace():
+            style, piece = word[0]
+            size = get_cwidth(piece)
             if used + size > width:
                 new_row()  # the break swallows the space it falls on
             elif used > start or not rows:
                 row.append((style, piece))
                 used += size
             continue
+        size = sum(get_cwidth(piece) for _, piece in word)
         if line.reflow and used > start and used + size > width and hang + size <= width:
             new_row()  # the word fits on a row of its own
-        while piece and used + size > width:  # still too wide: cut it
-            cut, cut_size = fit(piece, width - used)
-            if not cut and used > start:
-                new_row()
-                continue
-            if not cut:  # a character wider than the whole row
-                cut, cut_size = piece[0], get_cwidth(piece[0])
-            row.append((style, cut))
-            used += cut_size
-            piece, size = piece[len(cut) :], size - cut_size
+        for style, whole in word:
+            piece, size = whole, get_cwidth(whole)
+            while piece and used + size > width:  # still too wide: cut it
+                cut, cut_size = fit(piece, width - used)
+                if not cut and used > start:
+                    new_row()
+                    continue
+                if not cut:  # a character wider than the whole row
+                    cut, cut_size = piece[0], get_cwidth(piece[0])
+                row.append((style, cut))
+                used += cut_size
+                piece, size = piece[len(cut) :], size - cut_size
+                if piece:
+                    new_row()
             if piece:
-                new_row()
-        if piece:
-            row.append((style, piece))
-            used += size
+                row.append((style, piece))
+                used += size
     rows.append(row)
     return rows
 
 
-def _pieces(line: Line) -> Iterator[tuple[str, str]]:
-    """Words and runs of space, each with its style; code keeps whole fragments."""
+def _words(line: Line) -> Iterator[list[tuple[str, str]]]:
+    """Words and runs of space, each piece with its style; code keeps whole fragments.
+
+    A word's pieces may come from several fragments (``**bold**,`` or ``name: ``), so no
+    row starts with the comma or colon that follows a styled word.
+    """
+    if not line.reflow:
+        yield from ([(style, text)] for style, text in line.fragments if text)
+        return
+    word: list[tuple[str, str]] = []
     for style, text in line.fragments:
-        if line.reflow:
-            for match in _WORDS.finditer(text):
-                yield style, match.group()
-        elif text:
-            yield style, text
+        for match in _WORDS.finditer(text):
+            piece = match.group()
+            if piece.isspace():
+                if word:
+                    yield word
+                    word = []
+                yield [(style, piece)]
+            else:
+                word.append((style, piece))
+    if word:
+        yield word
 
 
 def fit(text: str, cells: int) -> tuple[str, int]:

@@ -105,7 +105,8 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
 
     It never takes more than ``height - 1`` rows. When room is short the blank rows go
     first, then the detail pages and the options window; on a very small terminal the
-    hints shrink to one row and the top rows go, so that the cursor's row always shows.
+    hints shrink to one row of whole hints and the rows under the header row go (the
+    header row last), so that the cursor's row always shows.
     """
     position = _position(flow)
     if viewport.question != position:
@@ -116,15 +117,16 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     head = _rows([_strip(flow, width) if flow.review else _title(flow), *_question(flow)], width)
     detail = flow.question.detail
     detail_rows = _detail(detail, width - len(MARGIN)) if detail else []
-    blocks = [_rows(lines, width) for lines in _choices(flow)]
+    blocks = _Blocks(flow, width)
     prompt = _field_prompt(flow, width)
     field_rows = 0
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
         room_beside = max(1, width - get_cwidth(plain(prompt)))
-        field_rows = -(-(get_cwidth(flow.draft.text) + 1) // room_beside)
+        field_rows = -(-(get_cwidth(_safe(flow.draft.text)) + 1) // room_beside)
     status = _rows(_status(flow), width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
-    option_rows = sum(map(len, blocks))
+    # Counted no further than the terminal's height: past it the exact figure changes nothing.
+    option_rows = blocks.rows_up_to(max(limit, MIN_OPTION_ROWS))
     gaps = 2  # blank rows: under the question, above the hints
     room = limit - len(head) - field_rows - len(status) - hint_rows - gaps
     while gaps and room < min(MIN_OPTION_ROWS, len(detail_rows) + option_rows):
@@ -142,19 +144,32 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     above = head + [[("", MARGIN), *row] for row in detail_shown]
     if gaps:
         above.append([])
-    above.extend(_window(blocks, _cursor_block(flow), option_budget, viewport))
-    hints = _pack(_hints(flow, paged=paged), width)
-    below = [*status, *([[]] if gaps > 1 else []), *hints]
-    return _squeeze(Screen(above, prompt, below), field_rows, [*status, *hints[:1]], limit)
+    window, cursor_row = _window(blocks, _cursor_block(flow), option_budget, viewport)
+    # The rows from the cursor's on must stay; in the text field the cursor is below them.
+    keep = 0 if flow.mode == "text" and not flow.plan_review else len(window) - cursor_row
+    above.extend(window)
+    hints = _packed(_hints(flow, paged=paged), width)
+    below = [*status, *([[]] if gaps > 1 else []), *_hint_rows(hints, width)]
+    short = [*status, *_hint_rows(hints[:1], width)]
+    return _squeeze(Screen(above, prompt, below), field_rows, short, limit, keep)
 
 
-def _squeeze(screen: Screen, field_rows: int, short: list[Fragments], limit: int) -> Screen:
-    """On a very small terminal: ``short`` below (one row of hints), and the top rows go."""
+def _squeeze(
+    screen: Screen, field_rows: int, short: list[Fragments], limit: int, keep: int = 0
+) -> Screen:
+    """On a very small terminal: ``short`` below (one row of whole hints), and rows above go.
+
+    The header row stays while the last ``keep`` rows (the cursor's) still fit beside it;
+    the rows after it go first, then, if need be, the header row too.
+    """
     above, below = screen.above, screen.below
     if len(above) + field_rows + len(below) > limit:
         below = short
         excess = len(above) + field_rows + len(below) - limit
-        above = above[max(0, excess) :]
+        if excess > 0 and len(above) - excess - 1 >= keep:
+            above = [above[0], *above[1 + excess :]]
+        elif excess > 0:
+            above = above[excess:]
     return Screen(above, screen.field_prompt, below)
 
 
@@ -173,8 +188,10 @@ def _review(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scr
     room = limit - len(head) - len(status) - hint_rows - 2
     shown, paged = _page(listed, max(1, room), viewport, width)
     above = [*head, [], *shown]
-    hints = _pack(_hints(flow, paged=paged), width)
-    return _squeeze(Screen(above, [], [*status, [], *hints]), 0, [*status, *hints[:1]], limit)
+    hints = _packed(_hints(flow, paged=paged), width)
+    below = [*status, [], *_hint_rows(hints, width)]
+    short = [*status, *_hint_rows(hints[:1], width)]
+    return _squeeze(Screen(above, [], below), 0, short, limit)
 
 
 def summary(flow: BatchFlow, width: int) -> list[Fragments]:
@@ -329,17 +346,44 @@ def _detail(detail: str, width: int) -> list[Fragments]:
     return _rows(markdown(detail, "class:detail", width), width)
 
 
-def _choices(flow: BatchFlow) -> list[list[Line]]:
-    """One block of lines per row the cursor can be on (the plan review's is one block)."""
-    rows = flow.rows
-    if flow.plan_review:
-        return [_buttons(flow, rows)]
-    blocks = []
-    for number, row in enumerate(rows, start=1):
-        if row is OTHER and flow.mode == "text":
-            break  # the text field stands in its place
-        blocks.append(_option(flow, number, row))
-    return blocks
+class _Blocks:
+    """The wrapped rows of each row the cursor can be on (the plan review's: one block).
+
+    A block is built when it is first read, so a paint costs the options it shows, not
+    the options there are.
+    """
+
+    def __init__(self, flow: BatchFlow, width: int) -> None:
+        self._flow, self._width = flow, width
+        rows = flow.rows
+        if flow.plan_review:
+            self._count = 1
+        else:  # in text mode the field stands in the Other row's place
+            self._count = len(rows) - 1 if rows and flow.mode == "text" else len(rows)
+        self._built: dict[int, list[Fragments]] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> list[Fragments]:
+        block = self._built.get(index)
+        if block is None:
+            flow = self._flow
+            if flow.plan_review:
+                lines = _buttons(flow, flow.rows)
+            else:
+                lines = _option(flow, index + 1, flow.rows[index])
+            block = self._built[index] = _rows(lines, self._width)
+        return block
+
+    def rows_up_to(self, cap: int) -> int:
+        """The rows of all the blocks, counted until they pass ``cap``."""
+        total = 0
+        for index in range(self._count):
+            if total > cap:
+                break
+            total += len(self[index])
+        return total
 
 
 def _marker(flow: BatchFlow, number: int) -> tuple[str, str]:
@@ -475,12 +519,22 @@ def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
 
 def _pack(hints: list[str], width: int) -> list[Fragments]:
     """Key hints joined by `` · `` into rows, never breaking inside one hint if it fits."""
+    return _hint_rows(_packed(hints, width), width)
+
+
+def _packed(hints: list[str], width: int) -> list[str]:
+    """Key hints joined by `` · `` into lines of whole hints that fit, where one hint fits."""
     lines: list[str] = []
     for hint in hints:
         if lines and get_cwidth(lines[-1]) + get_cwidth(SEPARATOR + hint) <= width:
             lines[-1] += SEPARATOR + hint
         else:
             lines.append(hint)
+    return lines
+
+
+def _hint_rows(lines: list[str], width: int) -> list[Fragments]:
+    """Packed hint lines as rows; a hint wider than the terminal wraps between its words."""
     return _rows([Line([("class:hint", line)]) for line in lines], width)
 
 
@@ -515,34 +569,45 @@ def _cursor_block(flow: BatchFlow) -> int:
 
 
 def _window(
-    blocks: list[list[Fragments]], cursor: int, budget: int, viewport: Viewport
-) -> list[Fragments]:
-    """The option blocks around the cursor that fit in ``budget`` rows, with "more" markers."""
+    blocks: _Blocks, cursor: int, budget: int, viewport: Viewport
+) -> tuple[list[Fragments], int]:
+    """The option blocks around the cursor that fit in ``budget`` rows, with "more" markers,
+    and where the cursor's block starts among those rows.
+
+    Only the blocks near the cursor are read: no block is under one row, so none further
+    than ``budget`` blocks from the cursor can show with it.
+    """
     count = len(blocks)
-    if sum(map(len, blocks)) <= budget:
-        return [row for block in blocks for row in block]
+    if blocks.rows_up_to(budget) <= budget:
+        every = [row for index in range(count) for row in blocks[index]]
+        return every, sum(len(blocks[index]) for index in range(min(cursor, count)))
     cursor = min(cursor, count - 1)
+    budget = max(1, budget)
 
-    def fits(top: int, end: int) -> bool:
-        markers = (top > 0) + (end < count)
-        return sum(len(block) for block in blocks[top:end]) + markers <= budget
+    def fits(used: int, top: int, end: int) -> bool:
+        return used + (top > 0) + (end < count) <= budget
 
-    top = min(viewport.options_top, cursor)
-    while top < cursor and not fits(top, cursor + 1):
+    top = max(min(viewport.options_top, cursor), cursor + 1 - budget)
+    used = sum(len(blocks[index]) for index in range(top, cursor + 1))
+    while top < cursor and not fits(used, top, cursor + 1):
+        used -= len(blocks[top])
         top += 1
-    if not fits(top, cursor + 1):  # no room for markers: the start of the cursor's option
+    if not fits(used, top, cursor + 1):  # no room for markers: the start of the cursor's option
         viewport.options_top = cursor
-        return blocks[cursor][: max(1, budget)]
+        return blocks[cursor][:budget], 0
     end = cursor + 1
-    while end < count and fits(top, end + 1):
+    while end < count and fits(used + len(blocks[end]), top, end + 1):
+        used += len(blocks[end])
         end += 1
-    while top > 0 and fits(top - 1, end):
+    while top > 0 and fits(used + len(blocks[top - 1]), top - 1, end):
         top -= 1
+        used += len(blocks[top])
     viewport.options_top = top
     rows: list[Fragments] = []
     if top > 0:
         rows.append([("class:more", f"{MARGIN}↑ {top} more")])
-    rows.extend(row for block in blocks[top:end] for row in block)
+    cursor_row = len(rows) + sum(len(blocks[index]) for index in range(top, cursor))
+    rows.extend(row for index in range(top, end) for row in blocks[index])
     if end < count:
         rows.append([("class:more", f"{MARGIN}↓ {count - end} more")])
-    return rows
+    return rows, cursor_row
