@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from redis.typing import EncodableT, FieldT
 
 from interaction import (
     AbortController,
@@ -199,6 +201,117 @@ async def test_a_late_answer_to_a_withdrawn_question_says_so(redis_server: Redis
             await relay.submit(event.id, Answer([Item("pkg", ["npm"])]))
     assert late.value.code == NOT_PENDING
     assert late.value.message == f"question {event.id!r} is not pending (withdrawn by the asker)"
+    await relay.aclose()
+
+
+Fields = dict[FieldT, EncodableT]  # a stream entry, as the client types it
+
+FORGED_ENTRIES: list[Fields] = [  # what another hand with write access may XADD while an ask waits
+    {
+        "outcome": "answered",
+        "answer": json.dumps({"answers": [{"id": "pkg", "selected": ["yarn"]}]}),
+    },
+    {
+        "outcome": "answered",
+        "answer": json.dumps({"answers": [{"id": "pkg", "selected": ["pnpm"]}]}),
+    },
+    {"outcome": "answered", "answer": "not json"},
+    {"outcome": "cancelled"},
+    {"outcome": "aborted"},
+]
+
+
+async def test_a_resolved_entry_the_store_does_not_bear_out_settles_nothing(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The asker and the pages take an outcome from the settled hash, never an entry alone:
+    forged entries are skipped (and logged), and the real answer that follows wins."""
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    stream = f"{{{relay.prefix}}}:events"
+    with provide(relay):
+        async with WebServer(relay) as web, client(web) as http:
+            start = await relay.snapshot()
+            task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            (event,) = await asked(relay, start.position, 1)
+            for fields in FORGED_ENTRIES:
+                await store.xadd(stream, {"kind": "resolved", "id": event.id, **fields})
+            ghost: Fields = {
+                "kind": "requested",
+                "id": "ghost",
+                "request": json.dumps({"questions": [{"id": "q", "question": "Forged?"}]}),
+            }
+            await store.xadd(stream, ghost)
+            swapped: Fields = {
+                "kind": "requested",
+                "id": event.id,
+                "request": json.dumps({"questions": [{"id": "pkg", "question": "Swapped?"}]}),
+            }
+            await store.xadd(stream, swapped)
+            with caplog.at_level(logging.WARNING, logger="interaction.redis_relay"):
+                listed = (await http.get("/api/questions")).json()["questions"]
+                assert [q["id"] for q in listed] == [event.id]
+                body = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+                posted = await http.post(f"/api/questions/{event.id}/answer", json=body)
+                assert posted.status_code == 200
+                assert (await asyncio.wait_for(task, WAIT)).answers == (Item("pkg", ["npm"]),)
+                seen = await collect(relay.events(start.position), lambda got: len(got) == 2)
+            assert seen == [event, RelayEvent("resolved", event.id, outcome="answered")]
+    ignored = [
+        r.getMessage() for r in caplog.records if "ignored the stream entry" in r.getMessage()
+    ]
+    assert sum(f"question {event.id!r} is still pending" in m for m in ignored) == 5
+    assert sum(f"question {event.id!r} was not asked with that request" in m for m in ignored) == 1
+    await store.aclose()
+    await relay.aclose()
+
+
+async def test_a_hash_settled_without_an_entry_is_settled_for_the_asker_and_the_pages(
+    redis_server: RedisServer,
+) -> None:
+    """The hash is the truth: a question set answered there (no event) is no longer listed,
+    a claim on it is NOT_PENDING, and the asker takes the stored answer at its next beat."""
+    relay = RedisRelay(redis_server.url, prefix=prefix(), lease_ttl=0.3)
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    with provide(relay):
+        start = await relay.snapshot()
+        task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        (event,) = await asked(relay, start.position, 1)
+        answer = json.dumps({"answers": [{"id": "pkg", "selected": ["pnpm"]}]})
+        key = f"{{{relay.prefix}}}:q:{event.id}"
+        await store.hset(key, mapping={"state": "answered", "answer": answer})
+        assert (await relay.snapshot()).questions == ()
+        assert await relay.lookup(event.id) is None
+        with pytest.raises(UserInteractionError) as late:
+            await relay.submit(event.id, Answer([Item("pkg", ["npm"])]))
+        assert late.value.code == NOT_PENDING
+        assert (await asyncio.wait_for(task, WAIT)).answers == (Item("pkg", ["pnpm"]),)
+        assert await store.zscore(f"{{{relay.prefix}}}:pending", event.id) is None  # tidied
+    await store.aclose()
+    await relay.aclose()
+
+
+async def test_a_late_answer_over_the_web_to_a_withdrawn_question_says_so(
+    redis_server: RedisServer,
+) -> None:
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    controller = AbortController()
+    with provide(relay):
+        async with WebServer(relay) as web, client(web) as http:
+            start = await relay.snapshot()
+            request = AskUserQuestionRequest([SINGLE], signal=controller.signal)
+            task = asyncio.create_task(ask(request))
+            (event,) = await asked(relay, start.position, 1)
+            controller.abort()
+            with pytest.raises(UserInteractionError):
+                await task
+            body = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+            for path, sent in (("answer", body), ("cancel", None)):
+                late = await http.post(f"/api/questions/{event.id}/{path}", json=sent)
+                assert late.status_code == 409
+                assert late.json()["error"]["message"] == (
+                    f"question {event.id!r} is not pending (withdrawn by the asker)"
+                )
     await relay.aclose()
 
 
@@ -392,7 +505,15 @@ async def test_a_redis_restart_with_aof_loses_nothing_and_meanwhile_says_unavail
                 await relay.submit(ids["Answered before?"], Answer([Item("q", custom="a")]))
                 assert (await answered).answers == (Item("q", custom="a"),)
 
-                server.kill()  # a crash: only the AOF is left
+                opened = http.stream("GET", "/api/events")
+                async with opened as before:  # a page open while the store goes away
+                    seen = sse(before.aiter_lines())
+                    assert (await anext(seen)).kind == "snapshot"
+                    server.kill()  # a crash: only the AOF is left
+                    told = await anext(seen)
+                    assert told.kind == "unavailable"
+                    assert isinstance(told.data, dict)
+                    assert told.data["code"] == RELAY_UNAVAILABLE
                 with pytest.raises(UserInteractionError) as down:
                     await ask(free("While down?"))
                 assert down.value.code == RELAY_UNAVAILABLE

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 import asyncio
 import bisect
 import contextlib
+import logging
 import re
 import secrets
 from collections import OrderedDict
@@ -61,6 +62,7 @@ from .wire import decode_answer, decode_request, dumps
 __all__ = ["RedisRelay"]
 
 _T = TypeVar("_T")
+_log: Final = logging.getLogger("interaction.redis_relay")
 
 _POSITION: Final = re.compile(r"(\d{1,20})-(\d{1,20})")
 _STALE_MESSAGE: Final = "the relay cannot replay events from that position; take a fresh snapshot"
@@ -101,7 +103,13 @@ local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   local q = base .. 'q:' .. id
   local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
   local state, owner, key = found[1], found[2], found[3]
-  if state ~= 'pending' then return false, state, found[4] end
+  if state ~= 'pending' then
+    -- Not pending (settled by a hand outside these scripts, or gone): its ids are dropped
+    -- from the sets, so that neither the snapshot nor the deadline sweep keeps meeting it.
+    redis.call('ZREM', base .. 'pending', id)
+    redis.call('ZREM', base .. 'deadlines', id)
+    return false, state, found[4]
+  end
   redis.call('HSET', q, 'state', outcome, 'claim', claim or '')
   if answer ~= '' then redis.call('HSET', q, 'answer', answer) end
   redis.call('PEXPIRE', q, settled_ms)
@@ -204,15 +212,17 @@ return {'not_pending', state or ''}
 """
 )
 
-# ARGV: base. Returns the last position, then id, request, id, request...
+# ARGV: base. Returns the last position, then id, request, id, request... of the questions
+# whose hash says pending (the hash is the truth, whatever the sorted set still holds).
 _SNAPSHOT: Final = """
 local base = ARGV[1]
 local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
 local out = {'0-0'}
 if last[1] then out[1] = last[1][1] end
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local request = redis.call('HGET', base .. 'q:' .. id, 'request')
-  if request then
+  local found = redis.call('HMGET', base .. 'q:' .. id, 'state', 'request')
+  local request = found[2]
+  if found[1] == 'pending' and request then
     out[#out + 1] = id
     out[#out + 1] = request
   end
@@ -327,6 +337,7 @@ def _client(url: str, timeout: float) -> aioredis.Redis:
 class _Waiter:
     request: AskUserQuestionRequest
     future: asyncio.Future[AskUserQuestionAnswer]
+    published: bool = False  # the ask script ran: the question's hash exists
 
 
 class _Buffer:
@@ -431,6 +442,7 @@ class RedisRelay:
         self._closed = False
         self._stopping = asyncio.Event()
         self._abandoned: asyncio.Future[Any] | None = None
+        self._failure: UserInteractionError | None = None  # the tail cannot read the store
 
     # ------------------------------------------------------------------ plumbing
 
@@ -492,11 +504,13 @@ class RedisRelay:
         await self._script(self._heartbeat_script, args)
 
     async def _beat(self) -> None:
-        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals."""
+        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
+        and settle the local asks whose hash was settled without an event read here."""
         while not self.closed:
             await asyncio.sleep(self.lease_ttl / 3)
             with contextlib.suppress(UserInteractionError):
                 await self._heartbeat()
+                await self._recheck()
                 for question_id in list(self._withdraw_later):
                     await self._settle(question_id, "aborted")
                     self._withdraw_later.discard(question_id)
@@ -526,29 +540,85 @@ class RedisRelay:
                 self._requests.popitem(last=False)
         return request
 
-    def _absorb(self, entries: Sequence[tuple[str, Mapping[str, str]]]) -> None:
-        """Take the entries the tail read: buffer them, wake the waiters they settle."""
+    async def _checked(
+        self, entries: Sequence[tuple[str, Mapping[str, str]]]
+    ) -> list[tuple[str, Mapping[str, str], str | None]]:
+        """The entries as the questions' hashes bear them out, with each one's stored state.
+
+        Only the scripts write a hash and its entry, atomically; an entry written into the
+        stream by another hand (a ``requested`` whose request is not the stored one, a
+        ``resolved`` for a question still pending) is logged and kept as a bare position,
+        so it settles nothing and shows nothing. A ``resolved`` entry carries the stored
+        outcome and answer, never its own.
+        """
+        kinds = ("requested", "resolved")
+        ids = list(dict.fromkeys(f.get("id", "") for _, f in entries if f.get("kind") in kinds))
+        found = await self._stored(ids, "state", "request", "answer")
+        stored = dict(zip(ids, found, strict=True))
+        checked: list[tuple[str, Mapping[str, str], str | None]] = []
         for position, fields in entries:
+            kind, question_id = fields.get("kind"), fields.get("id", "")
+            if kind not in kinds:
+                checked.append((position, fields, None))
+                continue
+            state, request, answer = stored[question_id]
+            if kind == "requested" and request is None:  # gone since (or never asked)
+                checked.append((position, {}, None))
+                continue
+            if kind == "requested" and request != fields.get("request"):
+                why = "was not asked with that request"
+            elif kind == "resolved" and state == "pending":
+                why = "is still pending"
+            else:
+                kept = fields
+                if kind == "resolved" and state is not None:
+                    outcome = state if state in _OUTCOMES else "aborted"
+                    kept = {**fields, "outcome": outcome, "answer": answer or ""}
+                checked.append((position, kept, state))
+                continue
+            _log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
+            checked.append((position, {}, None))
+        return checked
+
+    async def _stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
+        """``HMGET`` of each question's hash, in one round trip."""
+        if not ids:
+            return []
+        async with self._client.pipeline(transaction=False) as pipe:
+            for question_id in ids:
+                pipe.hmget(self._base + "q:" + question_id, list(names))
+            replies: list[object] = await self._call(pipe.execute())
+        return [[_text(value) for value in reply] for reply in replies if isinstance(reply, list)]
+
+    def _absorb(self, entries: Sequence[tuple[str, Mapping[str, str], str | None]]) -> None:
+        """Take the checked entries the tail read: buffer them, wake the waiters they settle."""
+        for position, fields, state in entries:
             event = self._event(position, fields)
             if event is None:
                 self._buffer.advance(position)
                 continue
             self._buffer.add(event)
             if event.kind == "resolved":
-                self._wake(event.id, event.outcome or "aborted", fields.get("answer", ""))
+                self._wake(event.id, state, fields.get("answer", ""))
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    def _wake(self, question_id: str, outcome: str, answer: str) -> None:
+    def _wake(self, question_id: str, state: str | None, answer: str) -> None:
+        """Settle the local waiters of a question by its stored ``state`` (None: lost)."""
+        if state == "pending":
+            return
         for waiter in self._waiters.pop(question_id, []):
             if waiter.future.done():
                 continue
-            if outcome == "answered":
+            if state is None:
+                lost = RuntimeError(f"question {question_id!r} was lost")
+                waiter.future.set_exception(self._unavailable(lost))
+            elif state == "answered":
                 try:  # checked again here, against the asker's own request
                     waiter.future.set_result(decode_answer(answer, waiter.request))
                 except UserInteractionError as error:
                     waiter.future.set_exception(error)
-            elif outcome == "cancelled":
+            elif state == "cancelled":
                 waiter.future.set_exception(cancelled_error())
             else:
                 waiter.future.set_exception(
@@ -573,7 +643,7 @@ class RedisRelay:
             try:
                 if down:
                     await self._resync()
-                    down, pause = False, 0.05
+                    down, pause, self._failure = False, 0.05, None
                 read = asyncio.ensure_future(
                     self._tail_client.xread(
                         {self._events_key: self._buffer.last},
@@ -596,14 +666,19 @@ class RedisRelay:
                 # A first entry that names ``before`` as its predecessor follows on without
                 # a gap; otherwise (or from a writer that does not say) ask XINFO.
                 if entries:
-                    self._absorb(entries)
+                    self._absorb(await self._checked(entries))
                     if entries[0][1].get("prev") != before:
                         state = await self._stream_state()
                         if state.lost_after(_key_of(before) or (0, 0)):  # trimmed unread
                             self._buffer.reset(self._buffer.last)
                             await self._recheck()
-            except (RedisError, OSError, UserInteractionError):
+            except (RedisError, OSError, UserInteractionError) as exc:
                 down = True
+                if self._failure is None:  # the event iterators say so, and end
+                    failure = exc if isinstance(exc, UserInteractionError) else None
+                    self._failure = failure or self._unavailable(exc)
+                    changed, self._changed = self._changed, asyncio.Event()
+                    changed.set()
                 await asyncio.sleep(pause)
                 pause = min(1.0, pause * 2)
 
@@ -615,21 +690,20 @@ class RedisRelay:
             self._changed.set()
         await self._recheck()
 
-    async def _recheck(self) -> None:
-        for question_id in list(self._waiters):
-            await self._recheck_one(question_id)
-
-    async def _recheck_one(self, question_id: str) -> None:
-        """Settle the local waiters of a question that was settled unseen (or lost)."""
-        state, answer = await self._fields(question_id, "state", "answer")
-        if state is None:
-            for waiter in self._waiters.pop(question_id, []):
-                if not waiter.future.done():
-                    waiter.future.set_exception(
-                        self._unavailable(RuntimeError(f"question {question_id!r} was lost"))
-                    )
-        elif state != "pending":
-            self._wake(question_id, state, answer or "")
+    async def _recheck(self, *only: str) -> None:
+        """Settle the local waiters (of ``only`` these questions, if given) whose question
+        the store says is settled, or lost."""
+        ids = [
+            i
+            for i, waiters in self._waiters.items()
+            if (not only or i in only) and any(w.published for w in waiters)
+        ]
+        for start in range(0, len(ids), _READ_COUNT):
+            chunk = ids[start : start + _READ_COUNT]
+            for question_id, (state, answer) in zip(
+                chunk, await self._stored(chunk, "state", "answer"), strict=True
+            ):
+                self._wake(question_id, state, answer or "")
 
     # ------------------------------------------------------------------ the asker's side
 
@@ -655,6 +729,7 @@ class RedisRelay:
                 request_digest(request) if request.key else "",
             ]
             reply = await self._script(self._ask_script, args)
+            waiter.published = True
             if reply[0] != "asked":
                 self._drop(question_id, waiter)
                 maybe_published = reply[0] == "attached"
@@ -669,7 +744,7 @@ class RedisRelay:
                     raise cancelled_error()
                 question_id = reply[1]  # attached to the question asked under its key
                 self._waiters.setdefault(question_id, []).append(waiter)
-                await self._recheck_one(question_id)  # settled before we listened?
+                await self._recheck(question_id)  # settled before we listened?
             return await waiter.future
         finally:
             self._drop(question_id, waiter)
@@ -764,6 +839,8 @@ class RedisRelay:
                 continue
             if self._closed:
                 return
+            if (failure := self._failure) is not None:
+                raise UserInteractionError(failure.message, failure.code)
             await changed.wait()
 
     async def _check_position(self, position: str) -> None:
@@ -782,7 +859,8 @@ class RedisRelay:
         entries = _entries(read)
         if _StreamState.of(info).lost_after(_key_of(position) or (0, 0)):
             raise _stale()
-        events = [e for entry in entries if (e := self._event(*entry)) is not None]
+        checked = await self._checked(entries)
+        events = [e for p, fields, _ in checked if (e := self._event(p, fields)) is not None]
         return events, entries[-1][0] if entries else position
 
     async def lookup(self, question_id: str) -> PendingQuestion | None:
@@ -861,7 +939,7 @@ class RedisRelay:
                         )
                     )
                 ):
-                    self._absorb(entries)
+                    self._absorb(await self._checked(entries))
         self._changed.set()
         for client in (self._client, self._tail_client):
             await client.aclose()
