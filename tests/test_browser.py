@@ -46,6 +46,11 @@ def asking(*questions: AskUserQuestionItem) -> asyncio.Task[AskUserQuestionAnswe
     return asyncio.create_task(ask(AskUserQuestionRequest(questions)))
 
 
+async def ready(page: Page) -> None:
+    """Until the question shown has been on screen for the page's guard and takes input."""
+    await page.locator(".card[aria-busy=false]").wait_for()
+
+
 PKG = AskUserQuestionItem(
     "pkg",
     "Which package manager?",
@@ -107,6 +112,7 @@ async def test_a_plan_review_is_a_plan_with_approve_as_the_primary_button(
     assert await page.locator("[data-testid=detail] code").inner_text() == "v2"
     approve = page.get_by_test_id("approve")
     assert "primary" in (await approve.get_attribute("class") or "")
+    await ready(page)
     assert await page.evaluate("document.activeElement.dataset.testid") == "approve"
     await approve.click()
     assert await task == AskUserQuestionAnswer([Item("plan", ["Approve"])])
@@ -374,6 +380,7 @@ async def test_a_long_plan_opens_at_its_top_with_the_actions_in_view(
     await page.set_viewport_size({"width": 1000, "height": 700})
     task = asking(LONG_PLAN)
     await page.get_by_test_id("plan-review").wait_for()
+    await ready(page)
     assert await page.evaluate("document.activeElement.dataset.testid") == "approve"
     assert await page.evaluate("window.scrollY") == 0
     plan = page.locator(".plan-body")
@@ -418,7 +425,7 @@ async def test_digit_keys_choose_and_ctrl_enter_submits(
 ) -> None:
     _, _, page = site
     task = asking(CHECKS)
-    await page.get_by_test_id("question").wait_for()
+    await ready(page)
     shortcuts = await page.get_by_test_id("shortcuts").inner_text()
     assert shortcuts == "1/9 choose · Enter in the text field: submit · Ctrl/Enter submit"
     await page.locator("body").press("3")
@@ -544,3 +551,61 @@ async def test_no_serious_accessibility_violations(
     # The check itself works: a button without a name is a critical violation.
     await page.evaluate("document.querySelector('main').append(document.createElement('button'))")
     assert [v.split(":")[0] for v in await serious_violations(page, axe_source)] == ["button-name"]
+
+
+# ---------------------------------------------------------------- markdown and the guard
+
+SNAKE_PLAN = AskUserQuestionItem(
+    "plan",
+    "Approve this plan?",
+    detail="Rename my_module/file_name.py and update __init__.py; compute 2 * 3 * 4.\n\n"
+    "Keep *this*, **that** and _the other_ (in path/_private_.py too).",
+    options=[Option("Approve"), Option("Revise")],
+    intent=PlanReviewIntent("Approve"),
+)
+
+
+async def test_plan_markdown_keeps_underscores_and_spaced_asterisks_as_typed(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    _, _, page = site
+    task = asking(SNAKE_PLAN)
+    await page.get_by_test_id("plan-review").wait_for()
+    paragraphs = page.locator(".plan-body p")
+    assert await paragraphs.nth(0).inner_text() == (
+        "Rename my_module/file_name.py and update __init__.py; compute 2 * 3 * 4."
+    )
+    assert await paragraphs.nth(0).locator("em, strong").count() == 0
+    assert await paragraphs.nth(1).inner_text() == (
+        "Keep this, that and the other (in path/_private_.py too)."
+    )
+    assert await paragraphs.nth(1).locator("em").all_inner_texts() == ["this", "the other"]
+    assert await paragraphs.nth(1).locator("strong").all_inner_texts() == ["that"]
+    await page.get_by_test_id("approve").click()
+    assert (await task).answers == (Item("plan", ["Approve"]),)
+
+
+async def test_a_double_tap_or_double_click_never_answers_the_next_question_unseen(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    relay, _, page = site
+    posts: list[str | None] = []
+    page.on("request", lambda r: posts.append(r.post_data) if r.method == "POST" else None)
+    first, second = asking(PKG), asking(CHECKS)
+    await ready(page)
+    await page.locator("body").press("2")
+    await page.keyboard.press("Control+Enter")  # a double tap: the second press at once
+    await page.keyboard.press("Control+Enter")
+    assert (await first).answers == (Item("pkg", ["npm"]),)
+    await page.get_by_test_id("question-text").get_by_text(CHECKS.question).wait_for()
+    await page.keyboard.press("Control+Enter")  # the next question has only just appeared
+    await page.locator("body").press("1")
+    await page.get_by_test_id("submit").click(force=True)  # its controls are not ready yet
+    await ready(page)
+    assert not second.done()
+    assert [q.request.questions[0].id for q in relay.pending()] == ["checks"]
+    assert posts == ['{"answers":[{"id":"pkg","selected":["npm"]}]}']
+    await page.get_by_test_id("submit").dblclick()  # the second click finds the latch
+    assert (await second).answers == (Item("checks"),)
+    await page.get_by_text("No question is waiting.").wait_for()
+    assert len(posts) == 2

@@ -26,6 +26,7 @@ from interaction.relay import (
     NOT_PENDING,
     RELAY_FULL,
     STALE_POSITION,
+    WITHDRAWN_KEPT,
     Relay,
     RelayBackend,
     RelayEvent,
@@ -436,9 +437,16 @@ async def test_the_askers_abort_or_timeout_withdraws_it_on_every_backend(
         "resolved", requested.id, outcome="aborted"
     )
     assert (await backend.snapshot()).questions == ()
-    with pytest.raises(UserInteractionError) as late:
-        await backend.submit(requested.id, Answer([Item("pkg", ["npm"])]))
-    assert late.value.code == NOT_PENDING
+    for claim in (
+        backend.submit(requested.id, Answer([Item("pkg", ["npm"])])),
+        backend.dismiss(requested.id),
+    ):
+        with pytest.raises(UserInteractionError) as late:
+            await claim
+        assert late.value.code == NOT_PENDING
+        assert late.value.message == (
+            f"question {requested.id!r} is not pending (withdrawn by the asker)"
+        )
 
 
 async def test_resuming_after_a_position_replays_exactly_what_followed(
@@ -516,6 +524,25 @@ async def test_aclose_aborts_its_askers_and_ends_its_iterators(
     with pytest.raises(UserInteractionError) as closed:
         await backend.ask(AskUserQuestionRequest([SINGLE]))
     assert closed.value.code == ErrorCode.ASK_ABORTED
+
+
+async def test_a_closed_relays_questions_read_as_withdrawn_and_only_the_recent_ones() -> None:
+    """The in-memory relay remembers withdrawn ids boundedly (a shared one keeps the state)."""
+    relay = Relay()
+    with provide(relay):
+        task, requested = await begin(relay)
+        relay.close()
+        with pytest.raises(UserInteractionError):
+            await task
+    with pytest.raises(UserInteractionError) as late:
+        relay.answer(requested.id, Answer([Item("pkg", ["npm"])]))
+    assert late.value.message.endswith("(withdrawn by the asker)")
+    relay._withdrawn.update(dict.fromkeys(f"x{n}" for n in range(WITHDRAWN_KEPT)))
+    relay._withdraw("newest")  # one more than it keeps: the oldest is forgotten
+    assert len(relay._withdrawn) == WITHDRAWN_KEPT
+    with pytest.raises(UserInteractionError) as forgotten:
+        relay.cancel(requested.id)
+    assert forgotten.value.message.endswith("(unknown, or already settled)")
 
 
 async def test_a_reader_that_falls_behind_the_history_is_told_its_position_is_stale() -> None:

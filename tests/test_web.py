@@ -9,7 +9,7 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any, cast
 
 import httpx
@@ -372,7 +372,7 @@ async def test_a_reconnect_drops_what_was_settled_while_away() -> None:
         assert late.json() == {
             "error": {
                 "code": "NOT_PENDING",
-                "message": f"question {ids[1]!r} was withdrawn by the agent",
+                "message": f"question {ids[1]!r} is not pending (withdrawn by the asker)",
                 "outcome": "aborted",
             }
         }
@@ -813,3 +813,136 @@ async def test_a_relay_whose_store_is_down_is_503_and_the_stream_says_so() -> No
             with pytest.raises(UserInteractionError):
                 await asking
     await relay.aclose()
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Poll a counter the server keeps (there is no event to wait on), within a bound."""
+    async with asyncio.timeout(20):
+        while not condition():  # noqa: ASYNC110 - polls a counter, no event to wait on
+            await asyncio.sleep(0.005)
+    assert condition(), what
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_a_stream_whose_client_left_behind_a_pipelined_request_ends_at_once(
+    method: str,
+) -> None:
+    """A second request pipelined behind the stream makes uvicorn stop reading; the client's
+    close must still end the stream, without waiting for a keep-alive to fail."""
+    async with served() as (_, server):
+        app = server._app
+        assert app is not None
+        assert server._server is not None
+        state = server._server.server_state
+        clients = []
+        head = (
+            f"Host: 127.0.0.1:{server.port}\r\nAuthorization: Bearer {server.token}\r\n"
+        ).encode()
+        for _ in range(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(f"{method} /api/events HTTP/1.1\r\n".encode() + head + b"\r\n")
+            status = await reader.readuntil(b"\r\n\r\n")
+            assert status.startswith(b"HTTP/1.1 200 ")
+            writer.write(b"POST /api/ping HTTP/1.1\r\n" + head + b"Content-Length: 0\r\n\r\n")
+            await writer.drain()
+            clients.append(writer)
+        if method == "HEAD":  # headers only: no stream was opened
+            assert app._opened == 0
+        else:
+            await until(lambda: len(app._streams) == 5, "five open streams")
+        for writer in clients:
+            writer.close()
+            await writer.wait_closed()
+        await until(lambda: not (app._streams or state.tasks or state.connections), "nothing left")
+
+
+async def test_head_on_the_event_stream_answers_its_headers_without_a_stream() -> None:
+    async with served() as (_, server), client(server) as http:
+        response = await http.head("/api/events")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.content == b""
+        assert server._app is not None
+        assert server._app._opened == 0
+
+
+async def test_a_resumed_stream_starts_with_retry_then_an_event_and_a_stale_one_a_snapshot() -> (
+    None
+):
+    async with served() as (relay, server), client(server) as http:
+        start = relay.position
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        for last, kind in ((start, "requested"), ("garbage", "snapshot")):
+            async with http.stream("GET", "/api/events", headers={"Last-Event-ID": last}) as got:
+                lines = aiter(got.aiter_lines())
+                assert await anext(lines) == "retry: 1000"
+                assert (await anext(lines)).startswith("id: ")
+                assert await anext(lines) == f"event: {kind}"
+        await http.post(f"/api/questions/{qid}/cancel")
+        with pytest.raises(UserInteractionError):
+            await asking
+
+
+async def test_a_body_must_be_json_in_utf_8_with_numbers_python_can_read() -> None:
+    async with served() as (relay, server), client(server) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        qid = await pending_id(relay)
+        url = f"/api/questions/{qid}/answer"
+        good = '{"answers": [{"id": "pkg", "selected": ["npm"]}]}'
+        for body, media, status, code, message in (
+            (good.encode("utf-16"), "application/json", 400, "BAD_ANSWER", "not valid UTF-8"),
+            (good.encode("utf-32"), "application/json", 400, "BAD_ANSWER", "not valid UTF-8"),
+            (good.encode("utf-16-le"), None, 400, "BAD_ANSWER", "not valid JSON"),
+            (good.encode(), "text/plain", 415, "UNSUPPORTED_MEDIA_TYPE", "application/json"),
+            (good.encode(), "application/x-www-form-urlencoded", 415, "UNSUPPORTED_MEDIA_TYPE", ""),
+            (good.encode(), "application/json; charset=utf-16", 415, "UNSUPPORTED_MEDIA_TYPE", ""),
+        ):
+            headers = {} if media is None else {"content-type": media}
+            refused = await http.post(url, content=body, headers=headers)
+            assert refused.status_code == status, (body[:8], media)
+            assert refused.json()["error"]["code"] == code
+            assert message in refused.json()["error"]["message"]
+        digits = b'{"answers": [{"id": "pkg", "selected": [], "custom": ' + b"9" * 100_000 + b"}]}"
+        refused = await http.post(url, content=digits)
+        assert refused.status_code == 400
+        assert refused.json()["error"] == {
+            "code": "BAD_ANSWER",
+            "message": "answer: holds a number of more than 4300 digits",
+        }
+        assert [q.id for q in relay.pending()] == [qid]  # none of it settled anything
+        long_text = '{"answers": [{"id": "pkg", "selected": [], "custom": "' + "9" * 5000 + '"}]}'
+        headers = {"content-type": "application/json; charset=UTF-8"}
+        taken = await http.post(url, content=long_text, headers=headers)
+        assert taken.status_code == 200  # digits in a string are text, however many
+    assert (await asking).answers == (AskUserQuestionAnswerItem("pkg", custom="9" * 5000),)
+
+
+async def websocket_handshake(server: WebServer, extra: str) -> tuple[int, bytes]:
+    """The status and body of a raw WebSocket handshake to ``/api/events``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(
+        (
+            "GET /api/events HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"{extra}\r\n"
+        ).encode()
+    )
+    answer = await asyncio.wait_for(reader.read(), 20)
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body
+
+
+async def test_a_websocket_handshake_meets_the_same_guard_and_finds_nothing() -> None:
+    async with served() as (_, server):
+        token = f"Authorization: Bearer {server.token}\r\n"
+        for extra, status, code in (
+            ("", 401, "UNAUTHORIZED"),
+            (token + f"Origin: http://evil.example:{server.port}\r\n", 403, "BAD_ORIGIN"),
+            (token, 404, "NOT_FOUND"),
+        ):
+            got, body = await websocket_handshake(server, extra)
+            assert got == status
+            assert json.loads(body)["error"]["code"] == code

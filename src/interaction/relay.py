@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -62,6 +62,9 @@ RELAY_UNAVAILABLE: Final = "RELAY_UNAVAILABLE"
 snapshots made meanwhile fail with it; nothing is settled by it)."""
 
 Outcome = Literal["answered", "cancelled", "aborted"]
+
+WITHDRAWN_KEPT: Final = 10_000
+"""How many withdrawn question ids the in-memory relay remembers, to word a late claim."""
 
 
 def not_pending_error(question_id: str, *, withdrawn: bool = False) -> UserInteractionError:
@@ -228,6 +231,9 @@ class Relay:
         self._sequence = 0  # of the last event published
         self._history: deque[RelayEvent] = deque(maxlen=history)
         self._changed = asyncio.Event()
+        # Withdrawn ids, oldest first, so a late claim says "withdrawn by the asker" as on
+        # a shared relay (whose store keeps the state); bounded, as ids keep coming.
+        self._withdrawn: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------------ the asker's side
 
@@ -247,7 +253,7 @@ class Relay:
             return await future
         finally:
             if self._pending.pop(question.id, None) is not None:  # withdrawn: abort or timeout
-                self._publish(RelayEvent("resolved", question.id, outcome="aborted"))
+                self._withdraw(question.id)
 
     # ------------------------------------------------------------------ the clients' side
 
@@ -259,13 +265,19 @@ class Relay:
         entry = self._pending.get(question_id)
         return None if entry is None else entry.question
 
+    def _withdraw(self, question_id: str) -> None:
+        self._withdrawn[question_id] = None
+        while len(self._withdrawn) > WITHDRAWN_KEPT:
+            self._withdrawn.popitem(last=False)
+        self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
+
     def _take(self, question_id: str) -> _Pending:
         entry = self._pending.get(question_id)
         if entry is None:
-            raise not_pending_error(question_id)
+            raise not_pending_error(question_id, withdrawn=question_id in self._withdrawn)
         if entry.future.done():  # the asker is gone (abort or task cancel), finally not yet run
             del self._pending[question_id]
-            self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
+            self._withdraw(question_id)
             raise not_pending_error(question_id, withdrawn=True)
         return entry
 
@@ -310,7 +322,7 @@ class Relay:
                 entry.future.set_exception(
                     UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
                 )
-            self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
+            self._withdraw(question_id)
         for subscription in list(self._subscriptions):
             subscription.close()
         self._changed.set()  # every events() iterator sees the relay closed

@@ -13,7 +13,7 @@ from typing import Final
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -35,6 +35,7 @@ from ..relay import (
     RelayBackend,
     RelayEvent,
     RelaySnapshot,
+    not_pending_error,
 )
 from ..wire import decode_answer, encode_answer, encode_request
 
@@ -50,6 +51,8 @@ TEXTS_KEPT: Final = 1_000
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
 COOKIE_PREFIX: Final = "interaction_token_"
+MAX_DIGITS: Final = 4_300
+"""The longest integer an answer may hold (Python's own limit for reading one)."""
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
@@ -64,7 +67,6 @@ _STATUS: Final = {
 _WHY: Final = {
     "answered": "was already answered (in another tab or client)",
     "cancelled": "was already dismissed (in another tab or client)",
-    "aborted": "was withdrawn by the agent",
 }
 
 
@@ -112,6 +114,28 @@ def _event_json(event: RelayEvent) -> str:
 def _snapshot_json(snapshot: RelaySnapshot) -> str:
     questions = [question_json(q) for q in snapshot.questions]
     return _sse("snapshot", {"questions": questions}, snapshot.position)
+
+
+class _TooLong(ValueError):
+    """An integer in a body longer than ``MAX_DIGITS`` digits."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise _TooLong
+    return int(digits)
+
+
+def _is_json(media: str) -> bool:
+    """Whether a ``Content-Type`` is JSON in UTF-8 (``application/json``, no other charset)."""
+    kind, *parameters = (part.strip().lower() for part in media.split(";"))
+    if kind != "application/json":
+        return False
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip() == "charset" and value.strip().strip('"') not in {"utf-8", "utf8"}:
+            return False
+    return True
 
 
 def error_body(code: str, message: str, **extra: str) -> dict[str, dict[str, str]]:
@@ -217,7 +241,7 @@ class _Guard:
         if not given:
             given = _cookie(scope, headers.get("cookie", ""))
         if not given:
-            given = Request(scope).query_params.get("token", "")
+            given = HTTPConnection(scope).query_params.get("token", "")
         try:
             valid = secrets.compare_digest(given.encode(), self.token)
         except UnicodeEncodeError:  # pragma: no cover - query strings decode to valid text
@@ -227,7 +251,10 @@ class _Guard:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            await self._refuse_websocket(scope, receive, send)
+            return
+        if scope["type"] != "http":  # lifespan: nothing to guard
             await self.app(scope, receive, send)
             return
         refusal = self._refuse(scope)
@@ -243,6 +270,25 @@ class _Guard:
             await refusal(scope, receive, send_safely)
             return
         await self.app(scope, receive, send_safely)
+
+    async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse every WebSocket handshake: the app has no WebSocket endpoint, and one that
+        fails the checks above is told why. The JSON error goes out as the handshake's HTTP
+        answer where the server offers that (``websocket.http.response``), else a close."""
+        refusal = self._refuse(scope) or _error(
+            404, "NOT_FOUND", "there is no WebSocket endpoint here"
+        )
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return  # the client left before its handshake was read
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers = [*refusal.raw_headers, *SECURITY_HEADERS]
+        start = {"type": "websocket.http.response.start", "status": refusal.status_code}
+        await send({**start, "headers": headers})
+        body = {"type": "websocket.http.response.body", "body": refusal.body}
+        await send({**body, "more_body": False})
 
 
 class _Stale(Exception):
@@ -375,13 +421,30 @@ class WebApp:
                 self._texts.popitem(last=False)
         return text
 
-    def _not_pending(self, question_id: str, error: UserInteractionError | None) -> Response:
+    def _not_pending(self, question_id: str, error: UserInteractionError) -> Response:
+        """The 409 of a claim on a question that is not pending: the relay's words, or what
+        this app saw happen to it (answered or dismissed here, or on a stream)."""
         outcome = self._outcomes.get(question_id)
+        if outcome == "aborted":  # the relay's one wording, whatever the backend
+            message = not_pending_error(question_id, withdrawn=True).message
+            return _error(409, NOT_PENDING, message, outcome=outcome)
         if outcome is not None:
             message = f"question {question_id!r} {_WHY[outcome]}"
             return _error(409, NOT_PENDING, message, outcome=outcome)
-        message = error.message if error else f"question {question_id!r} is not pending"
-        return _error(409, NOT_PENDING, message)
+        return _error(409, NOT_PENDING, error.message)
+
+    async def _why_not_pending(self, question_id: str) -> UserInteractionError:
+        """The relay's ``NOT_PENDING`` error for a question its lookup did not find.
+
+        A claim with no answer (``None``) asks it: every backend says why a question is
+        not pending in its own words, and ``None`` can settle nothing (``BAD_ANSWER``).
+        """
+        try:
+            await self.relay.submit(question_id, None)
+        except UserInteractionError as error:
+            if error.code == NOT_PENDING:
+                return error
+        return not_pending_error(question_id)
 
     # ------------------------------------------------------------------ routes
 
@@ -407,20 +470,37 @@ class WebApp:
             return _error(_STATUS.get(error.code, 400), error.code, error.message)
         return JSONResponse({"questions": [question_json(q) for q in snapshot.questions]})
 
-    async def _read_json(self, request: Request) -> bytes:
+    async def _read_json(self, request: Request) -> object:
+        """The body as parsed JSON: UTF-8 only (``json.loads`` would also take UTF-16 and
+        UTF-32), at most ``MAX_BODY`` bytes, integers of at most ``MAX_DIGITS`` digits."""
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY:
                 raise UserInteractionError("the answer is too large", ErrorCode.BAD_ANSWER)
-        return bytes(body)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserInteractionError("answer: not valid UTF-8", ErrorCode.BAD_ANSWER) from None
+        try:
+            return json.loads(text, parse_int=_bounded_int)
+        except _TooLong:
+            message = f"answer: holds a number of more than {MAX_DIGITS} digits"
+            raise UserInteractionError(message, ErrorCode.BAD_ANSWER) from None
+        except (ValueError, RecursionError) as exc:
+            message = f"answer: not valid JSON ({exc})"
+            raise UserInteractionError(message, ErrorCode.BAD_ANSWER) from None
 
     async def answer(self, request: Request) -> Response:
         question_id = request.path_params["id"]
+        media = request.headers.get("content-type")
+        if media is not None and not _is_json(media):
+            message = "an answer is sent as application/json (UTF-8)"
+            return _error(415, "UNSUPPORTED_MEDIA_TYPE", message)
         try:
             question = await self.relay.lookup(question_id)
             if question is None:
-                return self._not_pending(question_id, None)
+                return self._not_pending(question_id, await self._why_not_pending(question_id))
             decoded = decode_answer(await self._read_json(request), question.request)
             checked = await self.relay.submit(question_id, as_typed(question.request, decoded))
         except UserInteractionError as error:
@@ -447,6 +527,8 @@ class WebApp:
     async def events(self, request: Request) -> Response:
         if self._stopping:
             return _error(503, "STOPPING", "the server is stopping")
+        if request.method == "HEAD":  # the headers a GET would get, and no stream behind them
+            return Response(media_type="text/event-stream")
         last = request.headers.get("last-event-id", "").strip() or None
         return StreamingResponse(self._stream(last), media_type="text/event-stream")
 
@@ -462,27 +544,26 @@ class WebApp:
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._streams.add(stop)
         self._opened += 1
-        head = f"retry: {RETRY_MS}\n"
+        head = f"retry: {RETRY_MS}\n"  # goes with the first text, whatever it is
         position = last_event_id
         try:
             while True:
                 if position is None:
                     snapshot = await self.relay.snapshot()
                     yield head + _snapshot_json(snapshot)
+                    head = ""
                     position = snapshot.position
-                else:
-                    yield head + ": resumed\n\n"
-                head = ""
                 try:
                     async with contextlib.aclosing(self._follow(position, stop)) as texts:
                         async for text in texts:
-                            yield text
+                            yield head + text
+                            head = ""
                 except _Stale:
                     position = None  # too far behind, or a position from elsewhere
                     continue
                 return
         except UserInteractionError as error:  # the relay's store is down, say
-            yield _sse("unavailable", {"code": error.code, "message": error.message})
+            yield head + _sse("unavailable", {"code": error.code, "message": error.message})
         finally:
             self._streams.discard(stop)
 

@@ -24,14 +24,33 @@ _LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 _ANY: Final = ("0.0.0.0", "::", "")
 GRACE_SECONDS: Final = 1.0
 """How long :meth:`WebServer.stop` waits for responses in flight before cancelling them."""
+PIPELINED_KEPT: Final = 64 * 1024
+"""How many bytes pipelined behind a response in flight are read on (see :class:`_Protocol`)."""
 
 
 class _Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, refusing what it cannot parse in the API's error shape.
+    """uvicorn's HTTP/1.1 protocol, refusing what it cannot parse in the API's error shape,
+    and noticing a client that leaves while a request of its is pipelined.
 
     Malformed HTTP never reaches the app: uvicorn answers it with a plain-text 400, which
     a client reading ``{"error": {"code", "message"}}`` could not tell from a proxy's page.
     """
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        # At a request pipelined behind one still answered, h11 pauses and uvicorn stops
+        # reading, so the client's close goes unseen until a write fails (for an event
+        # stream, its second keep-alive, 30 s on) and a HEAD stream never ends. Reading on,
+        # with what is pipelined kept to PIPELINED_KEPT, sees the close at once: the app
+        # gets ``http.disconnect`` and ends the response.
+        conn = self.conn
+        if (
+            self.flow.read_paused
+            and conn.their_state is h11.DONE
+            and conn.our_state is not h11.DONE
+            and len(conn.trailing_data[0]) <= PIPELINED_KEPT
+        ):
+            self.flow.resume_reading()
 
     def send_400_response(self, msg: str) -> None:
         message = f"the request was refused before it reached the app: {msg}"

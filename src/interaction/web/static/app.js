@@ -17,6 +17,12 @@
   const shortcuts = document.getElementById("shortcuts");
   let shown = null; // id of the question on screen
   let busy = null; // {id, outcome} while an answer or a cancel is in flight
+  // A question is on screen this long before anything can settle it or move on from it,
+  // so a double click or a double-tapped Ctrl+Enter meant for the last one cannot answer
+  // the next one unseen: its controls stay disabled meanwhile, and the keys do nothing.
+  const GUARD_MS = 400;
+  let guarded = false;
+  let guardTimer = null;
   let stopped = false; // the server said it stopped, or cannot be reached
 
   const el = (tag, attrs = {}, ...children) => {
@@ -30,19 +36,62 @@
   };
 
   // ---- markdown, as elements: headings, lists, code, emphasis, paragraphs; no links, no HTML
+  // Emphasis follows CommonMark's delimiter runs: a run of * or _ opens when left-flanking
+  // and closes when right-flanking, so `2 * 3 * 4` and `my_module` stay as typed. One step
+  // further than CommonMark for _: punctuation joined to a word counts as that word, so
+  // file names such as `__init__.py` and `a/_b_.c` stay literal too.
+  const SPACE = /\s/u;
+  const PUNCT = /[\p{P}\p{S}]/u;
+  const WORD = /[\p{L}\p{N}]/u;
+  const kindOf = (c) => (c === undefined || SPACE.test(c) ? "space" : PUNCT.test(c) ? "punct" : "word");
+  const delimiter = (text, start, end) => {
+    const before = kindOf(text[start - 1]), after = kindOf(text[end]);
+    const left = after !== "space" && (after !== "punct" || before !== "word");
+    const right = before !== "space" && (before !== "punct" || after !== "word");
+    const char = text[start];
+    if (char === "*") return { char, count: end - start, size: end - start, open: left, close: right };
+    const wordBefore = before === "word" || (before === "punct" && WORD.test(text[start - 2] || ""));
+    const wordAfter = after === "word" || (after === "punct" && WORD.test(text[end + 1] || ""));
+    return { char, count: end - start, size: end - start, open: left && !wordBefore, close: right && !wordAfter };
+  };
   const inline = (text) => {
-    const out = document.createDocumentFragment();
-    const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*]+\*|_[^_]+_)/g;
+    const items = []; // {text} | {node} | a delimiter run
     let last = 0;
-    for (const match of text.matchAll(pattern)) {
-      if (match.index > last) out.append(document.createTextNode(text.slice(last, match.index)));
-      const token = match[0];
-      if (token.startsWith("`")) out.append(el("code", { text: token.slice(1, -1) }));
-      else if (token.startsWith("**")) out.append(el("strong", { text: token.slice(2, -2) }));
-      else out.append(el("em", { text: token.slice(1, -1) }));
-      last = match.index + token.length;
+    for (const match of text.matchAll(/`[^`]+`|\*+|_+/g)) {
+      if (match.index > last) items.push({ text: text.slice(last, match.index) });
+      const end = match.index + match[0].length;
+      if (match[0][0] === "`") items.push({ node: el("code", { text: match[0].slice(1, -1) }) });
+      else items.push(delimiter(text, match.index, end));
+      last = end;
     }
-    if (last < text.length) out.append(document.createTextNode(text.slice(last)));
+    if (last < text.length) items.push({ text: text.slice(last) });
+    const toNodes = (list) => list.map((item) => item.node
+      || document.createTextNode(item.text !== undefined ? item.text : item.char.repeat(item.count)));
+    // CommonMark's "process emphasis", without the openers_bottom shortcut.
+    for (let i = 0; i < items.length;) {
+      const closer = items[i];
+      if (!closer.char || !closer.close || !closer.count) { i++; continue; }
+      let j = i - 1;
+      for (; j >= 0; j--) {
+        const o = items[j];
+        if (o.char !== closer.char || !o.open || !o.count) continue;
+        const both = o.close || closer.open; // the rule of 3, for runs that can do both
+        if (both && (o.size + closer.size) % 3 === 0 && (o.size % 3 || closer.size % 3)) continue;
+        break;
+      }
+      if (j < 0) { i++; continue; }
+      const opener = items[j];
+      const use = opener.count >= 2 && closer.count >= 2 ? 2 : 1;
+      const wrapped = el(use === 2 ? "strong" : "em");
+      wrapped.append(...toNodes(items.slice(j + 1, i)));
+      items.splice(j + 1, i - j - 1, { node: wrapped });
+      opener.count -= use;
+      closer.count -= use;
+      i = j + 2; // the closer, again: it may close an outer run too
+      if (!opener.count) { items.splice(j, 1); i--; }
+    }
+    const out = document.createDocumentFragment();
+    out.append(...toNodes(items));
     return out;
   };
   const markdown = (source, attrs = {}) => {
@@ -145,7 +194,7 @@
 
   // Answer or cancel, once: the latch holds every action until the server has answered.
   const settle = async (entry, path, body) => {
-    if (busy || stopped) return;
+    if (busy || guarded || stopped) return;
     busy = { id: entry.id, outcome: null };
     setBusy(true);
     showError("");
@@ -291,7 +340,10 @@
       store();
     });
     other.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.isComposing) { event.preventDefault(); forward(); }
+      if (event.key === "Enter" && !event.isComposing) {
+        event.preventDefault();
+        if (!event.repeat) forward(); // a held key is not a second press
+      }
     });
     card.append(el("label", { class: "other" },
       el("span", { text: otherName }), other));
@@ -302,12 +354,12 @@
       b.addEventListener("click", onClick);
       return b;
     };
-    const go = (to) => { if (busy) return; draft.index = to; store(); render(); };
+    const go = (to) => { if (busy || guarded) return; draft.index = to; store(); render(); };
     const submit = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
     const forward = () => { if (index < total - 1) go(index + 1); else submit(); };
     if (index > 0) actions.append(button("Back", "back", () => go(index - 1)));
     actions.append(button("Skip", "skip", () => {
-      if (busy) return;
+      if (busy || guarded) return;
       item.selected = []; item.custom = ""; store();
       forward();
     }));
@@ -325,6 +377,21 @@
     return card;
   };
 
+  const focusFirst = () => {
+    const focus = main.querySelector("[data-autofocus]") || main.querySelector("input:checked, input");
+    if (focus) focus.focus({ preventScroll: true });
+  };
+  const guard = () => {
+    guarded = true;
+    setBusy(true);
+    clearTimeout(guardTimer);
+    guardTimer = setTimeout(() => {
+      guarded = false;
+      if (busy) return;
+      setBusy(false);
+      focusFirst(); // only now: a disabled control cannot take the focus
+    }, GUARD_MS);
+  };
   const render = () => {
     main.replaceChildren();
     primary = choose = null;
@@ -342,8 +409,7 @@
     main.scrollTop = 0;
     const plan = main.querySelector(".plan-body");
     if (plan) plan.scrollTop = 0; // a plan opens at its top
-    const focus = main.querySelector("[data-autofocus]") || main.querySelector("input:checked, input");
-    if (focus) focus.focus({ preventScroll: true });
+    guard();
   };
   const updateQueue = () => {
     const line = main.querySelector(".queue");
@@ -355,7 +421,7 @@
   };
 
   document.addEventListener("keydown", (event) => {
-    if (busy || stopped || event.defaultPrevented) return;
+    if (busy || guarded || stopped || event.defaultPrevented || event.repeat) return;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && primary) {
       event.preventDefault();
       primary();
