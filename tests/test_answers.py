@@ -179,3 +179,4 @@ def test_check_answer_names_a_request_that_is_not_well_formed(
     with pytest.raises(UserInteractionError) as caught:
         check_answer(cast(AskUserQuestionRequest, request_), answer)
     assert (caught.value.code, caught.value.message) == (ErrorCode.BAD_REQUEST, message)
+    assert caught.value.__context__ is None  # no internal slip chained to it

@@ -144,9 +144,11 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
         return fit_answer(request, answer)
     except UserInteractionError:
         raise
-    except Exception:  # a request nobody checked: name its fault
-        check_questions(request.questions)
-        raise
+    except Exception as exc:
+        unexpected = exc
+    # A request nobody checked: name its fault, out here so it is not chained to the slip.
+    check_questions(request.questions)
+    raise unexpected
 
 
 def fit_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
