@@ -17,12 +17,28 @@
   const shortcuts = document.getElementById("shortcuts");
   let shown = null; // id of the question on screen
   let busy = null; // {id, outcome} while an answer or a cancel is in flight
-  // A question is on screen this long before anything can settle it or move on from it,
-  // so a double click or a double-tapped Ctrl+Enter meant for the last one cannot answer
-  // the next one unseen: its controls stay disabled meanwhile, and the keys do nothing.
+  // A question that appears within GUARD_MS of this page's last answer, cancel or move
+  // is "fresh": until it has been on screen that long, or the user has chosen or typed on
+  // it, nothing settles it or moves on from it (its buttons are disabled, Ctrl+Enter does
+  // nothing), so the second half of a double click or a double-tapped Ctrl+Enter meant
+  // for the last one cannot answer it unseen. Choosing and typing work at once, and so
+  // does everything on a question nobody just acted on (a page's first, a later one).
   const GUARD_MS = 400;
-  let guarded = false;
-  let guardTimer = null;
+  let lastAct = -Infinity; // performance.now() of the last answer, cancel or move
+  let shownAt = -Infinity; // when the question on screen was drawn
+  let fresh = false; // it was drawn within GUARD_MS of lastAct
+  let touched = false; // the user has chosen or typed on it
+  let holdTimer = null;
+  const hasty = () => fresh && !touched && performance.now() - shownAt < GUARD_MS;
+  const acted = () => { lastAct = performance.now(); };
+  const holdButtons = (on) => {
+    for (const b of main.querySelectorAll(".card button")) b.disabled = on;
+  };
+  const release = () => { // the fresh question was seen, or has been on screen long enough
+    clearTimeout(holdTimer);
+    if (fresh && !busy && !stopped) holdButtons(false);
+    fresh = false;
+  };
   let stopped = false; // the server said it stopped, or cannot be reached
 
   const el = (tag, attrs = {}, ...children) => {
@@ -194,7 +210,8 @@
 
   // Answer or cancel, once: the latch holds every action until the server has answered.
   const settle = async (entry, path, body) => {
-    if (busy || guarded || stopped) return;
+    if (busy || stopped || hasty()) return;
+    acted();
     busy = { id: entry.id, outcome: null };
     setBusy(true);
     showError("");
@@ -354,12 +371,16 @@
       b.addEventListener("click", onClick);
       return b;
     };
-    const go = (to) => { if (busy || guarded) return; draft.index = to; store(); render(); };
+    const go = (to) => {
+      if (busy || hasty()) return;
+      acted();
+      draft.index = to; store(); render();
+    };
     const submit = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
     const forward = () => { if (index < total - 1) go(index + 1); else submit(); };
     if (index > 0) actions.append(button("Back", "back", () => go(index - 1)));
     actions.append(button("Skip", "skip", () => {
-      if (busy || guarded) return;
+      if (busy || hasty()) return;
       item.selected = []; item.custom = ""; store();
       forward();
     }));
@@ -381,17 +402,6 @@
     const focus = main.querySelector("[data-autofocus]") || main.querySelector("input:checked, input");
     if (focus) focus.focus({ preventScroll: true });
   };
-  const guard = () => {
-    guarded = true;
-    setBusy(true);
-    clearTimeout(guardTimer);
-    guardTimer = setTimeout(() => {
-      guarded = false;
-      if (busy) return;
-      setBusy(false);
-      focusFirst(); // only now: a disabled control cannot take the focus
-    }, GUARD_MS);
-  };
   const render = () => {
     main.replaceChildren();
     primary = choose = null;
@@ -409,7 +419,15 @@
     main.scrollTop = 0;
     const plan = main.querySelector(".plan-body");
     if (plan) plan.scrollTop = 0; // a plan opens at its top
-    guard();
+    focusFirst();
+    clearTimeout(holdTimer);
+    shownAt = performance.now();
+    fresh = shownAt - lastAct < GUARD_MS;
+    touched = false;
+    if (fresh) {
+      holdButtons(true);
+      holdTimer = setTimeout(release, GUARD_MS);
+    }
   };
   const updateQueue = () => {
     const line = main.querySelector(".queue");
@@ -421,7 +439,7 @@
   };
 
   document.addEventListener("keydown", (event) => {
-    if (busy || guarded || stopped || event.defaultPrevented || event.repeat) return;
+    if (busy || stopped || event.defaultPrevented || event.repeat) return;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && primary) {
       event.preventDefault();
       primary();
@@ -430,9 +448,14 @@
     const typing = event.target instanceof HTMLInputElement && event.target.type === "text";
     if (!typing && choose && !event.ctrlKey && !event.metaKey && !event.altKey && /^[1-9]$/.test(event.key)) {
       event.preventDefault();
+      markSeen();
       choose(Number(event.key) - 1);
     }
   });
+  // Choosing or typing on the question on screen shows it was seen (see GUARD_MS).
+  const markSeen = () => { touched = true; release(); };
+  main.addEventListener("input", markSeen, true);
+  main.addEventListener("change", markSeen, true);
 
   // ---- the stream: a snapshot on every (re)connect, then what happens
   let events = null;
