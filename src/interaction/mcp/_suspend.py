@@ -7,14 +7,16 @@ elicitation form and a ``request_state``; when the client calls again with the u
 response, the tool runs again from its top under ``interaction.resume(...)``: the asks it
 already made get their stored answers, the one that was pending gets the client's
 response, and the next new ask suspends again. A response that does not fit its form is
-never passed to the tool: that question is suspended again, saying why; a response to a
-question the tool no longer asks is ``BAD_ANSWER``. On older connections the tool runs
-once and the provider pushes, as before.
+``BAD_ANSWER`` for that ask, as on a push, and is kept as that ask's outcome, so each
+later round replays the same refusal there; a response to a question the tool no longer
+asks is ``BAD_ANSWER`` too. On older connections the tool runs once and the provider
+pushes, as before.
 
-The ``request_state`` is the answers so far, signed with HMAC-SHA256 under a key only the
-server holds, bound to the tool and its arguments, with an expiry and a single-use nonce:
-a forged, altered, expired, misdirected or replayed state is ``BAD_REQUEST``, never an
-answer. (The SDK's own ``RequestStateBoundary`` also seals it; this does not rely on it.)
+The ``request_state`` is the outcomes so far (answers and refusals), signed with
+HMAC-SHA256 under a key only the server holds, bound to the tool and its arguments, with
+an expiry and a single-use nonce: a forged, altered, expired, misdirected or replayed
+state is ``BAD_REQUEST``, never an answer. (The SDK's own ``RequestStateBoundary`` also
+seals it; this does not rely on it.)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import os
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
@@ -67,25 +69,41 @@ __all__ = ["InputRequiredBridge", "InteractiveMCPServer", "interactive"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2  # 2: outcomes, answers and refusals (1 held answers only)
 BAD_STATE: Final = "the request state is not one this server issued for this tool call"
 USED_STATE: Final = "the request state was already used; call the tool again without it"
 EXPIRED_STATE: Final = "the request state has expired; call the tool again without it"
 NO_CONTEXT: Final = "an @interactive tool takes the MCP Context as a parameter"
 
 
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """An ask whose response did not fit its form: every later round raises it again."""
+
+    digest: str
+    code: str
+    message: str
+    path: str | None
+
+    def error(self) -> UserInteractionError:
+        return UserInteractionError(self.message, self.code, path=self.path)
+
+
+_Outcome = ResumedAnswer | _Refused
+
+
 @dataclass(slots=True)
 class Suspension:
     """What one round of an interactive tool call knows: the client's response to the ask
-    that was pending, and the answers this round produced."""
+    that was pending, the stored outcomes the core's ``resume`` cannot replay (those from
+    the first refusal on), and the outcomes this round produced."""
 
     session: object
     version: str
     pending: tuple[str, mcp_types.ElicitResult] | None
-    collected: list[ResumedAnswer] = field(default_factory=list)
+    replay: deque[_Outcome] = field(default_factory=deque)
+    collected: list[_Outcome] = field(default_factory=list)
     cancelled: bool = False
-    retry: tuple[str, str] | None = None
-    """(digest, why): the pending response did not fit, so that question is asked again."""
 
     def ask(
         self, provider: ElicitationProvider, request: AskUserQuestionRequest
@@ -95,6 +113,14 @@ class Suspension:
         if self.cancelled:  # the user cancelled this call's questions: no more of them
             raise cancelled_error()
         digest = request_digest(request)
+        if self.replay:  # past the first refusal: replayed here, in order, as resume() does
+            stored = self.replay.popleft()
+            self.collected.append(stored)
+            if stored.digest != digest:
+                raise UserInteractionError(MISMATCH_MESSAGE, ErrorCode.BAD_ANSWER)
+            if isinstance(stored, _Refused):
+                raise stored.error()
+            return check_answer(request, stored.answer)
         pending, self.pending = self.pending, None
         if pending is None:
             raise AskSuspended(request)
@@ -106,18 +132,18 @@ class Suspension:
         except UserInteractionError as error:
             if error.code == ErrorCode.ASK_CANCELLED:
                 self.cancelled = True
-                raise
-            # A response that does not fit its form never reaches the tool (which might
-            # catch it and ask on, losing this ask's place): the question is asked again.
-            self.retry = (digest, error.message)
-            raise AskSuspended(request) from None
+            else:
+                # Kept as this ask's outcome: a tool that catches it and asks on must meet
+                # the same refusal here in every later round, or the replay loses its place.
+                self.collected.append(_Refused(digest, str(error.code), error.message, error.path))
+            raise
         self.collected.append(ResumedAnswer(digest, answer))
         return answer
 
 
 @dataclass(frozen=True, slots=True)
 class _State:
-    answers: tuple[ResumedAnswer, ...]
+    outcomes: tuple[_Outcome, ...]
     pending_key: str | None
     pending_digest: str | None
 
@@ -163,9 +189,7 @@ class InputRequiredBridge:
     def _sign(self, body: bytes) -> str:
         return hmac.new(self._key, body, hashlib.sha256).hexdigest()
 
-    def seal(
-        self, ctx: Context[Any, Any], answers: list[ResumedAnswer], key: str, digest: str
-    ) -> str:
+    def seal(self, ctx: Context[Any, Any], outcomes: list[_Outcome], key: str, digest: str) -> str:
         tool, arguments = _call_identity(ctx)
         payload = {
             "v": STATE_VERSION,
@@ -173,7 +197,7 @@ class InputRequiredBridge:
             "exp": self._time() + self._ttl,
             "t": tool,
             "a": arguments,
-            "answers": [[entry.digest, encode_answer(entry.answer)] for entry in answers],
+            "outcomes": [_encode_outcome(entry) for entry in outcomes],
             "pending": [key, digest],
         }
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode("ascii")
@@ -202,12 +226,9 @@ class InputRequiredBridge:
         ):
             raise forged
         self._spend(payload["n"], payload["exp"])
-        answers = tuple(
-            ResumedAnswer(str(digest), decode_answer(answer))
-            for digest, answer in payload["answers"]
-        )
+        outcomes = tuple(_decode_outcome(entry) for entry in payload["outcomes"])
         key, digest = payload["pending"]
-        return _State(answers, str(key), str(digest))
+        return _State(outcomes, str(key), str(digest))
 
     def _time(self) -> float:
         """The latest wall-clock reading seen: it never goes back, even when the clock does
@@ -288,10 +309,17 @@ class InputRequiredBridge:
                 )
             if response is not None:
                 pending = (state.pending_digest, response)
-        suspension = Suspension(ctx.request_context.session, version, pending)
+        # The core's resume() replays answers; from the first refusal on, the round does.
+        answers: list[ResumedAnswer] = []
+        for entry in state.outcomes:
+            if not isinstance(entry, ResumedAnswer):
+                break
+            answers.append(entry)
+        replay = deque(state.outcomes[len(answers) :])
+        suspension = Suspension(ctx.request_context.session, version, pending, replay)
         token = ACTIVE_ROUND.set(suspension)
         try:
-            with resume(state.answers):
+            with resume(answers):
                 return await call()
         except Exception as exc:
             suspended = _suspension(exc)
@@ -299,19 +327,39 @@ class InputRequiredBridge:
                 raise
             request = suspended.request
             message, schema, _ = request_to_form(request, version)
-            if suspension.retry is not None and suspension.retry[0] == suspended.digest:
-                message = f"Please answer again: {suspension.retry[1]}\n\n{message}"
-            answers = [*state.answers, *suspension.collected]
-            key = f"ask{len(answers) + 1}"
+            outcomes = [*answers, *suspension.collected]
+            key = f"ask{len(outcomes) + 1}"
             form = mcp_types.ElicitRequest(
                 params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=schema)
             )
             return mcp_types.InputRequiredResult(
                 input_requests={key: form},
-                request_state=self.seal(ctx, answers, key, suspended.digest),
+                request_state=self.seal(ctx, outcomes, key, suspended.digest),
             )
         finally:
             ACTIVE_ROUND.reset(token)
+
+
+def _encode_outcome(entry: _Outcome) -> list[object]:
+    if isinstance(entry, _Refused):
+        refused = {"code": entry.code, "message": entry.message, "path": entry.path}
+        return [entry.digest, {"refused": refused}]
+    return [entry.digest, encode_answer(entry.answer)]
+
+
+def _decode_outcome(entry: list[Any]) -> _Outcome:
+    """An outcome as :func:`_encode_outcome` wrote it (the state is signed: no forgery)."""
+    digest, value = entry
+    refused = value.get("refused")
+    if refused is not None:
+        path = refused["path"]
+        return _Refused(
+            str(digest),
+            str(refused["code"]),
+            str(refused["message"]),
+            None if path is None else str(path),
+        )
+    return ResumedAnswer(str(digest), decode_answer(value))
 
 
 def _suspension(exc: BaseException) -> AskSuspended | None:
