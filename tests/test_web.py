@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any, cast
 
@@ -114,6 +116,18 @@ async def test_the_page_moves_the_token_into_a_strict_http_only_cookie() -> None
         http.cookies.clear()
         http.cookies.set(f"interaction_token_{server.port + 1}", server.token)  # another port's
         assert (await http.get("/api/questions")).status_code == 401
+
+
+async def test_a_port_in_use_is_an_oserror_that_leaves_no_socket_open() -> None:
+    async with WebServer(Relay()) as first:
+        second = WebServer(Relay(), port=first.port)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            with pytest.raises(OSError, match="Address already in use") as refused:
+                await second.start()
+            del refused  # its traceback holds start()'s frame, and through it the socket
+            gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 async def test_binding_beyond_loopback_answers_the_named_hosts_with_their_ports() -> None:

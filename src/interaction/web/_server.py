@@ -162,12 +162,16 @@ class WebServer:
     async def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Accepted sockets inherit it: without it a small response waits ~40 ms (Nagle).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(1024)
-        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Accepted sockets inherit it: without it a small response waits ~40 ms (Nagle).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(1024)
+            sock.setblocking(False)
+        except BaseException:  # a port in use, a bad address: no socket left open
+            sock.close()
+            raise
         self.port = sock.getsockname()[1]
         self._app = WebApp(self.relay, token=self.token, hosts=self.allowed_hosts())
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
