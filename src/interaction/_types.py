@@ -53,15 +53,13 @@ MAX_INTENT_DEPTH: Final = 64
 """How deeply an unknown intent's fields may nest arrays and objects."""
 
 MAX_INTENT_DIGITS: Final = 4000
+"""How many digits an integer in an unknown intent's fields may have: a longer one could
+not be written out as text (``repr``, ``json.dumps`` and the digest refuse over 4,300)."""
+_SHORT_INT_BITS: Final = 13287  # 2**13287 < 10**4000: no int this short has 4,001 digits
 
 
 def _bad_intent_field(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_INTENT, path, problem)
-
-
-MAX_INTENT_INT: Final = 10**MAX_INTENT_DIGITS
-"""Integers in an unknown intent's fields stay below this in size: a longer one cannot be
-written out as text (``repr``, ``json.dumps`` and the digest refuse over 4,300 digits)."""
 
 
 def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
@@ -74,7 +72,7 @@ def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
             raise _bad_intent_field(path, "contains an unpaired surrogate")
         return value
     if isinstance(value, int) and kind is int:
-        if not -MAX_INTENT_INT < value < MAX_INTENT_INT:
+        if value.bit_length() > _SHORT_INT_BITS and abs(value) >= 10**MAX_INTENT_DIGITS:
             raise _bad_intent_field(path, f"has more than {MAX_INTENT_DIGITS} digits")
         return value
     if kind is float:
