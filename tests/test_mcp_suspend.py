@@ -635,6 +635,48 @@ async def test_a_question_changed_between_rounds_is_bad_answer_never_asked_again
     assert text_of(done) == ("error:BAD_ANSWER:the resumed question is not the one that was asked")
 
 
+async def test_after_a_changed_question_the_asks_that_follow_keep_their_places() -> None:
+    server = InteractiveMCPServer("changing-then-more")
+    runs: list[int] = []
+
+    @server.tool()
+    async def profile(ctx: Context) -> str:
+        runs.append(len(runs) + 1)
+        outcomes = []
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            for question in (f"Name (run {min(len(runs), 2)})?", "City?"):
+                try:
+                    outcomes.append(str(await interaction.ask_text(question)))
+                except UserInteractionError as error:
+                    outcomes.append(f"<{error.code}>")
+        return " ".join(outcomes)
+
+    async with Client(server, elicitation_callback=UNUSED) as client:
+        first = await client.session.call_tool("profile", {}, allow_input_required=True)
+        assert only_form(first) == ("ask1", "Name (run 1)?")
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        second = await client.session.call_tool(
+            "profile",
+            {},
+            input_responses={"ask1": accept(text="Ada")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        # The changed question is refused, and that refusal is its outcome from now on.
+        assert only_form(second) == ("ask2", "City?")
+        assert isinstance(second, mcp_types.InputRequiredResult)
+        done = await client.session.call_tool(
+            "profile",
+            {},
+            input_responses={"ask2": accept(text="Paris")},
+            request_state=second.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, mcp_types.CallToolResult)
+    assert text_of(done) == "<BAD_ANSWER> Paris"
+    assert runs == [1, 2, 3]
+
+
 # ------------------------------------------------------------------- spent nonces
 
 

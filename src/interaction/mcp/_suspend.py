@@ -125,6 +125,9 @@ class Suspension:
         if pending is None:
             raise AskSuspended(request)
         if pending[0] != digest:  # the tool changed its question: never a silent re-ask
+            # Kept as this ask's outcome, as any refusal is, so the asks after it keep
+            # their places in every later round.
+            self.collected.append(_Refused(digest, ErrorCode.BAD_ANSWER, MISMATCH_MESSAGE, None))
             raise UserInteractionError(MISMATCH_MESSAGE, ErrorCode.BAD_ANSWER)
         _, _, fields = request_to_form(request, self.version)
         try:
