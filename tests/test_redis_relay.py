@@ -248,6 +248,9 @@ async def test_a_resolved_entry_the_store_does_not_bear_out_settles_nothing(
                 "request": json.dumps({"questions": [{"id": "pkg", "question": "Swapped?"}]}),
             }
             await store.xadd(stream, swapped)
+            for kind in ("bogus", "Resolved", None):  # kinds no script writes: never an outcome
+                odd: Fields = {"id": event.id, "outcome": "answered"}
+                await store.xadd(stream, odd if kind is None else {"kind": kind, **odd})
             with caplog.at_level(logging.WARNING, logger="interaction.redis_relay"):
                 listed = (await http.get("/api/questions")).json()["questions"]
                 assert [q["id"] for q in listed] == [event.id]

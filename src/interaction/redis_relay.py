@@ -558,8 +558,8 @@ class RedisRelay:
         checked: list[tuple[str, Mapping[str, str], str | None]] = []
         for position, fields in entries:
             kind, question_id = fields.get("kind"), fields.get("id", "")
-            if kind not in kinds:
-                checked.append((position, fields, None))
+            if kind not in kinds:  # no script writes one: a position, and nothing more
+                checked.append((position, {}, None))
                 continue
             state, request, answer = stored[question_id]
             if kind == "requested" and request is None:  # gone since (or never asked)
@@ -567,6 +567,9 @@ class RedisRelay:
                 continue
             if kind == "requested" and request != fields.get("request"):
                 why = "was not asked with that request"
+            elif kind == "requested" and state != "pending":  # settled since: nothing to show
+                checked.append((position, {}, None))
+                continue
             elif kind == "resolved" and state == "pending":
                 why = "is still pending"
             else:
@@ -687,7 +690,10 @@ class RedisRelay:
         last = (await self._stream_state()).last
         if last < (_key_of(self._buffer.last) or (0, 0)):  # the store lost its data
             self._buffer.reset(f"{last[0]}-{last[1]}")
-            self._changed.set()
+            # A fresh Event, as _absorb makes: an iterator that waits on a set one would
+            # never yield again, and the loop (this tail too) would spin on it for ever.
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
         await self._recheck()
 
     async def _recheck(self, *only: str) -> None:
