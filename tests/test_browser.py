@@ -578,6 +578,57 @@ async def test_plan_markdown_keeps_underscores_and_spaced_asterisks_as_typed(
     assert (await task).answers == (Item("plan", ["Approve"]),)
 
 
+async def test_a_line_of_very_many_emphasis_runs_is_drawn_literally_and_at_once(
+    site: tuple[Relay, WebServer, Page],
+) -> None:
+    # Each closer looks back over the runs before it: past 200 runs a line keeps them as
+    # typed, so a hostile plan costs its length (70,000 runs overflowed the stack, 8,000
+    # nested ones crashed the tab).
+    _, _, page = site
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    line = "*a " * 8000 + "b* " * 8000
+    plan = AskUserQuestionItem(
+        "plan",
+        "Approve this plan?",
+        detail=f"# Plan\n{line}\n\nThen *ship* it.",
+        options=[Option("Approve"), Option("Revise")],
+        intent=PlanReviewIntent("Approve"),
+    )
+    task = asking(plan)
+    await page.get_by_test_id("plan-review").wait_for()
+    paragraphs = page.locator(".plan-body p")
+    assert await paragraphs.nth(0).locator("em, strong").count() == 0
+    assert (await paragraphs.nth(0).inner_text()).startswith("*a *a *a")
+    assert await paragraphs.nth(1).locator("em").all_inner_texts() == ["ship"]
+    assert errors == []
+    await page.get_by_test_id("approve").click()
+    assert (await task).answers == (Item("plan", ["Approve"]),)
+
+
+async def test_a_plan_review_drawn_just_after_an_answer_gets_its_focus_when_the_hold_ends(
+    browser: Browser,
+) -> None:
+    async with served() as (_, server):
+        page = await browser.new_page()
+        await page.clock.install()
+        await page.goto(server.url)
+        await page.clock.pause_at(await page.evaluate("Date.now() + 1000"))
+        first, second = asking(PKG), asking(PLAN)
+        await page.get_by_test_id("question-text").get_by_text(PKG.question).wait_for()
+        await page.locator("body").press("2")
+        await page.keyboard.press("Control+Enter")
+        assert (await first).answers == (Item("pkg", ["npm"]),)
+        approve = page.get_by_test_id("approve")
+        await approve.wait_for()
+        assert await approve.is_disabled()  # held: drawn just after an answer
+        await page.clock.run_for(400)
+        assert await page.evaluate("document.activeElement.dataset.testid") == "approve"
+        await page.keyboard.press("Enter")  # the focused, primary button
+        assert (await second).answers == (Item("plan", ["Approve"]),)
+        await page.close()
+
+
 async def test_a_double_tap_or_double_click_never_answers_the_next_question_unseen(
     browser: Browser,
 ) -> None:

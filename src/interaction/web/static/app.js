@@ -36,7 +36,11 @@
   };
   const release = () => { // the fresh question was seen, or has been on screen long enough
     clearTimeout(holdTimer);
-    if (fresh && !busy && !stopped) holdButtons(false);
+    if (fresh && !busy && !stopped) {
+      holdButtons(false);
+      // Disabling blurred a focused button (a plan review's Approve): give the focus back.
+      if (!main.contains(document.activeElement)) focusFirst();
+    }
     fresh = false;
   };
   let stopped = false; // the server said it stopped, or cannot be reached
@@ -70,6 +74,7 @@
     const wordAfter = after === "word" || (after === "punct" && WORD.test(text[end + 1] || ""));
     return { char, count: end - start, size: end - start, open: left && !wordBefore, close: right && !wordAfter };
   };
+  const MAX_RUNS = 200;
   const inline = (text) => {
     const items = []; // {text} | {node} | a delimiter run
     let last = 0;
@@ -83,8 +88,11 @@
     if (last < text.length) items.push({ text: text.slice(last) });
     const toNodes = (list) => list.map((item) => item.node
       || document.createTextNode(item.text !== undefined ? item.text : item.char.repeat(item.count)));
-    // CommonMark's "process emphasis", without the openers_bottom shortcut.
-    for (let i = 0; i < items.length;) {
+    // CommonMark's "process emphasis", without the openers_bottom shortcut: each closer
+    // looks back over the runs before it, so a text of more than MAX_RUNS delimiter runs
+    // (no plan's line has them; a hostile one would cost their square) keeps them literal.
+    const runs = items.reduce((count, item) => count + (item.char ? 1 : 0), 0);
+    for (let i = 0; runs <= MAX_RUNS && i < items.length;) {
       const closer = items[i];
       if (!closer.char || !closer.close || !closer.count) { i++; continue; }
       let j = i - 1;
@@ -99,7 +107,7 @@
       const opener = items[j];
       const use = opener.count >= 2 && closer.count >= 2 ? 2 : 1;
       const wrapped = el(use === 2 ? "strong" : "em");
-      wrapped.append(...toNodes(items.slice(j + 1, i)));
+      for (const node of toNodes(items.slice(j + 1, i))) wrapped.append(node);
       items.splice(j + 1, i - j - 1, { node: wrapped });
       opener.count -= use;
       closer.count -= use;
@@ -107,7 +115,7 @@
       if (!opener.count) { items.splice(j, 1); i--; }
     }
     const out = document.createDocumentFragment();
-    out.append(...toNodes(items));
+    for (const node of toNodes(items)) out.append(node); // no spread: a long text has many
     return out;
   };
   const markdown = (source, attrs = {}) => {
