@@ -244,7 +244,9 @@ def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Pr
 
 
 def _misfit(spec: Mapping[str, Any], value: Primitive) -> str | None:
-    """The keyword of ``spec`` that an option's ``value`` fails (jsonschema checks it too)."""
+    """The keyword of ``spec`` that ``value`` fails (jsonschema checks it too): the one rule
+    for an offered option and for a typed answer. Ints and floats compare exactly in
+    Python, however large the int."""
     if isinstance(value, str):
         if len(value) < spec.get("minLength", 0):
             return "minLength"
@@ -417,16 +419,14 @@ def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue,
             number = float(stripped)
             if not math.isfinite(number):  # 1e400 and 400 digits overflow a float to inf
                 return None, "enter a smaller number"
-        # int and float compare exactly in Python, however large the int.
-        if number < spec.get("minimum", -math.inf) or number > spec.get("maximum", math.inf):
+        if _misfit(spec, number) is not None:  # minimum or maximum
             return None, "enter a number " + "; ".join(_constraints(spec))
         return number, None
-    if len(text) < spec.get("minLength", 0) or len(text) > spec.get("maxLength", math.inf):
+    misfit = _misfit(spec, text)
+    if misfit == "format":
+        return None, f"enter {_FORMAT_CHECKS[spec['format']][1]}"
+    if misfit is not None:  # minLength or maxLength
         return None, "; ".join(_constraints(spec))
-    if "format" in spec:
-        check, example = _FORMAT_CHECKS[spec["format"]]
-        if not check(text):
-            return None, f"enter {example}"
     return text, None
 
 
