@@ -44,6 +44,7 @@ INTERNAL_ONLY = {
     "json_type",
     "questions_from_json",
     "set_field",
+    "short_repr",
     "stored_request",
     "thaw",
 }

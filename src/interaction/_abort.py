@@ -14,7 +14,7 @@ from typing import Final
 
 from ._errors import ErrorCode, UserInteractionError, type_name
 
-__all__ = ["AbortController", "AbortSignal"]
+__all__ = ["AbortController", "AbortSignal", "short_repr"]
 
 _log: Final = logging.getLogger("interaction")
 
@@ -119,9 +119,7 @@ class AbortSignal:
         interrupt: BaseException | None = None
         for listener in listeners:
             try:
-                listener(reason)
-            except Exception:
-                _log.exception("an abort listener raised")
+                _call_listener(listener, reason)
             except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised at the end
                 if interrupt is None:
                     interrupt = exc
@@ -147,7 +145,7 @@ class AbortSignal:
         ):
             raise ValueError(
                 "timeout seconds must be a non-negative number, finite and at most"
-                f" {MAX_TIMEOUT:.0f}, got {_short_repr(seconds)}"
+                f" {MAX_TIMEOUT:.0f}, got {short_repr(seconds)}"
             )
         signal = cls()
         signal._timed = True
@@ -232,7 +230,9 @@ def _nothing() -> None:
     return None
 
 
-def _short_repr(value: object, limit: int = 40) -> str:
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, and never the digits of a huge int
+    (whose ``repr`` may raise), for messages about a bad argument."""
     text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else "a huge int"
     return text if len(text) <= limit else f"{text[:limit]}..."
 

@@ -23,11 +23,13 @@ and the relay share with ``ask()``:
 - ``thaw``: a plain, mutable JSON copy of a frozen intent field, and ``as_plain``: a
   ``dict``, ``list`` or ``str`` subclass a host parsed as the plain value it holds;
 - ``json_type``: the one name for the JSON type of what a model or wire client sent;
+- ``short_repr``: a bad argument as a message shows it (cut short, never a huge int's
+  digits);
 - ``fault``: the one builder of a located fault (``"<path>: <problem>"``), and
   ``problem_of``, which takes the problem back out to locate it anew.
 """
 
-from ._abort import AbortController, AbortSignal
+from ._abort import AbortController, AbortSignal, short_repr
 from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
 from ._answer_checks import check_answer
 from ._ask import ask
@@ -132,6 +134,7 @@ __all__ = [
     "resume",
     "review_plan",
     "set_field",
+    "short_repr",
     "split_recommended",
     "stored_request",
     "thaw",
