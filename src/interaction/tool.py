@@ -96,12 +96,7 @@ class ToolLimits:
             # Each bound goes into the JSON Schema the model reads: a whole number, not NaN.
             if type(value) is not int or value < 1:
                 raise ValueError(f"ToolLimits.{name} must be a positive int, got {value!r}")
-        set_field(self, "max_questions", max_questions)
-        set_field(self, "max_options", max_options)
-        set_field(self, "max_header", max_header)
-        set_field(self, "max_label", max_label)
-        set_field(self, "max_description", max_description)
-        set_field(self, "max_question", max_question)
+            set_field(self, name, value)
 
 
 DEFAULT_LIMITS: Final = ToolLimits()
