@@ -7,12 +7,13 @@ The ``browser`` and ``site`` fixtures live in conftest.py: locally they skip whe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal, cast
 
@@ -44,6 +45,20 @@ Option = AskUserQuestionOption
 
 def asking(*questions: AskUserQuestionItem) -> asyncio.Task[AskUserQuestionAnswer]:
     return asyncio.create_task(ask(AskUserQuestionRequest(questions)))
+
+
+@contextlib.asynccontextmanager
+async def still_page(browser: Browser, url: str) -> AsyncIterator[Page]:
+    """A page at ``url`` whose clock stands still until the test moves it (``run_for``), so
+    a page's timings hold however loaded the machine is; closed however the test ends."""
+    page = await browser.new_page()
+    try:
+        await page.clock.install()
+        await page.goto(url)
+        await page.clock.pause_at(await page.evaluate("Date.now() + 1000"))
+        yield page
+    finally:
+        await page.close()
 
 
 PKG = AskUserQuestionItem(
@@ -609,11 +624,7 @@ async def test_a_line_of_very_many_emphasis_runs_is_drawn_literally_and_at_once(
 async def test_a_plan_review_drawn_just_after_an_answer_gets_its_focus_when_the_hold_ends(
     browser: Browser,
 ) -> None:
-    async with served() as (_, server):
-        page = await browser.new_page()
-        await page.clock.install()
-        await page.goto(server.url)
-        await page.clock.pause_at(await page.evaluate("Date.now() + 1000"))
+    async with served() as (_, server), still_page(browser, server.url) as page:
         first, second = asking(PKG), asking(PLAN)
         await page.get_by_test_id("question-text").get_by_text(PKG.question).wait_for()
         await page.locator("body").press("2")
@@ -626,19 +637,14 @@ async def test_a_plan_review_drawn_just_after_an_answer_gets_its_focus_when_the_
         assert await page.evaluate("document.activeElement.dataset.testid") == "approve"
         await page.keyboard.press("Enter")  # the focused, primary button
         assert (await second).answers == (Item("plan", ["Approve"]),)
-        await page.close()
 
 
 async def test_a_double_tap_or_double_click_never_answers_the_next_question_unseen(
     browser: Browser,
 ) -> None:
-    # The page's clock stands still, so "just appeared" holds for as long as the test
-    # needs, however loaded the machine; it moves only when the test moves it.
-    async with served() as (relay, server):
-        page = await browser.new_page()
-        await page.clock.install()
-        await page.goto(server.url)
-        await page.clock.pause_at(await page.evaluate("Date.now() + 1000"))
+    # The page's clock stands still (still_page), so "just appeared" holds for as long as
+    # the test needs.
+    async with served() as (relay, server), still_page(browser, server.url) as page:
         posts: list[str | None] = []
         page.on("request", lambda r: posts.append(r.post_data) if r.method == "POST" else None)
         question = page.get_by_test_id("question-text")
@@ -673,4 +679,3 @@ async def test_a_double_tap_or_double_click_never_answers_the_next_question_unse
             '{"answers":[{"id":"checks","selected":["tests"]}]}',
             '{"answers":[{"id":"notes","selected":[]}]}',
         ]
-        await page.close()
