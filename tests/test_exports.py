@@ -7,6 +7,8 @@ them resolves, and no module outside the core imports a private core module dire
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import interaction
@@ -19,6 +21,7 @@ CORE_MODULES = {
     "_ask",
     "_core",
     "_errors",
+    "_frozen",
     "_helpers",
     "_presentation",
     "_registry",
@@ -27,7 +30,6 @@ CORE_MODULES = {
     "_request_checks",
     "_answer_checks",
     "_text_policy",
-    "_version",
 }
 # What _core offers beyond the public facade: tools the codec, the tool and the relay share
 # with ask(). Anything else an in-tree UI needs must be public, so an outside UI has it too.
@@ -104,3 +106,20 @@ def test_the_facade_is_pinned_and_resolves() -> None:
 def test_the_public_names_in_the_facade_are_the_public_objects() -> None:
     for name in interaction.__all__:
         assert getattr(_core, name) is getattr(interaction, name), name
+
+
+def test_import_interaction_loads_the_core_and_nothing_else() -> None:
+    # What ``import interaction`` costs (benchmarks/run.py, case (c)) is mostly what it loads:
+    # its own modules, and of the standard library only ``__future__`` beyond what asyncio
+    # has loaded. ``dataclasses`` (with ``copy``) waits for the first introspection.
+    probe = (
+        f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); import asyncio;"
+        " before = set(sys.modules); import interaction;"
+        " print(*sorted(set(sys.modules) - before))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = set(result.stdout.split())
+    expected = {f"interaction.{name}" for name in CORE_MODULES - {"_core"}}
+    assert loaded == expected | {"interaction", "__future__"}

@@ -1,9 +1,10 @@
 """The vocabulary classes (and the display, tool and terminal classes declared the same way)
 behave as ``@dataclass(frozen=True, slots=True)`` of their fields.
 
-At run time they are built without compiling methods (``_types._frozen_slotted``), with
-``__init__`` written by hand; each is held here to a standard dataclass made from the same
-``dataclasses.fields()``, so a field added to one but not the other is caught.
+At run time they are built without compiling methods or loading ``dataclasses``
+(``interaction._frozen``), with ``__init__`` written by hand; each is held here to a standard
+dataclass made from the same ``dataclasses.fields()``, so a field added to one but not the
+other is caught.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,6 +29,8 @@ from interaction import (
     UnknownIntent,
     wire,
 )
+from interaction._core import frozen_dataclass, set_field
+from interaction._frozen import field
 from interaction._types import stored_item, stored_request
 from interaction.display import OptionView, QuestionView, RequestView
 from interaction.terminal._text import Line
@@ -126,6 +129,57 @@ def test_the_class_behaves_as_a_standard_dataclass(cls: type) -> None:
     assert changed == ours[2]
     by_keyword = cls(**dict(zip(cls.__slots__, first, strict=True)))  # type: ignore[attr-defined]
     assert by_keyword == ours[0]
+
+
+def _fresh_class() -> type[Any]:
+    """A new class each call, so its dataclass introspection has not been read yet."""
+
+    @frozen_dataclass(frozen=True, slots=True)
+    class Pair:
+        """Two fields, one left out of equality."""
+
+        left: int
+        right: list[int] = field(default_factory=list, compare=False)
+        tag: ClassVar[str] = "pair"
+
+        def __init__(self, left: int, right: list[int] | None = None) -> None:
+            set_field(self, "left", left)
+            set_field(self, "right", [] if right is None else right)
+
+    return Pair
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StandardPair:
+    left: int
+    right: list[int] = dataclasses.field(default_factory=list, compare=False)
+    tag: ClassVar[str] = "pair"
+
+
+FIRST_READS: dict[str, Any] = {
+    "fields": lambda cls: [(f.name, f.type, f.compare) for f in dataclasses.fields(cls)],
+    "is_dataclass of an instance": lambda cls: dataclasses.is_dataclass(cls(1)),
+    "replace": lambda cls: dataclasses.replace(cls(1, [2]), left=3).left,
+    "asdict": lambda cls: dataclasses.asdict(cls(1, [2])),
+    "params": lambda cls: repr(cls.__dataclass_params__).split("(", 1)[1],
+    "fields of an instance": lambda cls: sorted(cls(1).__dataclass_fields__),
+}
+
+
+@pytest.mark.parametrize("read", list(FIRST_READS), ids=str)
+def test_the_first_introspection_reads_what_a_standard_dataclass_has(read: str) -> None:
+    cls = _fresh_class()
+    assert type(cls.__dict__["__dataclass_fields__"]) is not dict  # not made yet
+    first = FIRST_READS[read](cls)
+    assert first == FIRST_READS[read](_StandardPair)
+    # Both attributes are plain values on the class from then on, as on a standard one.
+    assert type(cls.__dict__["__dataclass_fields__"]) is dict
+    standard_params = _StandardPair.__dataclass_params__  # type: ignore[attr-defined]
+    assert type(cls.__dict__["__dataclass_params__"]) is type(standard_params)
+    assert FIRST_READS[read](cls) == first
+    # A class variable is recorded as a standard dataclass records it, and is no field.
+    tag, standard_tag = cls.__dataclass_fields__["tag"], _StandardPair.__dataclass_fields__["tag"]
+    assert tag._field_type is standard_tag._field_type  # type: ignore[attr-defined]
 
 
 def test_fields_left_out_of_equality_stay_out_of_it() -> None:

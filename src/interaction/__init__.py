@@ -49,7 +49,8 @@ from ._types import JSONValue as JSONValue
 from ._types import PlanReviewIntent as PlanReviewIntent
 from ._types import UnknownIntent as UnknownIntent
 from ._types import UserInteractionProvider as UserInteractionProvider
-from ._version import __version__ as __version__
+
+__version__ = "0.1.0"
 
 __all__ = [
     "OTHER_LABEL",

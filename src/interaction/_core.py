@@ -12,8 +12,9 @@ and the relay share with ``ask()``:
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
 - ``frozen_dataclass`` and ``set_field``: the vocabulary's way to declare a frozen,
-  slotted dataclass without compiling methods at import (``__init__`` written out, storing
-  each field with ``set_field``); mypy reads it as ``@dataclass``;
+  slotted dataclass that compiles no methods and loads no ``dataclasses`` at import
+  (``__init__`` written out, storing each field with ``set_field``); mypy reads it as
+  ``@dataclass``;
 - ``stored_request``: ``AskUserQuestionRequest(questions)`` built faster, for the decoder
   that makes one per request;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
@@ -29,6 +30,7 @@ and the relay share with ``ask()``:
   ``problem_of``, which takes the problem back out to locate it anew.
 """
 
+from . import __version__
 from ._abort import AbortController, AbortSignal, short_repr
 from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
 from ._answer_checks import check_answer
@@ -44,6 +46,7 @@ from ._errors import (
     json_type,
     problem_of,
 )
+from ._frozen import frozen_dataclass, set_field
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import (
     OTHER_LABEL,
@@ -69,12 +72,9 @@ from ._types import (
     UnknownIntent,
     UserInteractionProvider,
     as_plain,
-    frozen_dataclass,
-    set_field,
     stored_request,
     thaw,
 )
-from ._version import __version__
 
 __all__ = [
     "DISPOSED_MESSAGE",

@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING
 
 from ._ask import ask
 from ._errors import bad_request, type_name
+from ._frozen import frozen_dataclass, set_field
 from ._types import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     PlanReviewIntent,
-    frozen_dataclass,
-    set_field,
 )
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from ._errors import (
     UserInteractionError,
     type_name,
 )
+from ._frozen import frozen_dataclass, set_field
 from ._request_checks import check_questions
 from ._types import (
     AskUserQuestionAnswer,
@@ -38,8 +39,6 @@ from ._types import (
     AskUserQuestionRequest,
     PlanReviewIntent,
     UnknownIntent,
-    frozen_dataclass,
-    set_field,
     thaw,
 )
 

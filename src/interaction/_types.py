@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import operator
-import reprlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import FrozenInstanceError, field
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias
 
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
+from ._frozen import field, frozen_dataclass, slot_setters
 from ._text_policy import SURROGATE, UNSAFE, describe_char
 
 if TYPE_CHECKING:
@@ -31,8 +28,6 @@ __all__ = [
     "UnknownIntent",
     "UserInteractionProvider",
     "as_plain",
-    "frozen_dataclass",
-    "set_field",
     "stored_item",
     "stored_request",
 ]
@@ -133,121 +128,6 @@ def thaw(value: object) -> object:
     return value
 
 
-_T = TypeVar("_T")
-
-
-def _frozen_slotted(cls: type[_T]) -> type[_T]:
-    """What ``@dataclass(frozen=True, slots=True)`` makes of ``cls``, compiling nothing.
-
-    The standard decorator builds six methods per class from source text and compiles them
-    at import: ~0.5 ms a class, most of ``import interaction``. Here ``__init__`` is written
-    in the class body (so it is in the bytecode cache) and ``__repr__``, ``__eq__``,
-    ``__hash__``, pickling and the frozen ``__setattr__`` are shared functions over the field
-    names. ``dataclasses`` still declares the fields, so ``fields()`` and ``replace()`` work;
-    ``tests/test_types.py`` holds every class to a standard dataclass of the same fields.
-    """
-    assert "__init__" in cls.__dict__, f"{cls.__name__} must write out its __init__"
-    cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # fields, match_args
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    params.init = params.repr = params.eq = params.frozen = True  # what the methods provide
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    names = tuple(f.name for f in fields)
-    compared = tuple(f.name for f in fields if f.compare)
-    namespace = {
-        key: value
-        for key, value in cls.__dict__.items()
-        if key not in names and key not in ("__dict__", "__weakref__")
-    }
-    namespace["__slots__"] = names
-    namespace["__repr__"] = _repr_of(tuple(f.name for f in fields if f.repr))
-    namespace["__eq__"] = _eq_of(compared)
-    namespace.setdefault("__hash__", _hash_of(compared))
-    namespace["__setattr__"] = _frozen_setattr
-    namespace["__delattr__"] = _frozen_delattr
-    namespace.setdefault("__getstate__", _getstate_of(names))
-    namespace.setdefault("__setstate__", _setstate_of(names))
-    slotted: type[_T] = type(cls.__name__, cls.__bases__, namespace)
-    slotted.__qualname__ = cls.__qualname__
-    return slotted
-
-
-def _values_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
-    """The field values of an object as a tuple, read by one C call."""
-    if len(names) == 1:  # attrgetter of one name returns the value, not a tuple
-        (name,) = names
-        return lambda value: (getattr(value, name),)
-    return operator.attrgetter(*names)
-
-
-def _repr_of(names: tuple[str, ...]) -> Callable[[object], str]:
-    @reprlib.recursive_repr()
-    def __repr__(self: object) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__qualname__}({shown})"
-
-    return __repr__
-
-
-def _eq_of(names: tuple[str, ...]) -> Callable[[object, object], bool]:
-    values = _values_of(names)
-
-    def __eq__(self: object, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return values(self) == values(other)
-        return NotImplemented
-
-    return __eq__
-
-
-def _hash_of(names: tuple[str, ...]) -> Callable[[object], int]:
-    values = _values_of(names)
-    return lambda self: hash(values(self))
-
-
-def _getstate_of(names: tuple[str, ...]) -> Callable[[object], list[object]]:
-    return lambda self: [getattr(self, name) for name in names]
-
-
-def _setstate_of(names: tuple[str, ...]) -> Callable[[object, list[object]], None]:
-    def __setstate__(self: object, state: list[object]) -> None:
-        for name, value in zip(names, state, strict=True):
-            set_field(self, name, value)
-
-    return __setstate__
-
-
-def _frozen_setattr(self: object, name: str, value: object) -> None:
-    # For every name: a non-field would otherwise meet the slots' confusing AttributeError.
-    raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-
-def _frozen_delattr(self: object, name: str) -> None:
-    raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-
-if TYPE_CHECKING:
-    # mypy reads the standard decorator, so it checks these as frozen, slotted dataclasses.
-    from dataclasses import dataclass as frozen_dataclass
-else:  # the same at run time, without the compiling (see _frozen_slotted)
-
-    def frozen_dataclass(*, frozen: bool, slots: bool) -> Callable[[type[_T]], type[_T]]:
-        assert frozen, "the vocabulary is frozen"
-        assert slots, "the vocabulary is slotted"
-        return _frozen_slotted
-
-
-set_field: Final = object.__setattr__
-"""How ``__init__`` methods store a field past the frozen ``__setattr__``."""
-
-_Setter: TypeAlias = Callable[[object, object], None]
-
-
-def _slot_setters(cls: type) -> tuple[_Setter, ...]:
-    """Each field's slot ``__set__``, in field order, for the ``__init__`` of a class built
-    for every question: a third faster than ``set_field``, which looks the name up first."""
-    return tuple(getattr(cls, f.name).__set__ for f in dataclasses.fields(cls))
-
-
 @frozen_dataclass(frozen=True, slots=True)
 class AskUserQuestionOption:
     """One selectable answer; ``label`` is both what the user sees and the selected value."""
@@ -260,7 +140,7 @@ class AskUserQuestionOption:
         _OPTION_DESCRIPTION(self, description)
 
 
-_OPTION_LABEL, _OPTION_DESCRIPTION = _slot_setters(AskUserQuestionOption)
+_OPTION_LABEL, _OPTION_DESCRIPTION = slot_setters(AskUserQuestionOption)
 
 
 @frozen_dataclass(frozen=True, slots=True)
@@ -274,7 +154,7 @@ class PlanReviewIntent:
         _PLAN_APPROVE(self, approve)
 
 
-(_PLAN_APPROVE,) = _slot_setters(PlanReviewIntent)
+(_PLAN_APPROVE,) = slot_setters(PlanReviewIntent)
 
 
 def _no_fields() -> Mapping[str, JSONValue]:
@@ -322,7 +202,7 @@ class UnknownIntent:
         return (UnknownIntent, (self.kind, thaw(self.fields)))
 
 
-_UNKNOWN_KIND, _UNKNOWN_FIELDS = _slot_setters(UnknownIntent)
+_UNKNOWN_KIND, _UNKNOWN_FIELDS = slot_setters(UnknownIntent)
 
 
 AskUserQuestionIntent: TypeAlias = PlanReviewIntent | UnknownIntent
@@ -368,7 +248,7 @@ class AskUserQuestionItem:
     _ITEM_OPTIONS,
     _ITEM_MULTI_SELECT,
     _ITEM_INTENT,
-) = _slot_setters(AskUserQuestionItem)
+) = slot_setters(AskUserQuestionItem)
 
 
 # The wire decoder builds an object for every option, question and request it reads. A class
@@ -451,7 +331,7 @@ class AskUserQuestionRequest:
         _REQUEST_KEY(self, key)
 
 
-_REQUEST_QUESTIONS, _REQUEST_AGENT, _REQUEST_SIGNAL, _REQUEST_KEY = _slot_setters(
+_REQUEST_QUESTIONS, _REQUEST_AGENT, _REQUEST_SIGNAL, _REQUEST_KEY = slot_setters(
     AskUserQuestionRequest
 )
 
@@ -495,7 +375,7 @@ class AskUserQuestionAnswerItem:
         _ANSWER_ITEM_CUSTOM(self, custom)
 
 
-_ANSWER_ITEM_ID, _ANSWER_ITEM_SELECTED, _ANSWER_ITEM_CUSTOM = _slot_setters(
+_ANSWER_ITEM_ID, _ANSWER_ITEM_SELECTED, _ANSWER_ITEM_CUSTOM = slot_setters(
     AskUserQuestionAnswerItem
 )
 
@@ -510,7 +390,7 @@ class AskUserQuestionAnswer:
         _ANSWER_ANSWERS(self, tuple(answers) if type(answers) in _SEQUENCES else answers)
 
 
-(_ANSWER_ANSWERS,) = _slot_setters(AskUserQuestionAnswer)
+(_ANSWER_ANSWERS,) = slot_setters(AskUserQuestionAnswer)
 
 
 class UserInteractionProvider(Protocol):
