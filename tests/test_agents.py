@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from interaction import AgentRegistry
+from interaction import AgentRegistry, ErrorCode, UserInteractionError, provide_agents
+from interaction._core import check_caller
 
 from .helpers import FakeAgent
 
@@ -76,3 +80,76 @@ def test_leaving_an_agent_that_is_not_live_removes_nothing() -> None:
     assert registry.leave(FakeAgent("a")) == []
     assert registry.leave(FakeAgent("b")) == []
     assert registry.get("a") is live
+
+
+class RegistryAgainstAModel(RuleBasedStateMachine):
+    """Any sequence of entries and leaves: the registry answers as a plain model of it does.
+
+    The model keeps, for each live agent, the owner it entered under; admission (``admit``
+    through ``provide_agents``) must refuse exactly the agents the model says are not live
+    roots, with the code that says why.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registry = AgentRegistry()
+        self.owners: dict[str, str | None] = {}  # live id -> owner id, in entry order
+        self.agents: dict[str, FakeAgent] = {}
+        self.made = 0
+
+    def _descendants(self, agent_id: str) -> list[str]:
+        found = [agent_id]
+        for live_id, owner_id in self.owners.items():
+            if owner_id in found:
+                found.append(live_id)  # owners enter before what they own
+        return found
+
+    @rule(owned=st.booleans(), pick=st.integers(min_value=0))
+    def enter(self, owned: bool, pick: int) -> None:
+        self.made += 1
+        agent = FakeAgent(f"a{self.made}")
+        owner_id = list(self.owners)[pick % len(self.owners)] if owned and self.owners else None
+        owner = self.agents[owner_id] if owner_id is not None else None
+        self.registry.enter(agent, owner=owner)
+        self.owners[agent.id] = owner_id
+        self.agents[agent.id] = agent
+
+    @precondition(lambda self: bool(self.owners))
+    @rule(pick=st.integers(min_value=0))
+    def leave(self, pick: int) -> None:
+        agent_id = list(self.owners)[pick % len(self.owners)]
+        gone = self._descendants(agent_id)
+        removed = self.registry.leave(self.agents[agent_id])
+        assert sorted(agent.id for agent in removed) == sorted(gone)
+        assert removed[0] is self.agents[agent_id]
+        for live_id in gone:
+            del self.owners[live_id]
+
+    @invariant()
+    def answers_as_the_model(self) -> None:
+        live = [self.agents[agent_id] for agent_id in self.owners]
+        assert len(self.registry) == len(live)
+        assert self.registry.roots() == [a for a in live if self.owners[a.id] is None]
+        for agent in self.agents.values():
+            is_live = agent.id in self.owners
+            assert (agent in self.registry) is is_live
+            assert self.registry.get(agent.id) is (agent if is_live else None)
+            owner_id = self.owners.get(agent.id)
+            expected_owner = self.agents[owner_id] if owner_id is not None else None
+            assert self.registry.owner_of(agent) is expected_owner
+            assert self.registry.is_root(agent) is (is_live and owner_id is None)
+            with provide_agents(self.registry):
+                if not is_live:
+                    expected = ErrorCode.CALLER_NOT_LIVE
+                elif owner_id is not None:
+                    expected = ErrorCode.DELEGATED_CALLER
+                else:
+                    check_caller(None, agent)
+                    continue
+                with pytest.raises(UserInteractionError) as refused:
+                    check_caller(None, agent)
+                assert refused.value.code == expected
+
+
+TestRegistryAgainstAModel = RegistryAgainstAModel.TestCase
+TestRegistryAgainstAModel.settings = settings(max_examples=60, stateful_step_count=25)

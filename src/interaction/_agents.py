@@ -90,9 +90,11 @@ class AgentRegistry:
     """
 
     def __init__(self) -> None:
+        # Writers hold the lock. Each agent's entry holds it with its owner's id (None for a
+        # root, fixed at entry: an owner's descendants leave with it), so one dict read,
+        # which is atomic, tells whether it is a live root: admission reads without the lock.
         self._lock = threading.Lock()
-        self._agents: dict[str, Agent] = {}
-        self._owners: dict[str, str] = {}
+        self._agents: dict[str, tuple[Agent, str | None]] = {}
         # Children as ordered dicts (used as sets): leaving one child is O(1), not O(siblings).
         self._children: dict[str, dict[str, None]] = {}
 
@@ -106,13 +108,13 @@ class AgentRegistry:
         with self._lock:
             if agent_id in self._agents:
                 raise ValueError(f"an agent with id {agent_id!r} is already live")
+            owner_id = None
             if owner is not None:
                 owner_id = _id_of(owner)
-                if self._agents.get(owner_id) is not owner:
+                if self._live(owner_id) is not owner:
                     raise ValueError(f"owner {owner_id!r} is not a live agent")
-                self._owners[agent_id] = owner_id
                 self._children.setdefault(owner_id, {})[agent_id] = None
-            self._agents[agent_id] = agent
+            self._agents[agent_id] = (agent, owner_id)
 
     def leave(self, agent: Agent) -> list[Agent]:
         """Remove ``agent`` and its descendants; returns those removed, ``agent`` first.
@@ -121,58 +123,55 @@ class AgentRegistry:
         """
         agent_id = _id_of(agent)
         with self._lock:
-            if self._agents.get(agent_id) is not agent:
+            entry = self._agents.get(agent_id)
+            if entry is None or entry[0] is not agent:
                 return []
-            owner_id = self._owners.pop(agent_id, None)
+            owner_id = entry[1]
             if owner_id is not None:
                 del self._children[owner_id][agent_id]
             removed: list[Agent] = []
             pending = deque([agent_id])
             while pending:
                 current = pending.popleft()
-                removed.append(self._agents.pop(current))
-                self._owners.pop(current, None)
+                removed.append(self._agents.pop(current)[0])
                 pending.extend(self._children.pop(current, ()))
             return removed
 
     def get(self, agent_id: str, /) -> Agent | None:
-        with self._lock:
-            return self._agents.get(agent_id)
+        return self._live(agent_id)
+
+    def _live(self, agent_id: str) -> Agent | None:
+        entry = self._agents.get(agent_id)
+        return None if entry is None else entry[0]
 
     def is_root(self, agent: object) -> bool:
         """Whether ``agent`` is live and owned by no live agent; O(1)."""
         return self._is_live_root(agent, getattr(agent, "id", None))
 
     def _is_live_root(self, agent: object, agent_id: object) -> bool:
-        with self._lock:
-            return (
-                type(agent_id) is str
-                and self._agents.get(agent_id) is agent
-                and agent_id not in self._owners
-            )
+        entry = self._agents.get(agent_id) if type(agent_id) is str else None
+        return entry is not None and entry[0] is agent and entry[1] is None
 
     def roots(self) -> list[Agent]:
         """The live agents owned by no live agent, in the order they entered."""
-        with self._lock:
-            return [a for i, a in self._agents.items() if i not in self._owners]
+        with self._lock:  # iterating, unlike one read, must not meet a writer
+            return [agent for agent, owner_id in self._agents.values() if owner_id is None]
 
     def owner_of(self, agent: Agent) -> Agent | None:
         """The live owner of the live ``agent``; ``None`` for a root or an agent not live."""
         agent_id = _id_of(agent)
         with self._lock:
-            if self._agents.get(agent_id) is not agent:
+            entry = self._agents.get(agent_id)
+            if entry is None or entry[0] is not agent or entry[1] is None:
                 return None
-            owner_id = self._owners.get(agent_id)
-            return None if owner_id is None else self._agents[owner_id]
+            return self._agents[entry[1]][0]
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._agents)
+        return len(self._agents)
 
     def __contains__(self, agent: object) -> bool:
         agent_id = getattr(agent, "id", None)
-        with self._lock:
-            return isinstance(agent_id, str) and self._agents.get(agent_id) is agent
+        return isinstance(agent_id, str) and self._live(agent_id) is agent
 
 
 def _id_of(agent: object) -> str:
