@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +275,43 @@ def test_deeply_nested_json_is_refused_cleanly() -> None:
     with pytest.raises(UserInteractionError) as info:
         wire.decode_request(deep)
     assert info.value.code == ErrorCode.BAD_REQUEST
+
+
+@pytest.fixture(params=["default", "unlimited"])
+def int_digits_limit(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The interpreter's bound on int conversion as shipped, and turned off (0)."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300 if request.param == "default" else 0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.usefixtures("int_digits_limit")
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["text", "bytes"])
+def test_a_number_of_more_than_max_digits_is_a_fault_of_its_own(as_bytes: bool) -> None:
+    huge = "9" * (wire.MAX_DIGITS + 1)
+
+    def intent_with(number: str) -> str:
+        return '{"questions": [{"id": "a", "question": "?", "intent": {"kind": "k", "n": ' + (
+            number + "}}]}"
+        )
+
+    documents: list[tuple[Callable[[str | bytes], object], str, str]] = [
+        (wire.decode_request, intent_with(huge), "request"),
+        (wire.decode_request, '{"questions": [{"id": -' + huge + ', "question": "?"}]}', "request"),
+        (wire.decode_answer, '{"answers": [{"id": "a", "custom": ' + huge + "}]}", "answer"),
+    ]
+    for decode, text, root in documents:
+        with pytest.raises(UserInteractionError) as info:
+            decode(text.encode() if as_bytes else text)
+        assert info.value.message == f"{root}: holds a number of more than 4300 digits"
+        assert info.value.path == root
+    # Exactly MAX_DIGITS digits are read, and then meet the rules of where they stand.
+    with pytest.raises(UserInteractionError) as info:
+        wire.decode_request(intent_with(huge[1:]))
+    assert info.value.message == "questions[0].intent.n: has more than 4000 digits"
 
 
 _NASTY: st.SearchStrategy[object] = st.sampled_from(

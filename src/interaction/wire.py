@@ -41,6 +41,7 @@ from ._core import (
 
 __all__ = [
     "ANSWER_SCHEMA",
+    "MAX_DIGITS",
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
@@ -53,6 +54,11 @@ __all__ = [
 ]
 
 JSONObject: TypeAlias = dict[str, JSONValue]
+
+MAX_DIGITS: Final = 4_300
+"""The most digits a number in a wire document may have: Python's default bound on turning
+text into an ``int``, held whatever ``sys.set_int_max_str_digits`` says, so a longer number
+is a fault of its own and never the quadratic work of converting it."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -117,6 +123,16 @@ def dumps(value: AskUserQuestionRequest | AskUserQuestionAnswer) -> str:
 # ---------------------------------------------------------------------------- decoding
 
 
+class _TooManyDigits(ValueError):
+    """A number in a document longer than ``MAX_DIGITS`` digits."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise _TooManyDigits
+    return int(digits)
+
+
 class _Decoder:
     def __init__(self, code: ErrorCode) -> None:
         self.code = code
@@ -127,8 +143,11 @@ class _Decoder:
     def parse(self, data: object, root: str) -> object:
         data = as_plain(data)
         if isinstance(data, str | bytes | bytearray | memoryview):
+            text = bytes(data) if isinstance(data, memoryview) else data
             try:
-                return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+                return json.loads(text, parse_int=_bounded_int)
+            except _TooManyDigits:
+                raise self.fail(root, f"holds a number of more than {MAX_DIGITS} digits") from None
             except (ValueError, RecursionError) as exc:
                 raise self.fail(root, f"not valid JSON ({exc})") from None
         return data
@@ -205,7 +224,7 @@ def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
     )
 
 
-_JSON: Final = json.JSONDecoder()
+_JSON: Final = json.JSONDecoder(parse_int=_bounded_int)
 
 
 def _loads_plain(data: bytes | str) -> object:
