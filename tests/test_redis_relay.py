@@ -269,6 +269,30 @@ async def test_a_resolved_entry_the_store_does_not_bear_out_settles_nothing(
     await relay.aclose()
 
 
+async def test_an_entry_naming_a_key_that_is_no_question_does_not_stop_the_tail(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry whose question key holds no hash made every read of its batch fail; the
+    tail read it again for ever and no later question reached a page or an asker."""
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    stream = f"{{{relay.prefix}}}:events"
+    await store.set(f"{{{relay.prefix}}}:q:plain", "not a hash")
+    with provide(relay):
+        start = await relay.snapshot()
+        with caplog.at_level(logging.WARNING, logger="interaction.redis_relay"):
+            for kind in ("requested", "resolved"):
+                await store.xadd(stream, {"kind": kind, "id": "plain", "request": "{}"})
+            task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            (event,) = await asked(relay, start.position, 1)
+            await relay.submit(event.id, Answer([Item("pkg", ["npm"])]))
+            assert (await asyncio.wait_for(task, WAIT)).answers == (Item("pkg", ["npm"]),)
+    warned = [r.getMessage() for r in caplog.records]  # one read may take both entries
+    assert any("question 'plain' is not stored as a question: WRONGTYPE" in m for m in warned)
+    await store.aclose()
+    await relay.aclose()
+
+
 async def test_a_hash_settled_without_an_entry_is_settled_for_the_asker_and_the_pages(
     redis_server: RedisServer,
 ) -> None:

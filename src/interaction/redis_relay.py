@@ -584,14 +584,25 @@ class RedisRelay:
         return checked
 
     async def _stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
-        """``HMGET`` of each question's hash, in one round trip."""
+        """``HMGET`` of each question's hash, in one round trip, one reply per id.
+
+        A key that is not a hash (no script writes one) reads as no question: refused as a
+        whole, the batch would be read again and again, and the tail would go no further.
+        """
         if not ids:
             return []
         async with self._client.pipeline(transaction=False) as pipe:
             for question_id in ids:
                 pipe.hmget(self._base + "q:" + question_id, list(names))
-            replies: list[object] = await self._call(pipe.execute())
-        return [[_text(value) for value in reply] for reply in replies if isinstance(reply, list)]
+            replies: list[object] = await self._call(pipe.execute(raise_on_error=False))
+        stored: list[list[str | None]] = []
+        for question_id, reply in zip(ids, replies, strict=True):
+            if isinstance(reply, list):
+                stored.append([_text(value) for value in reply])
+            else:  # a ResponseError in its place: WRONGTYPE
+                _log.warning("question %r is not stored as a question: %s", question_id, reply)
+                stored.append([None] * len(names))
+        return stored
 
     def _absorb(self, entries: Sequence[tuple[str, Mapping[str, str], str | None]]) -> None:
         """Take the checked entries the tail read: buffer them, wake the waiters they settle."""
