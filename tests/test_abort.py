@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -184,6 +185,45 @@ def test_any_of_an_already_aborted_signal_is_aborted_with_its_reason() -> None:
     combined = AbortSignal.any([a.signal, b.signal])
     assert combined.reason is reason
     assert a.signal._listeners == {}
+
+
+def test_any_of_a_combined_signal_follows_its_sources_however_deep_the_nesting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Each combination used to listen on the one before it, and aborting the root of some
+    # 3,000 of them overflowed the stack: logged, and the outermost never aborted.
+    root, other = AbortController(), AbortController()
+    signal = AbortSignal.any([root.signal])
+    for depth in range(10_000):
+        signal = AbortSignal.any([signal, other.signal] if depth % 2 else [signal])
+    heard: list[BaseException] = []
+    signal.add_listener(heard.append)
+    reason = RuntimeError("root")
+    with caplog.at_level(logging.DEBUG, logger="interaction"):
+        root.abort(reason)
+    assert signal.reason is reason
+    assert heard == [reason]
+    assert caplog.records == []
+    assert other.signal._listeners == {}  # let go of, as any settled combination does
+
+
+def test_any_of_an_aborted_combined_signal_takes_its_reason_not_a_source_s() -> None:
+    a, b = AbortController(), AbortController()
+    combined = AbortSignal.any([a.signal, b.signal])
+    first = RuntimeError("b first")
+    b.abort(first)
+    a.abort(RuntimeError("a later"))
+    assert AbortSignal.any([combined]).reason is first
+    assert AbortSignal.any([a.signal, combined]).reason is a.signal.reason  # the order given
+
+
+def test_a_source_given_twice_through_a_combined_signal_is_followed_once() -> None:
+    a, b = AbortController(), AbortController()
+    again = AbortSignal.any([AbortSignal.any([a.signal, b.signal]), a.signal])
+    heard: list[BaseException] = []
+    again.add_listener(heard.append)
+    a.abort(RuntimeError("a"))
+    assert heard == [a.signal.reason]
 
 
 def test_any_of_nothing_never_aborts() -> None:

@@ -35,6 +35,7 @@ class AbortSignal:
         "_next_key",
         "_reason",
         "_reason_traceback",
+        "_sources",
         "_timed",
     )
 
@@ -51,6 +52,8 @@ class AbortSignal:
         # to or refers to any more is collected before it aborts.
         self._timed = False
         self._holder: list[AbortSignal] | None = None
+        # What a combined signal follows; a signal combined from it follows these instead.
+        self._sources: tuple[AbortSignal, ...] | None = None
 
     @property
     def aborted(self) -> bool:
@@ -110,6 +113,7 @@ class AbortSignal:
                 return
             self._reason = reason
             self._reason_traceback = reason.__traceback__
+            self._sources = None  # an aborted signal is combined by its reason alone
             listeners = list(self._listeners.values())
             self._listeners.clear()
             if listeners:
@@ -157,18 +161,25 @@ class AbortSignal:
         """A signal that aborts, with the same reason, as soon as any of ``signals`` does.
 
         The sources hold the combined signal only weakly: once it is dropped, its listeners
-        leave the sources, so combining with a long-lived signal does not accumulate.
+        leave the sources, so combining with a long-lived signal does not accumulate. A
+        combined signal among ``signals`` stands for its own sources, as on the web
+        platform, so combining again and again never builds a chain to abort through.
         """
-        sources = list(signals)
-        for source in sources:
+        given = list(signals)
+        for source in given:
             if not isinstance(source, AbortSignal):
                 raise TypeError(f"AbortSignal.any() takes AbortSignals, got {type_name(source)}")
         combined = cls()
-        for source in sources:
+        for source in given:
             reason = source.reason
             if reason is not None:
                 combined._abort(reason)
                 return combined
+        flat: dict[int, AbortSignal] = {}  # by identity, in order
+        for source in given:
+            for signal in (source,) if source._sources is None else source._sources:
+                flat.setdefault(id(signal), signal)
+        sources = combined._sources = tuple(flat.values())
         removers: list[Callable[[], None]] = []
 
         def unsubscribe() -> None:
