@@ -237,8 +237,12 @@ class InputRequiredBridge:
         """The latest wall-clock reading seen: it never goes back, even when the clock does
         (so a state sealed after a step back is not born expired)."""
         with self._lock:
-            self._now = max(self._now, time.time())
-            return self._now
+            return self._tick()
+
+    def _tick(self) -> float:
+        """:meth:`_time`, for a caller that holds ``_lock``."""
+        self._now = max(self._now, time.time())
+        return self._now
 
     def _spend(self, nonce: str, expires: float) -> None:
         """Use ``nonce`` once, or refuse its state as expired or already used.
@@ -250,7 +254,7 @@ class InputRequiredBridge:
         One that expires out of order is forgotten a little late, never early.
         """
         with self._lock:
-            now = self._now = max(self._now, time.time())
+            now = self._tick()
             if not now < expires:
                 raise UserInteractionError(
                     EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState"
