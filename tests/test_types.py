@@ -125,8 +125,14 @@ def test_the_class_behaves_as_a_standard_dataclass(cls: type) -> None:
     assert (ours[0] == ours[1], ours[0] == ours[2]) == (True, False)
     assert (theirs[0] == theirs[1], theirs[0] == theirs[2]) == (True, False)
     assert ours[0] != theirs[0]  # another class: not equal, as between two dataclasses
-    changed = dataclasses.replace(ours[0], **dict(zip(ours[0].__slots__, second, strict=True)))
+    changes = dict(zip(ours[0].__slots__, second, strict=True))
+    changed = dataclasses.replace(ours[0], **changes)
     assert changed == ours[2]
+    # copy.replace() (Python 3.13+) calls __replace__, which 3.13's dataclasses define.
+    assert ours[0].__replace__(**changes) == changed
+    assert ours[0].__replace__() == ours[0]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        ours[0].__replace__(nope=1)
     by_keyword = cls(**dict(zip(cls.__slots__, first, strict=True)))  # type: ignore[attr-defined]
     assert by_keyword == ours[0]
 

@@ -4,13 +4,14 @@
 and needs the ``dataclasses`` module (and ``copy``) loaded: about 0.15 ms a class plus
 1.2 ms once, most of what ``import interaction`` used to cost. Here each class writes its
 ``__init__`` out (so it sits in the bytecode cache, storing each field with
-:data:`set_field`), and ``__repr__``, ``__eq__``, ``__hash__``, pickling and the frozen
-``__setattr__`` are shared functions over the field names. ``dataclasses`` itself is
-loaded only when someone introspects a class: the first read of ``__dataclass_fields__``
-or ``__dataclass_params__`` (which ``fields()``, ``replace()``, ``asdict()`` and
-``is_dataclass()`` make) takes both from a standard dataclass of the same declaration.
-mypy reads the standard decorator and ``field``, so it checks these as frozen, slotted
-dataclasses; ``tests/test_types.py`` holds every class to a standard dataclass.
+:data:`set_field`), and ``__repr__``, ``__eq__``, ``__hash__``, pickling, ``__replace__``
+(for ``copy.replace``) and the frozen ``__setattr__`` are shared functions over the field
+names. ``dataclasses`` itself is loaded only when someone introspects a class: the first
+read of ``__dataclass_fields__`` or ``__dataclass_params__`` (which ``fields()``,
+``replace()``, ``asdict()`` and ``is_dataclass()`` make) takes both from a standard
+dataclass of the same declaration. mypy reads the standard decorator and ``field``, so it
+checks these as frozen, slotted dataclasses; ``tests/test_types.py`` holds every class to
+a standard dataclass.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def _frozen_slotted(cls: type[_T]) -> type[_T]:
     namespace["__delattr__"] = _frozen_delattr
     namespace.setdefault("__getstate__", _getstate_of(names))
     namespace.setdefault("__setstate__", _setstate_of(names))
+    namespace.setdefault("__replace__", _replace)
     namespace["__dataclass_fields__"] = _Introspected(declared)
     namespace["__dataclass_params__"] = _Introspected(declared)
     slotted: type[_T] = type(cls.__name__, cls.__bases__, namespace)
@@ -204,6 +206,14 @@ def _setstate_of(names: tuple[str, ...]) -> Callable[[object, list[object]], Non
             set_field(self, name, value)
 
     return __setstate__
+
+
+def _replace(self: object, /, **changes: object) -> object:
+    # What copy.replace() calls (Python 3.13+), as a standard dataclass defines it there.
+    for name in self.__match_args__:  # type: ignore[attr-defined]
+        if name not in changes:
+            changes[name] = getattr(self, name)
+    return type(self)(**changes)
 
 
 def _frozen_setattr(self: object, name: str, value: object) -> None:
