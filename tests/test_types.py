@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import typing
 from typing import Any, ClassVar
 
 import pytest
@@ -99,6 +100,14 @@ def test_the_class_has_the_shape_of_a_standard_dataclass(cls: type) -> None:
             assert ours[f.name].default == f.default_factory()
         else:
             assert ours[f.name].default == theirs[f.name].default
+
+
+@pytest.mark.parametrize("cls", [*SAMPLES, UnknownIntent], ids=lambda cls: cls.__name__)
+def test_every_field_s_annotation_resolves_at_run_time(cls: type) -> None:
+    # What pydantic, cattrs and hypothesis' from_type read; the request's agent and signal
+    # were imported for mypy only, so resolving its hints raised NameError.
+    hints = typing.get_type_hints(cls)
+    assert [name for name in hints if name in cls.__slots__] == list(cls.__slots__)  # type: ignore[attr-defined]
 
 
 def _hash(value: object) -> int | str:

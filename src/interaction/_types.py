@@ -5,15 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, TypeAlias
+from typing import ClassVar, Final, Literal, Protocol, TypeAlias
 
+# AbortSignal and Agent are imported at run time, not only for mypy, so that
+# typing.get_type_hints() (and so pydantic, cattrs, hypothesis' from_type) can resolve
+# every field of AskUserQuestionRequest; neither module imports this one.
+from ._abort import AbortSignal
+from ._agents import Agent
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
 from ._frozen import field, frozen_dataclass, slot_setters
 from ._text_policy import SURROGATE, UNSAFE, describe_char
-
-if TYPE_CHECKING:
-    from ._abort import AbortSignal
-    from ._agents import Agent
 
 __all__ = [
     "AskUserQuestionAnswer",
