@@ -187,11 +187,11 @@ def test_any_of_an_already_aborted_signal_is_aborted_with_its_reason() -> None:
     assert a.signal._listeners == {}
 
 
-def test_any_of_a_combined_signal_follows_its_sources_however_deep_the_nesting(
+def test_a_combination_of_combinations_aborts_however_deep_the_nesting(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # Each combination used to listen on the one before it, and aborting the root of some
-    # 3,000 of them overflowed the stack: logged, and the outermost never aborted.
+    # Each level's abort called the next one's: some 3,000 levels overflowed the stack,
+    # which was logged, and the outermost signal never aborted.
     root, other = AbortController(), AbortController()
     signal = AbortSignal.any([root.signal])
     for depth in range(10_000):
@@ -205,6 +205,34 @@ def test_any_of_a_combined_signal_follows_its_sources_however_deep_the_nesting(
     assert heard == [reason]
     assert caplog.records == []
     assert other.signal._listeners == {}  # let go of, as any settled combination does
+
+
+def test_nested_combinations_cost_one_listener_per_signal_given() -> None:
+    # Each level listens on the signals it was given, never on theirs: n levels, n sources.
+    root = AbortController()
+    sources = [AbortController() for _ in range(500)]
+    levels = [AbortSignal.any([root.signal])]
+    for source in sources:
+        levels.append(AbortSignal.any([levels[-1], source.signal]))
+    listening = [*levels[:-1], root.signal, *(source.signal for source in sources)]
+    assert sum(len(signal._listeners) for signal in listening) == 2 * len(sources) + 1
+    root.abort(RuntimeError("root"))
+    assert all(level.aborted for level in levels)
+    assert sum(len(signal._listeners) for signal in listening) == 0
+
+
+def test_a_combined_signal_is_aborted_in_the_order_its_listeners_came() -> None:
+    # As nested calls would: a combination subscribed before a listener is aborted before
+    # that listener runs, and one subscribed after it, after.
+    root = AbortController()
+    middle = AbortSignal.any([root.signal])
+    before = AbortSignal.any([middle])
+    seen: list[tuple[bool, bool]] = []
+    middle.add_listener(lambda _: seen.append((before.aborted, after.aborted)))
+    after = AbortSignal.any([middle])
+    root.abort(RuntimeError("root"))
+    assert seen == [(True, False)]
+    assert after.aborted
 
 
 def test_any_of_an_aborted_combined_signal_takes_its_reason_not_a_source_s() -> None:

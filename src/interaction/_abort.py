@@ -35,7 +35,6 @@ class AbortSignal:
         "_next_key",
         "_reason",
         "_reason_traceback",
-        "_sources",
         "_timed",
     )
 
@@ -52,8 +51,6 @@ class AbortSignal:
         # to or refers to any more is collected before it aborts.
         self._timed = False
         self._holder: list[AbortSignal] | None = None
-        # What a combined signal follows; a signal combined from it follows these instead.
-        self._sources: tuple[AbortSignal, ...] | None = None
 
     @property
     def aborted(self) -> bool:
@@ -108,27 +105,22 @@ class AbortSignal:
             holder[:] = [self] if held else []
 
     def _abort(self, reason: BaseException) -> None:
+        listeners = self._settle(reason)
+        if listeners:
+            _run_listeners(listeners, reason)
+
+    def _settle(self, reason: BaseException) -> list[AbortListener] | None:
+        """Take ``reason`` and the listeners to tell; ``None`` if already aborted."""
         with self._lock:
             if self._reason is not None:
-                return
+                return None
             self._reason = reason
             self._reason_traceback = reason.__traceback__
-            self._sources = None  # an aborted signal is combined by its reason alone
             listeners = list(self._listeners.values())
             self._listeners.clear()
             if listeners:
                 self._hold(False)
-        # Every listener runs, whatever one of them raises: an ask waiting on this signal
-        # must hear of the abort even when a listener before it fails.
-        interrupt: BaseException | None = None
-        for listener in listeners:
-            try:
-                _call_listener(listener, reason)
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised at the end
-                if interrupt is None:
-                    interrupt = exc
-        if interrupt is not None:
-            raise interrupt
+            return listeners
 
     def __repr__(self) -> str:
         state = f"aborted, reason={self._reason!r}" if self._reason is not None else "pending"
@@ -162,24 +154,19 @@ class AbortSignal:
 
         The sources hold the combined signal only weakly: once it is dropped, its listeners
         leave the sources, so combining with a long-lived signal does not accumulate. A
-        combined signal among ``signals`` stands for its own sources, as on the web
-        platform, so combining again and again never builds a chain to abort through.
+        combination of combinations, however deep, aborts in one loop, not one call deeper
+        per level.
         """
-        given = list(signals)
-        for source in given:
+        sources = list(signals)
+        for source in sources:
             if not isinstance(source, AbortSignal):
                 raise TypeError(f"AbortSignal.any() takes AbortSignals, got {type_name(source)}")
         combined = cls()
-        for source in given:
+        for source in sources:
             reason = source.reason
             if reason is not None:
                 combined._abort(reason)
                 return combined
-        flat: dict[int, AbortSignal] = {}  # by identity, in order
-        for source in given:
-            for signal in (source,) if source._sources is None else source._sources:
-                flat.setdefault(id(signal), signal)
-        sources = combined._sources = tuple(flat.values())
         removers: list[Callable[[], None]] = []
 
         def unsubscribe() -> None:
@@ -194,14 +181,7 @@ class AbortSignal:
         target = weakref.ref(combined)
         holder: list[AbortSignal] = []  # holds the combined signal while it has listeners
         combined._holder = holder
-
-        def follow(reason: BaseException) -> None:
-            # Through ``holder`` the sources keep a listened-to combined signal alive.
-            signal = holder[0] if holder else target()
-            if signal is not None:
-                signal._abort(reason)
-            detach()
-
+        follow = _Follow(holder, target, detach)
         for source in sources:
             removers.append(source.add_listener(follow))
         if combined.aborted:  # a source aborted while we were subscribing
@@ -253,6 +233,63 @@ def _call_listener(listener: AbortListener, reason: BaseException) -> None:
         listener(reason)
     except Exception:
         _log.exception("an abort listener raised")
+
+
+class _Follow:
+    """A combined signal's listener on each of its sources (see ``AbortSignal.any``)."""
+
+    __slots__ = ("detach", "holder", "target")
+
+    def __init__(
+        self,
+        holder: list[AbortSignal],
+        target: weakref.ref[AbortSignal],
+        detach: Callable[[], object],
+    ) -> None:
+        # Through ``holder`` the sources keep a listened-to combined signal alive.
+        self.holder = holder
+        self.target = target
+        self.detach = detach
+
+    def __call__(self, reason: BaseException) -> None:
+        listeners = self.settle(reason)
+        if listeners:
+            _run_listeners(listeners, reason)
+
+    def settle(self, reason: BaseException) -> list[AbortListener] | None:
+        """Abort the combined signal and unsubscribe it; its listeners, still to be told."""
+        signal = self.holder[0] if self.holder else self.target()
+        listeners = signal._settle(reason) if signal is not None else None
+        self.detach()
+        return listeners
+
+
+def _run_listeners(listeners: list[AbortListener], reason: BaseException) -> None:
+    """Tell ``listeners`` of the abort, in order, and every combined signal they make abort.
+
+    A combined signal's listeners are told where its ``_Follow`` stands, before the next
+    listener of its source, as nested calls would, but from a stack of lists in one loop:
+    some 3,000 combinations of combinations overflowed the call stack, and the outermost
+    never aborted. Every listener runs, whatever one of them raises: an ask waiting on a
+    signal must hear of the abort even when a listener before it fails.
+    """
+    interrupt: BaseException | None = None
+    pending = [iter(listeners)]
+    while pending:
+        listener = next(pending[-1], None)
+        if listener is None:
+            pending.pop()
+        elif type(listener) is _Follow:
+            if inner := listener.settle(reason):
+                pending.append(iter(inner))
+        else:
+            try:
+                _call_listener(listener, reason)
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised at the end
+                if interrupt is None:
+                    interrupt = exc
+    if interrupt is not None:
+        raise interrupt
 
 
 class _TimerThread:
