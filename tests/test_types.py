@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import threading
 import typing
 from typing import Any, ClassVar
 
@@ -195,6 +196,38 @@ def test_the_first_introspection_reads_what_a_standard_dataclass_has(read: str) 
     # A class variable is recorded as a standard dataclass records it, and is no field.
     tag, standard_tag = cls.__dataclass_fields__["tag"], _StandardPair.__dataclass_fields__["tag"]
     assert tag._field_type is standard_tag._field_type  # type: ignore[attr-defined]
+
+
+def test_a_subclass_read_first_inherits_the_fields_as_from_a_standard_dataclass() -> None:
+    parent = _fresh_class()
+
+    class Child(parent):  # type: ignore[misc, valid-type]
+        pass
+
+    assert [f.name for f in dataclasses.fields(Child)] == ["left", "right"]
+    assert dataclasses.replace(Child(1, [2]), left=3) == Child(3, [2])
+    assert dataclasses.asdict(Child(1, [2])) == {"left": 1, "right": [2]}
+    assert type(parent.__dict__["__dataclass_fields__"]) is dict  # made for the parent
+    assert "__dataclass_fields__" not in Child.__dict__  # and inherited, as usual
+
+
+def test_threads_reading_first_at_once_get_the_same_fields() -> None:
+    cls = _fresh_class()
+    start = threading.Barrier(8)
+    seen: list[tuple[dataclasses.Field[Any], ...]] = []
+
+    def read() -> None:
+        start.wait()
+        seen.append(dataclasses.fields(cls))
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 8
+    for fields in seen:
+        assert all(a is b for a, b in zip(fields, seen[0], strict=True))
 
 
 def test_fields_left_out_of_equality_stay_out_of_it() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import reprlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
@@ -29,6 +30,9 @@ set_field: Final = object.__setattr__
 """How ``__init__`` methods store a field past the frozen ``__setattr__``."""
 
 _Setter: TypeAlias = Callable[[object, object], None]
+
+_introspecting: Final = threading.Lock()
+"""Held while a class's dataclass metadata is made (see ``_Introspected``)."""
 
 _MISSING: Final = object()
 """No default: the field must be given (``dataclasses.MISSING`` without its module)."""
@@ -116,20 +120,29 @@ class _Introspected:
     descriptor on the class.
     """
 
-    __slots__ = ("declared", "name")
+    __slots__ = ("declared", "name", "owner")
 
     def __init__(self, declared: Mapping[str, object]) -> None:
         self.declared = declared
         self.name = ""
+        self.owner: type = object
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
+        self.owner, self.name = owner, name
 
     def __get__(self, instance: object, owner: type) -> object:
-        standard = self._standard(owner)
-        for name in ("__dataclass_fields__", "__dataclass_params__"):
-            setattr(owner, name, getattr(standard, name))
-        return getattr(standard, self.name)
+        # Made for the class that declared the fields, whichever class is read (a subclass
+        # inherits them, as from a standard dataclass), and once: threads reading at the
+        # same time all get the same Field objects.
+        declarer = self.owner
+        with _introspecting:
+            made = declarer.__dict__[self.name]
+            if made is self:
+                standard = self._standard(declarer)
+                for name in ("__dataclass_fields__", "__dataclass_params__"):
+                    setattr(declarer, name, getattr(standard, name))
+                made = declarer.__dict__[self.name]
+        return made
 
     def _standard(self, owner: type) -> type:
         import dataclasses  # only for introspection; see the module docstring

@@ -8,8 +8,8 @@ from types import MappingProxyType
 from typing import ClassVar, Final, Literal, Protocol, TypeAlias
 
 # AbortSignal and Agent are imported at run time, not only for mypy, so that
-# typing.get_type_hints() (and so pydantic, cattrs, hypothesis' from_type) can resolve
-# every field of AskUserQuestionRequest; neither module imports this one.
+# typing.get_type_hints() resolves every field of AskUserQuestionRequest (it raised
+# NameError); neither module imports this one.
 from ._abort import AbortSignal
 from ._agents import Agent
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
