@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import sys
+import threading
+
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -80,6 +83,44 @@ def test_leaving_an_agent_that_is_not_live_removes_nothing() -> None:
     assert registry.leave(FakeAgent("a")) == []
     assert registry.leave(FakeAgent("b")) == []
     assert registry.get("a") is live
+
+
+def test_no_reader_sees_a_leave_half_done() -> None:
+    # A leave removes an owner and its descendants one by one; readers that took no lock
+    # saw the owner gone and its children still live.
+    registry = AgentRegistry()
+    owner = FakeAgent("owner")
+    children = [FakeAgent(f"child-{i}") for i in range(50)]
+    last = children[-1]
+    done = threading.Event()
+    halves: list[str] = []
+
+    def enter_and_leave() -> None:
+        for _ in range(3000):
+            registry.enter(owner)
+            for child in children:
+                registry.enter(child, owner=owner)
+            registry.leave(owner)
+        done.set()
+
+    def look() -> None:
+        while not done.is_set():
+            if registry.get("owner") is None and registry.get(last.id) is last:
+                halves.append("get")
+            if owner not in registry and last in registry:
+                halves.append("in")
+
+    threads = [threading.Thread(target=enter_and_leave), threading.Thread(target=look)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert halves == []
 
 
 class RegistryAgainstAModel(RuleBasedStateMachine):

@@ -90,9 +90,10 @@ class AgentRegistry:
     """
 
     def __init__(self) -> None:
-        # Writers hold the lock. Each agent's entry holds it with its owner's id (None for a
-        # root, fixed at entry: an owner's descendants leave with it), so one dict read,
-        # which is atomic, tells whether it is a live root: admission reads without the lock.
+        # Each agent's entry holds it with its owner's id (None for a root, fixed at entry:
+        # an owner's descendants leave with it), so one dict read, which is atomic, tells
+        # whether it is a live root: admission's first look takes no lock. Everything else
+        # holds it, so no reader sees a leave half done (an owner gone, its children not).
         self._lock = threading.Lock()
         self._agents: dict[str, tuple[Agent, str | None]] = {}
         # Children as ordered dicts (used as sets): leaving one child is O(1), not O(siblings).
@@ -138,7 +139,8 @@ class AgentRegistry:
             return removed
 
     def get(self, agent_id: str, /) -> Agent | None:
-        return self._live(agent_id)
+        with self._lock:
+            return self._live(agent_id)
 
     def _live(self, agent_id: str) -> Agent | None:
         entry = self._agents.get(agent_id)
@@ -149,6 +151,7 @@ class AgentRegistry:
         return self._is_live_root(agent, getattr(agent, "id", None))
 
     def _is_live_root(self, agent: object, agent_id: object) -> bool:
+        # Unlocked: one read. False sends admission to get(), which waits out a leave.
         entry = self._agents.get(agent_id) if type(agent_id) is str else None
         return entry is not None and entry[0] is agent and entry[1] is None
 
@@ -167,11 +170,13 @@ class AgentRegistry:
             return self._agents[entry[1]][0]
 
     def __len__(self) -> int:
-        return len(self._agents)
+        with self._lock:
+            return len(self._agents)
 
     def __contains__(self, agent: object) -> bool:
         agent_id = getattr(agent, "id", None)
-        return isinstance(agent_id, str) and self._live(agent_id) is agent
+        with self._lock:
+            return isinstance(agent_id, str) and self._live(agent_id) is agent
 
 
 def _id_of(agent: object) -> str:
