@@ -922,7 +922,7 @@ async def test_a_body_must_be_json_in_utf_8_with_numbers_python_can_read() -> No
         assert refused.status_code == 400
         assert refused.json()["error"] == {
             "code": "BAD_ANSWER",
-            "message": "answer: holds a number of more than 4300 digits",
+            "message": "answer: holds an integer of more than 4300 digits",
         }
         assert [q.id for q in relay.pending()] == [qid]  # none of it settled anything
         long_text = '{"answers": [{"id": "pkg", "selected": [], "custom": "' + "9" * 5000 + '"}]}'

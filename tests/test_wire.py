@@ -290,7 +290,7 @@ def int_digits_limit(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.mark.usefixtures("int_digits_limit")
 @pytest.mark.parametrize("as_bytes", [False, True], ids=["text", "bytes"])
-def test_a_number_of_more_than_max_digits_is_a_fault_of_its_own(as_bytes: bool) -> None:
+def test_an_integer_of_more_than_max_digits_is_a_fault_of_its_own(as_bytes: bool) -> None:
     huge = "9" * (wire.MAX_DIGITS + 1)
 
     def intent_with(number: str) -> str:
@@ -306,12 +306,35 @@ def test_a_number_of_more_than_max_digits_is_a_fault_of_its_own(as_bytes: bool) 
     for decode, text, root in documents:
         with pytest.raises(UserInteractionError) as info:
             decode(text.encode() if as_bytes else text)
-        assert info.value.message == f"{root}: holds a number of more than 4300 digits"
+        assert info.value.message == f"{root}: holds an integer of more than 4300 digits"
         assert info.value.path == root
     # Exactly MAX_DIGITS digits are read, and then meet the rules of where they stand.
     with pytest.raises(UserInteractionError) as info:
         wire.decode_request(intent_with(huge[1:]))
     assert info.value.message == "questions[0].intent.n: has more than 4000 digits"
+
+
+def test_an_interpreter_bound_below_max_digits_is_the_one_named() -> None:
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        with pytest.raises(UserInteractionError) as info:
+            wire.decode_answer('{"answers": [{"id": "a", "custom": ' + "9" * 1000 + "}]}")
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert info.value.message == "answer: holds an integer of more than 640 digits"
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_python_s_json_constants_are_not_json(constant: str) -> None:
+    # json.loads reads them; JSON.parse on the TypeScript side does not.
+    for decode, root, text in (
+        (wire.decode_request, "request", '{"questions": [], "extra": %s}'),
+        (wire.decode_answer, "answer", '{"answers": [{"id": "a", "selected": [], "n": %s}]}'),
+    ):
+        with pytest.raises(UserInteractionError) as info:
+            decode(text.replace("%s", constant))
+        assert info.value.message == f"{root}: not valid JSON ({constant} is not a JSON number)"
 
 
 _NASTY: st.SearchStrategy[object] = st.sampled_from(

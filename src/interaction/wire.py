@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Mapping
 from typing import Final, TypeAlias
 
@@ -56,9 +57,10 @@ __all__ = [
 JSONObject: TypeAlias = dict[str, JSONValue]
 
 MAX_DIGITS: Final = 4_300
-"""The most digits a number in a wire document may have: Python's default bound on turning
-text into an ``int``, held whatever ``sys.set_int_max_str_digits`` says, so a longer number
-is a fault of its own and never the quadratic work of converting it."""
+"""The most digits an integer in a wire document may have: Python's default bound on
+turning text into an ``int``, held even when ``sys.set_int_max_str_digits`` allows more
+(a lower setting lowers it), so a longer integer is a fault of its own and never the
+quadratic work of converting it."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -124,13 +126,20 @@ def dumps(value: AskUserQuestionRequest | AskUserQuestionAnswer) -> str:
 
 
 class _TooManyDigits(ValueError):
-    """A number in a document longer than ``MAX_DIGITS`` digits."""
+    """An integer in a document longer than its first argument, the bound, in digits."""
 
 
 def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_DIGITS:
-        raise _TooManyDigits
-    return int(digits)
+        raise _TooManyDigits(MAX_DIGITS)
+    try:
+        return int(digits)
+    except ValueError:  # the interpreter's own bound is set lower
+        raise _TooManyDigits(sys.get_int_max_str_digits()) from None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")  # Python's json reads it, JSON has none
 
 
 class _Decoder:
@@ -145,9 +154,10 @@ class _Decoder:
         if isinstance(data, str | bytes | bytearray | memoryview):
             text = bytes(data) if isinstance(data, memoryview) else data
             try:
-                return json.loads(text, parse_int=_bounded_int)
-            except _TooManyDigits:
-                raise self.fail(root, f"holds a number of more than {MAX_DIGITS} digits") from None
+                return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+            except _TooManyDigits as exc:
+                bound = exc.args[0]
+                raise self.fail(root, f"holds an integer of more than {bound} digits") from None
             except (ValueError, RecursionError) as exc:
                 raise self.fail(root, f"not valid JSON ({exc})") from None
         return data
@@ -224,7 +234,7 @@ def _decode_item(d: _Decoder, value: object, path: str) -> AskUserQuestionItem:
     )
 
 
-_JSON: Final = json.JSONDecoder(parse_int=_bounded_int)
+_JSON: Final = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_no_constant)
 
 
 def _loads_plain(data: bytes | str) -> object:
