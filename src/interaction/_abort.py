@@ -258,7 +258,8 @@ class _Follow:
 
     def settle(self, reason: BaseException) -> list[AbortListener] | None:
         """Abort the combined signal and unsubscribe it; its listeners, still to be told."""
-        signal = self.holder[0] if self.holder else self.target()
+        held = self.holder[:1]  # one read: another thread may empty the holder meanwhile
+        signal = held[0] if held else self.target()
         listeners = signal._settle(reason) if signal is not None else None
         self.detach()
         return listeners
