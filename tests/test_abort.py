@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 
 import pytest
 
-from interaction import AbortController, AbortSignal, ErrorCode, UserInteractionError
+from interaction import AbortController, AbortSignal, ErrorCode, UserInteractionError, _abort
 
 
 def test_abort_sets_state_once_and_keeps_the_first_reason() -> None:
@@ -233,6 +234,53 @@ def test_a_combined_signal_is_aborted_in_the_order_its_listeners_came() -> None:
     root.abort(RuntimeError("root"))
     assert seen == [(True, False)]
     assert after.aborted
+
+
+def test_an_interrupt_while_a_combination_settles_leaves_the_others_to_abort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Ctrl-C from a signal handler can land anywhere, a combination's settling too; the
+    # combinations after it were left pending for good, with their source aborted.
+    root = AbortController()
+    combinations = [AbortSignal.any([root.signal]) for _ in range(5)]
+    settle = _abort._Follow.settle
+    calls = 0
+
+    def interrupted_once(follow: _abort._Follow, reason: BaseException) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt
+        return settle(follow, reason)
+
+    monkeypatch.setattr(_abort._Follow, "settle", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        root.abort(RuntimeError("root"))
+    assert [c.aborted for c in combinations] == [True, False, True, True, True]
+
+
+def test_a_removed_listener_is_let_go_of_outside_the_signal_s_lock() -> None:
+    # It may hold the last reference to a combination of another signal, whose finalizer
+    # takes that signal's lock: two threads doing so crosswise waited on each other.
+    signal = AbortController().signal
+    locked_when_dropped: list[bool] = []
+
+    class Held:
+        pass
+
+    def dropped() -> None:
+        locked_when_dropped.append(signal._lock._is_owned())  # type: ignore[attr-defined]
+
+    held = Held()
+    weakref.finalize(held, dropped)
+
+    def listener(_: BaseException, kept: Held = held) -> Held:
+        return kept
+
+    remove = signal.add_listener(listener)
+    del held, listener
+    remove()
+    assert locked_when_dropped == [False]
 
 
 def test_any_of_an_aborted_combined_signal_takes_its_reason_not_a_source_s() -> None:

@@ -93,8 +93,13 @@ class AbortSignal:
 
     def _remove(self, key: int) -> None:
         with self._lock:
-            if self._listeners.pop(key, None) is not None and not self._listeners:
+            removed = self._listeners.pop(key, None)
+            if removed is not None and not self._listeners:
                 self._hold(False)
+        # Dropped here, outside the lock: it may hold the last reference to a combination
+        # of another signal, whose finalizer then takes that signal's lock. Under ours, two
+        # threads removing such listeners crosswise would wait on each other for ever.
+        del removed
 
     def _hold(self, held: bool) -> None:
         """Keep this signal alive (or stop) while it has listeners; under ``_lock``."""
@@ -280,15 +285,18 @@ def _run_listeners(listeners: list[AbortListener], reason: BaseException) -> Non
         listener = next(pending[-1], None)
         if listener is None:
             pending.pop()
-        elif type(listener) is _Follow:
-            if inner := listener.settle(reason):
-                pending.append(iter(inner))
-        else:
-            try:
+            continue
+        try:
+            if type(listener) is _Follow:
+                if inner := listener.settle(reason):
+                    pending.append(iter(inner))
+            else:
                 _call_listener(listener, reason)
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised at the end
-                if interrupt is None:
-                    interrupt = exc
+        # KeyboardInterrupt, SystemExit, raised at the end; also one that lands in a settle
+        # (a signal handler's Ctrl-C): the combinations after it must still abort.
+        except BaseException as exc:
+            if interrupt is None:
+                interrupt = exc
     if interrupt is not None:
         raise interrupt
 
