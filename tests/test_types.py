@@ -230,6 +230,34 @@ def test_threads_reading_first_at_once_get_the_same_fields() -> None:
         assert all(a is b for a, b in zip(fields, seen[0], strict=True))
 
 
+def test_a_read_made_while_another_class_s_metadata_is_made_completes() -> None:
+    # A finalizer or a signal handler may read one class's fields while another's are
+    # being made; the first read held a lock over the making, and the second waited on
+    # it for ever. Here a class variable's descriptor makes the nested read.
+    inner = _fresh_class()
+
+    class ReadsInner:
+        def __get__(self, instance: object, owner: type) -> str:
+            return ",".join(f.name for f in dataclasses.fields(inner))
+
+    @frozen_dataclass(frozen=True, slots=True)
+    class Outer:
+        value: int
+        names: ClassVar[str] = ReadsInner()  # type: ignore[assignment]
+
+        def __init__(self, value: int) -> None:
+            set_field(self, "value", value)
+
+    found: list[list[str]] = []
+    reader = threading.Thread(
+        target=lambda: found.append(list(Outer.__dataclass_fields__)), daemon=True
+    )
+    reader.start()
+    reader.join(timeout=20)  # a bound on a hang, not a pause: the read takes microseconds
+    assert not reader.is_alive()
+    assert found == [["value", "names"]]
+
+
 def test_fields_left_out_of_equality_stay_out_of_it() -> None:
     items = (AskUserQuestionItem("a", "q"),)
     assert AskUserQuestionRequest(items, key="one") == AskUserQuestionRequest(items, key="two")

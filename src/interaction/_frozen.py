@@ -31,8 +31,8 @@ set_field: Final = object.__setattr__
 
 _Setter: TypeAlias = Callable[[object, object], None]
 
-_introspecting: Final = threading.Lock()
-"""Held while a class's dataclass metadata is made (see ``_Introspected``)."""
+_introspecting: Final = threading.RLock()
+"""Held while a class's dataclass metadata is stored (see ``_Introspected``)."""
 
 _MISSING: Final = object()
 """No default: the field must be given (``dataclasses.MISSING`` without its module)."""
@@ -132,16 +132,18 @@ class _Introspected:
 
     def __get__(self, instance: object, owner: type) -> object:
         # Made for the class that declared the fields, whichever class is read (a subclass
-        # inherits them, as from a standard dataclass), and once: threads reading at the
-        # same time all get the same Field objects.
+        # inherits them, as from a standard dataclass), and stored once: threads reading
+        # at the same time may each make them, but all get the ones stored first. Nothing
+        # is made under the lock, so a read from a finalizer or a signal handler that
+        # lands meanwhile cannot wait on it.
         declarer = self.owner
-        with _introspecting:
-            made = declarer.__dict__[self.name]
-            if made is self:
-                standard = self._standard(declarer)
-                for name in ("__dataclass_fields__", "__dataclass_params__"):
-                    setattr(declarer, name, getattr(standard, name))
-                made = declarer.__dict__[self.name]
+        if declarer.__dict__[self.name] is self:
+            standard = self._standard(declarer)
+            with _introspecting:
+                if declarer.__dict__[self.name] is self:
+                    for name in ("__dataclass_fields__", "__dataclass_params__"):
+                        setattr(declarer, name, getattr(standard, name))
+        made: object = declarer.__dict__[self.name]
         return made
 
     def _standard(self, owner: type) -> type:
