@@ -67,9 +67,14 @@ def admit(agent: object, agent_id: str) -> None:
     ``DELEGATED_CALLER`` when a live agent owns it.
     """
     registry = _agents_var.get()
-    # An AgentRegistry answers in one locked look-up for the common caller, a live root;
-    # any other answer, or any other registry, takes the steps that name the refusal.
-    if type(registry) is AgentRegistry and registry._is_live_root(agent, agent_id):
+    # An AgentRegistry answers in one unlocked read for the common caller, a live root,
+    # and otherwise from one locked look, so the refusal it names held at one moment.
+    if type(registry) is AgentRegistry:
+        if registry._is_live_root(agent, agent_id):
+            return
+        refusal = registry._refusal(agent, agent_id)
+        if refusal is not None:
+            raise refusal
         return
     if registry is None or registry.get(agent_id) is not agent:
         raise UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
@@ -151,9 +156,19 @@ class AgentRegistry:
         return self._is_live_root(agent, getattr(agent, "id", None))
 
     def _is_live_root(self, agent: object, agent_id: object) -> bool:
-        # Unlocked: one read. False sends admission to get(), which waits out a leave.
+        # Unlocked: one read. False sends admission to _refusal(), which waits out a leave.
         entry = self._agents.get(agent_id) if type(agent_id) is str else None
         return entry is not None and entry[0] is agent and entry[1] is None
+
+    def _refusal(self, agent: object, agent_id: str) -> UserInteractionError | None:
+        """Why ``agent`` may not ask the human now, or ``None`` if it may."""
+        with self._lock:
+            entry = self._agents.get(agent_id)
+            if entry is None or entry[0] is not agent:
+                return UserInteractionError(NOT_LIVE_MESSAGE, ErrorCode.CALLER_NOT_LIVE)
+            if entry[1] is not None:
+                return UserInteractionError(DELEGATED_MESSAGE, ErrorCode.DELEGATED_CALLER)
+            return None
 
     def roots(self) -> list[Agent]:
         """The live agents owned by no live agent, in the order they entered."""
