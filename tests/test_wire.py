@@ -318,11 +318,20 @@ def test_an_interpreter_bound_below_max_digits_is_the_one_named() -> None:
     before = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(640)
     try:
-        with pytest.raises(UserInteractionError) as info:
-            wire.decode_answer('{"answers": [{"id": "a", "custom": ' + "9" * 1000 + "}]}")
+        for digits in (641, 4301):
+            with pytest.raises(UserInteractionError) as info:
+                wire.decode_answer('{"answers": [{"id": "a", "custom": ' + "9" * digits + "}]}")
+            assert info.value.message == "answer: holds an integer of more than 640 digits"
     finally:
         sys.set_int_max_str_digits(before)
-    assert info.value.message == "answer: holds an integer of more than 640 digits"
+
+
+def test_a_released_memoryview_is_a_fault_not_a_traceback() -> None:
+    view = memoryview(b'{"answers": []}')
+    view.release()
+    with pytest.raises(UserInteractionError) as info:
+        wire.decode_answer(view)
+    assert info.value.message.startswith("answer: not valid JSON (operation forbidden")
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

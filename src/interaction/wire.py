@@ -130,12 +130,11 @@ class _TooManyDigits(ValueError):
 
 
 def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_DIGITS:
-        raise _TooManyDigits(MAX_DIGITS)
-    try:
-        return int(digits)
-    except ValueError:  # the interpreter's own bound is set lower
-        raise _TooManyDigits(sys.get_int_max_str_digits()) from None
+    limit = sys.get_int_max_str_digits()  # 0: none; a lower one applies, and is named
+    bound = min(limit, MAX_DIGITS) if limit else MAX_DIGITS
+    if len(digits.lstrip("-")) > bound:
+        raise _TooManyDigits(bound)
+    return int(digits)
 
 
 def _no_constant(name: str) -> object:
@@ -152,8 +151,8 @@ class _Decoder:
     def parse(self, data: object, root: str) -> object:
         data = as_plain(data)
         if isinstance(data, str | bytes | bytearray | memoryview):
-            text = bytes(data) if isinstance(data, memoryview) else data
             try:
+                text = bytes(data) if isinstance(data, memoryview) else data
                 return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
             except _TooManyDigits as exc:
                 bound = exc.args[0]
