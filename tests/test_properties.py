@@ -16,7 +16,7 @@ from interaction import (
     ask,
     provide,
 )
-from interaction._answer_checks import _is_clean_answer
+from interaction._answer_checks import is_clean_answer
 from interaction.testing import ScriptedProvider
 
 from .strategies import line, requests
@@ -92,6 +92,6 @@ def test_the_answer_fast_pass_agrees_with_the_detailed_checks(
     case: tuple[AskUserQuestionRequest, AskUserQuestionAnswer],
 ) -> None:
     request, answer = case
-    if _is_clean_answer(request, answer):
+    if is_clean_answer(request, answer):
         assert oracle(request, answer)
         assert [item.id for item in answer.answers] == [q.id for q in request.questions]
