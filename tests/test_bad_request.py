@@ -18,7 +18,12 @@ from interaction import (
     UserInteractionError,
     check_request,
 )
-from interaction._request_checks import _check_item, _clean_questions
+from interaction._request_checks import (
+    CLEAN,
+    CLEAN_WITH_INTENTS,
+    _check_item,
+    _clean_questions,
+)
 
 from .helpers import pkg_question
 from .strategies import requests
@@ -232,3 +237,13 @@ def test_the_fast_pass_never_accepts_what_the_detailed_checks_refuse(request_: o
 @given(requests())
 def test_the_fast_pass_accepts_every_valid_batch(request_: AskUserQuestionRequest) -> None:
     assert _clean_questions(tuple(request_.questions))
+
+
+@given(requests())
+def test_the_fast_pass_says_whether_a_valid_batch_declares_an_intent(
+    request_: AskUserQuestionRequest,
+) -> None:
+    # check_request checks intents (BAD_INTENT) only when the fast pass says there is one.
+    questions = tuple(request_.questions)
+    declared = any(question.intent is not None for question in questions)
+    assert _clean_questions(questions) == (CLEAN_WITH_INTENTS if declared else CLEAN)

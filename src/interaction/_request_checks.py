@@ -8,6 +8,8 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 
 from __future__ import annotations
 
+from typing import Final, cast
+
 from ._abort import AbortSignal
 from ._agents import admit
 from ._errors import (
@@ -123,23 +125,31 @@ def _check_intent(item: AskUserQuestionItem) -> None:
 #   ASCII), and an ASCII label's label_key is lower().strip().
 
 
-def _clean_questions(questions: tuple[object, ...]) -> bool:
-    """A fast pass that is ``True`` only for batches the detailed checks would accept.
+LOOK_CLOSER: Final = 0
+"""The fast pass's word for a batch that may hold a fault: the detailed checks name it."""
+CLEAN: Final = 1
+"""A batch the detailed checks would accept, in which no question declares an intent."""
+CLEAN_WITH_INTENTS: Final = 2
+"""A batch the detailed checks would accept; its intents are checked next (``BAD_INTENT``)."""
 
-    ``False`` means "look closer": the detailed checks then find and name the fault.
-    Duplicate ids are seen from the size of the id set at the end.
+
+def _clean_questions(questions: tuple[object, ...]) -> int:
+    """A fast pass that is :data:`LOOK_CLOSER` (falsy) unless the detailed checks would
+    accept the batch; then it is :data:`CLEAN`, or :data:`CLEAN_WITH_INTENTS` when a
+    question declares an intent, so a batch without one skips a second loop.
+
+    Duplicate ids are looked for at the end, and only in a batch of more than one.
     """
-    ids: set[str] = set()
+    verdict = CLEAN
     for item in questions:
         if type(item) is not AskUserQuestionItem:
-            return False
-        qid, text, detail, header, options = (
-            item.id,
-            item.question,
-            item.detail,
-            item.header,
-            item.options,
-        )
+            return LOOK_CLOSER
+        # One read each: a parallel assignment of five would build and unpack a tuple.
+        qid = item.id
+        text = item.question
+        detail = item.detail
+        header = item.header
+        options = item.options
         if (
             type(qid) is not str
             or type(text) is not str
@@ -150,27 +160,54 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
             or not (qid.strip() if qid.isascii() else not is_blank(qid))
             or not (text.strip() if text.isascii() else not is_blank(text))
         ):
-            return False
-        ids.add(qid)
+            return LOOK_CLOSER
         if detail is not None and (
             type(detail) is not str
             or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
         ):
-            return False
+            return LOOK_CLOSER
         if header is not None and (
             type(header) is not str or not (header.isprintable() or UNSAFE.search(header) is None)
         ):
-            return False
-        if options and not _clean_options(options):
-            return False
+            return LOOK_CLOSER
+        if options:  # the rules of _options_from_json, inline: a call per question costs
+            keys: set[str] = set()
+            for option in options:
+                if type(option) is not AskUserQuestionOption:
+                    return LOOK_CLOSER
+                label = option.label
+                description = option.description
+                if type(label) is not str or not (
+                    label.isprintable() or UNSAFE.search(label) is None
+                ):
+                    return LOOK_CLOSER
+                if label.isascii():
+                    key = label.lower().strip()
+                    if not key:
+                        return LOOK_CLOSER
+                elif is_blank(label):
+                    return LOOK_CLOSER
+                else:
+                    key = label_key(label)
+                keys.add(key)
+                if description is not None and (
+                    type(description) is not str
+                    or not (
+                        description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None
+                    )
+                ):
+                    return LOOK_CLOSER
+            if len(keys) != len(options):
+                return LOOK_CLOSER
         intent = item.intent
         if intent is not None:
+            verdict = CLEAN_WITH_INTENTS
             if type(intent) is PlanReviewIntent:
                 approve = intent.approve
                 if type(approve) is not str or not (
                     approve.isprintable() or UNSAFE.search(approve) is None
                 ):
-                    return False
+                    return LOOK_CLOSER
             elif type(intent) is UnknownIntent:
                 kind = intent.kind
                 if (
@@ -178,40 +215,19 @@ def _clean_questions(questions: tuple[object, ...]) -> bool:
                     or not (kind.isprintable() or UNSAFE.search(kind) is None)
                     or not (kind.strip() if kind.isascii() else not is_blank(kind))
                 ):
-                    return False
+                    return LOOK_CLOSER
             else:
-                return False
-    return len(ids) == len(questions)
-
-
-def _clean_options(options: tuple[object, ...]) -> bool:
-    """The options part of :func:`_clean_questions` (same rules as ``_options_from_json``)."""
-    keys: set[str] = set()
-    for option in options:
-        if type(option) is not AskUserQuestionOption:
-            return False
-        label, description = option.label, option.description
-        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
-            return False
-        if label.isascii():
-            key = label.lower().strip()
-            if not key:
-                return False
-        elif is_blank(label):
-            return False
-        else:
-            key = label_key(label)
-        keys.add(key)
-        if description is not None and (
-            type(description) is not str
-            or not (description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None)
-        ):
-            return False
-    return len(keys) == len(options)
+                return LOOK_CLOSER
+    count = len(questions)
+    if count > 1:  # every item is a question now
+        checked = cast("tuple[AskUserQuestionItem, ...]", questions)
+        if len({item.id for item in checked}) != count:
+            return LOOK_CLOSER
+    return verdict
 
 
 def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
-    """One question's options for :func:`questions_from_json` (rules of ``_clean_options``)."""
+    """One question's options for :func:`questions_from_json` (rules of ``_clean_questions``)."""
     if type(raw) is not list:
         return None
     options: list[AskUserQuestionOption] = []
@@ -316,7 +332,7 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
 
 def check_questions(questions: tuple[object, ...]) -> None:
     """The structural (``BAD_REQUEST``) checks of a batch of questions, in order."""
-    if not _clean_questions(questions):
+    if _clean_questions(questions) == LOOK_CLOSER:
         _check_questions_in_detail(questions)
 
 
@@ -368,9 +384,11 @@ def check_request(request: object) -> AskUserQuestionRequest:
         raise UserInteractionError(EMPTY_MESSAGE, ErrorCode.EMPTY_QUESTIONS)
     if agent is not None:
         _check_admission(agent)
-    if not _clean_questions(questions):
-        _check_questions_in_detail(questions)
-    for item in questions:
-        if item.intent is not None:
-            _check_intent(item)
+    verdict = _clean_questions(questions)
+    if verdict != CLEAN:
+        if verdict == LOOK_CLOSER:
+            _check_questions_in_detail(questions)
+        for item in questions:
+            if item.intent is not None:
+                _check_intent(item)
     return request
