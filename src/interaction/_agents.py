@@ -70,7 +70,8 @@ def admit(agent: object, agent_id: str) -> None:
     # An AgentRegistry answers in one unlocked read for the common caller, a live root,
     # and otherwise from one locked look, so the refusal it names held at one moment.
     if type(registry) is AgentRegistry:
-        if registry._is_live_root(agent, agent_id):
+        entry = registry._agents.get(agent_id)  # _is_live_root, inline: every ask reads it
+        if entry is not None and entry[0] is agent and entry[1] is None:
             return
         refusal = registry._refusal(agent, agent_id)
         if refusal is not None:
