@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from asyncio import current_task
 from typing import Final, NoReturn
 
-from ._answer_checks import fit_answer
+from ._answer_checks import fit_answer, fit_in_detail, is_clean_answer
 from ._errors import (
     DISPOSED_MESSAGE,
     NO_PROVIDER_MESSAGE,
@@ -15,9 +16,9 @@ from ._errors import (
     UserInteractionError,
     aborted_error,
 )
-from ._registry import current_registration
+from ._registry import registration_in_context
 from ._request_checks import check_request
-from ._suspend import AskSuspended, take_resumed
+from ._suspend import AskSuspended, current_resumption, take_resumed
 from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["ask"]
@@ -46,12 +47,17 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     exception, when it has one, is raised instead). Needs an asyncio event loop
     (``RuntimeError`` otherwise).
     """
-    task = _current_asyncio_task()
+    # Every ask makes the calls below, so each is the cheapest form: inline, or a C getter.
+    try:
+        task = current_task()
+    except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
+        task = None
+    if task is None:
+        raise RuntimeError(ASYNCIO_REQUIRED_MESSAGE)
     check_request(request)
-    resumed = take_resumed(request)
-    if resumed is not None:
+    if current_resumption() is not None and (resumed := take_resumed(request)) is not None:
         return fit_answer(request, resumed)
-    registration = current_registration()
+    registration = registration_in_context()
     if registration is None or (provider := registration.provider) is None:
         raise UserInteractionError(NO_PROVIDER_MESSAGE, ErrorCode.NO_PROVIDER)
     # An abort of the request's signal or the provider's disposal cancels the provider. The
@@ -85,7 +91,9 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     if stop.error is not None:  # the provider swallowed the cancellation and answered anyway
         task.uncancel()
         raise stop.error from stop.cause
-    return fit_answer(request, answer)
+    if type(answer) is AskUserQuestionAnswer and is_clean_answer(request, answer):
+        return answer  # fit_answer's fast pass, inline
+    return fit_in_detail(request, answer)
 
 
 class _Stop:
@@ -131,16 +139,6 @@ def _raise_provider_failure(exc: BaseException) -> NoReturn:
         f"the user-interaction provider failed: {describe_exception(exc)}",
         ErrorCode.PROVIDER_FAILED,
     ) from exc
-
-
-def _current_asyncio_task() -> asyncio.Task[object]:
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
-        task = None
-    if task is None:
-        raise RuntimeError(ASYNCIO_REQUIRED_MESSAGE)
-    return task
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -76,6 +76,11 @@ _provider_var: Final[contextvars.ContextVar[Registration | None]] = contextvars.
 )
 
 
+registration_in_context: Final = _provider_var.get
+"""This context's registration, disposed or not: the variable's own C getter, for
+``ask()``, which reads it on every call and looks at its ``provider`` anyway."""
+
+
 def current_registration() -> Registration | None:
     registration = _provider_var.get()
     if registration is None or registration.provider is None:

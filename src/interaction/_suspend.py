@@ -46,6 +46,7 @@ __all__ = [
     "AskSuspended",
     "ResumedAnswer",
     "Resumption",
+    "current_resumption",
     "request_digest",
     "resume",
     "take_resumed",
@@ -205,6 +206,11 @@ def resume(answers: Iterable[ResumedAnswer]) -> Iterator[Resumption]:
         yield resumption
     finally:
         _resumption_var.reset(token)
+
+
+current_resumption: Final = _resumption_var.get
+"""The resumption active in this context, or ``None``: the variable's own C getter, for
+``ask()``, which reads it on every call."""
 
 
 def take_resumed(request: AskUserQuestionRequest) -> AskUserQuestionAnswer | None:
