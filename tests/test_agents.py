@@ -87,25 +87,31 @@ def test_leaving_an_agent_that_is_not_live_removes_nothing() -> None:
 
 def test_no_reader_sees_a_leave_half_done() -> None:
     # A leave removes an owner and its descendants one by one; readers that took no lock
-    # saw the owner gone and its children still live.
+    # saw the owner gone and its children still live. Each round has agents of its own,
+    # published only once all are live, so "owner gone, child live" can mean nothing but a
+    # leave half done (a reused owner could leave and come back between the two reads).
     registry = AgentRegistry()
-    owner = FakeAgent("owner")
-    children = [FakeAgent(f"child-{i}") for i in range(50)]
-    last = children[-1]
+    published: list[tuple[FakeAgent, FakeAgent]] = []
     done = threading.Event()
     halves: list[str] = []
 
     def enter_and_leave() -> None:
-        for _ in range(3000):
+        for round_ in range(3000):
+            owner = FakeAgent(f"owner-{round_}")
+            children = [FakeAgent(f"child-{round_}-{i}") for i in range(50)]
             registry.enter(owner)
             for child in children:
                 registry.enter(child, owner=owner)
+            published.append((owner, children[-1]))
             registry.leave(owner)
         done.set()
 
     def look() -> None:
         while not done.is_set():
-            if registry.get("owner") is None and registry.get(last.id) is last:
+            if not published:
+                continue
+            owner, last = published[-1]
+            if registry.get(owner.id) is None and registry.get(last.id) is last:
                 halves.append("get")
             if owner not in registry and last in registry:
                 halves.append("in")
