@@ -135,8 +135,11 @@ def is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnsw
 def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
     """Check a provider's ``answer`` against a checked ``request`` (``BAD_ANSWER`` if unfit).
 
-    Returns the answer with its items in question order. A ``request`` that is not a
-    well-formed ``AskUserQuestionRequest`` is ``BAD_REQUEST``.
+    Returns the answer with its items in question order. ``request`` is one that
+    :func:`check_request` accepts, as every provider and relay receives: this looks only
+    that it is an ``AskUserQuestionRequest`` with a tuple of questions (else
+    ``BAD_REQUEST``), and names a fault of an unchecked request (``BAD_REQUEST``) only when
+    the fault trips the answer check.
     """
     if type(request) is not AskUserQuestionRequest or type(request.questions) is not tuple:
         raise bad_request(

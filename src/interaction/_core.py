@@ -1,11 +1,12 @@
 """The core's one internal facade: everything the in-tree extras may use from the core.
 
-``wire``, ``tool``, ``console``, ``relay``, ``testing``, ``cli``, ``terminal``, ``web``,
-``mcp`` and ``integrations`` import the core only from here (``tests/test_exports.py``
-fails when one reaches into ``_types``, ``_request_checks`` or another private core module),
-so a core module can be split or renamed by changing this file alone. Most names here are
-also public in ``interaction``; the rest are the few internal tools the codec, the tool
-and the relay share with ``ask()``:
+Every module outside the core (``wire``, ``tool``, ``display``, ``flow``, ``console``,
+``relay``, ``redis_relay``, ``testing``, ``cli``, ``_demo``, ``_pytest_plugin``,
+``terminal``, ``web``, ``mcp`` and ``integrations``) imports the core only from here
+(``tests/test_exports.py`` fails when one reaches into ``_types``, ``_request_checks`` or
+another private core module), so a core module can be split or renamed by changing this
+file alone. Most names here are also public in ``interaction``; the rest are the few
+internal tools the codec, the tool and the relay share with ``ask()``:
 
 - ``check_questions`` / ``check_caller``: the structural and caller parts of
   ``check_request``, for a codec that has no signal or agent to check;

@@ -4,7 +4,8 @@
 and needs the ``dataclasses`` module (and ``copy``) loaded: about 0.15 ms a class plus
 1.2 ms once, most of what ``import interaction`` used to cost. Here each class writes its
 ``__init__`` out (so it sits in the bytecode cache, storing each field with
-:data:`set_field`), and ``__repr__``, ``__eq__``, ``__hash__``, pickling, ``__replace__``
+:data:`set_field`, or with the slot setters of :func:`slot_setters` in a class built for
+every question), and ``__repr__``, ``__eq__``, ``__hash__``, pickling, ``__replace__``
 (for ``copy.replace``) and the frozen ``__setattr__`` are shared functions over the field
 names. ``dataclasses`` itself is loaded only when someone introspects a class: the first
 read of ``__dataclass_fields__`` or ``__dataclass_params__`` (which ``fields()``,

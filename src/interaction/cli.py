@@ -1,4 +1,4 @@
-"""The ``interaction`` command: ``demo``, ``ask`` and ``schema``.
+"""The ``interaction`` command: ``demo``, ``ask``, ``schema`` and ``serve``.
 
 Prompts go to stderr so that stdout carries only the answer JSON. Exit status: 0 answered,
 1 not answered (cancelled, timed out, aborted), 2 bad input or refused request.

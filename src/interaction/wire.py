@@ -1,7 +1,7 @@
 """The JSON wire codec, in exactly the TypeScript interfaces' shape, and its JSON Schemas.
 
 camelCase keys, absent optional fields omitted, ``multiSelect`` omitted when false. The
-process-local ``agent`` and ``signal`` never go on the wire. Decoding untrusted data raises
+process-local ``agent``, ``signal`` and ``key`` never go on the wire. Decoding untrusted data raises
 only :class:`~interaction.UserInteractionError` (``BAD_REQUEST`` for requests, ``BAD_ANSWER``
 for answers) whose message starts with the path of the first fault, also kept as ``path``.
 Unknown keys are ignored; unknown intent kinds decode to ``UnknownIntent`` and encode back

@@ -1,7 +1,9 @@
-"""A web answering page and JSON API over a :class:`~interaction.relay.Relay` (extra ``[web]``).
+"""A web answering page and JSON API over a relay backend (extra ``[web]``).
 
-``create_app(relay, token=...)`` is a Starlette ASGI app; :class:`WebServer` runs it with
-uvicorn on 127.0.0.1. Every request needs the token; see docs/web.md for the API.
+``create_app(relay, token=...)`` is a Starlette ASGI app over any
+:class:`~interaction.relay.RelayBackend` (the in-memory ``Relay`` or ``RedisRelay``);
+:class:`WebServer` runs it with uvicorn on 127.0.0.1. Every request needs the token; see
+docs/web.md for the API.
 """
 
 try:
