@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import os
 import threading
+import warnings
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -28,6 +32,7 @@ from interaction import (
     provide,
     provide_agents,
 )
+from interaction._ask import ASYNCIO_REQUIRED_MESSAGE, _Stop
 from interaction._registry import current_registration
 from interaction.testing import BlockingProvider, ScriptedProvider
 
@@ -439,3 +444,163 @@ async def test_options_with_descriptions_reach_the_provider(provider: ScriptedPr
     question = pkg_question(options=[AskUserQuestionOption("npm", "ships with node")])
     await ask(AskUserQuestionRequest([question]))
     assert provider.last_request.questions[0].options[0].description == "ships with node"
+
+
+# ------------------------------------------------------------------- the asking task
+# ask() must find the task it runs in: it refuses to run outside one, and an abort or a
+# disposal cancels that task. On Python 3.11 it finds the task by the running loop's
+# async-generator hook (_task_the_long_way says why); these hold it to asyncio's answer
+# wherever the two could part: another thread's loop, a loop run inside another, a loop
+# callback, a forked child.
+
+
+class _TaskWitness:
+    """Answers at once, noting the task it runs in and the task ``ask()`` would cancel."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[asyncio.Task[object] | None, list[asyncio.Task[object]]]] = []
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        registration = current_registration()
+        assert registration is not None
+        stops = [stop for stop in registration._watchers if isinstance(stop, _Stop)]
+        self.seen.append((asyncio.current_task(), [stop.task for stop in stops]))
+        return AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg", ["npm"])])
+
+    def running_tasks(self) -> list[asyncio.Task[object]]:
+        """The task of each ask, once each is known to be the task ``ask()`` found."""
+        for running, found in self.seen:
+            assert running is not None
+            assert found == [running]
+        return [running for running, _ in self.seen if running is not None]
+
+
+async def test_each_threads_loop_finds_its_own_task() -> None:
+    witness = _TaskWitness()
+
+    def in_a_thread() -> None:
+        async def twice() -> None:
+            await ask(AskUserQuestionRequest([pkg_question()]))
+            await ask(AskUserQuestionRequest([pkg_question()]))
+
+        asyncio.run(twice())
+
+    with provide(witness):
+        await ask(AskUserQuestionRequest([pkg_question()]))
+        await asyncio.to_thread(in_a_thread)  # its loop asks after ours was found
+        await ask(AskUserQuestionRequest([pkg_question()]))  # and ours after its
+    tasks = witness.running_tasks()
+    assert len(tasks) == 4
+    here = asyncio.get_running_loop()
+    assert [task.get_loop() is here for task in tasks] == [True, False, False, True]
+
+
+async def test_a_loop_run_inside_another_finds_its_own_task() -> None:
+    witness = _TaskWitness()
+    outer = asyncio.get_running_loop()
+    inner = asyncio.new_event_loop()
+    with provide(witness):
+        await ask(AskUserQuestionRequest([pkg_question()]))
+        asyncio.events._set_running_loop(None)  # what asyncio refuses to do on its own
+        try:
+            inner.run_until_complete(ask(AskUserQuestionRequest([pkg_question()])))
+        finally:
+            asyncio.events._set_running_loop(outer)
+            inner.close()
+        await ask(AskUserQuestionRequest([pkg_question()]))
+    tasks = witness.running_tasks()
+    assert [task.get_loop() for task in tasks] == [outer, inner, outer]
+
+
+async def test_ask_from_a_loop_callback_outside_any_task_is_refused(
+    provider: ScriptedProvider,
+) -> None:
+    await ask(AskUserQuestionRequest([pkg_question()]))  # this loop is found, in a task
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[str] = loop.create_future()
+
+    def step_an_ask_by_hand() -> None:
+        coroutine = ask(AskUserQuestionRequest([pkg_question()]))
+        try:
+            coroutine.send(None)
+        except RuntimeError as exc:
+            outcome.set_result(str(exc))
+        except StopIteration:
+            outcome.set_result("answered outside a task")
+        else:
+            coroutine.close()
+            outcome.set_result("waiting outside a task")
+
+    loop.call_soon(step_an_ask_by_hand)
+    assert await outcome == ASYNCIO_REQUIRED_MESSAGE
+    assert len(provider.requests) == 1
+
+
+async def test_trio_run_as_a_guest_on_this_loop_is_refused(provider: ScriptedProvider) -> None:
+    import trio  # in the test extra
+
+    await ask(AskUserQuestionRequest([pkg_question()]))  # this loop is found, in a task
+    loop = asyncio.get_running_loop()
+    refusal: asyncio.Future[str] = loop.create_future()
+
+    async def ask_from_trio() -> str:
+        try:
+            await ask(AskUserQuestionRequest([pkg_question()]))
+        except RuntimeError as exc:
+            return str(exc)
+        return "asked from trio"
+
+    trio.lowlevel.start_guest_run(
+        ask_from_trio,
+        run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+        done_callback=lambda outcome: refusal.set_result(outcome.unwrap()),
+    )
+    assert await refusal == ASYNCIO_REQUIRED_MESSAGE
+    assert len(provider.requests) == 1
+
+
+def test_a_forked_child_cannot_ask_on_its_parents_loop() -> None:
+    provider = ScriptedProvider({"pkg": "npm"})
+
+    async def ask_then_fork() -> int:
+        with provide(provider):
+            await ask(AskUserQuestionRequest([pkg_question()]))  # the parent's loop is found
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork beside threads
+                pid = os.fork()
+            if pid:
+                return pid
+            # The child answers by its exit status and never returns into pytest.
+            status = 1
+            try:
+                coroutine = ask(AskUserQuestionRequest([pkg_question()]))
+                try:
+                    coroutine.send(None)  # by hand: the child must not run the parent's loop
+                except RuntimeError as exc:
+                    status = 0 if str(exc) == ASYNCIO_REQUIRED_MESSAGE else 2
+                except StopIteration:
+                    status = 3
+                else:
+                    coroutine.close()
+                    status = 4
+            finally:
+                os._exit(status)
+
+    pid = asyncio.run(ask_then_fork())
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(provider.requests) == 1
+
+
+def test_a_finished_loop_is_not_kept_alive_by_ask() -> None:
+    async def one_ask() -> None:
+        with provide(ScriptedProvider({"pkg": "npm"})):
+            await ask(AskUserQuestionRequest([pkg_question()]))
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(one_ask())
+    loop.close()
+    finished = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert finished() is None
