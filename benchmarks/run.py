@@ -287,18 +287,6 @@ def timed_await(
     return lambda: loop.run_until_complete(run())
 
 
-def timed_in_task(
-    loop: asyncio.AbstractEventLoop, fn: Callable[[], object], number: int
-) -> Callable[[], float]:
-    """:func:`timed`, its round run inside an asyncio task on ``loop``."""
-    one_round = timed(fn, number)
-
-    async def run() -> float:
-        return one_round()
-
-    return lambda: loop.run_until_complete(run())
-
-
 def peer_payload(questions: int, options: int) -> list[dict[str, object]]:
     """``payload`` in pydantic-ai-harness's shape: the header is the key, there is no id."""
     items = payload(questions, options)["questions"]
@@ -326,15 +314,12 @@ def measure(quick: bool) -> list[Row]:
     provider = Instant(AskUserQuestionAnswer([AskUserQuestionAnswerItem("q0", ["Option 1"])]))
     adapter = pydantic.TypeAdapter(PydanticRequest)
     loop = asyncio.new_event_loop()
-    # The task lookup that every ask() makes is timed apart: on Python 3.11 it is a Python
-    # function around get_running_loop(), which makes a getpid() system call each time.
     with interaction.provide_agents(registry), interaction.provide(provider):
-        ask_s, pyd_s, bare_s, task_s = interleaved(
+        ask_s, pyd_s, bare_s = interleaved(
             [
                 timed_await(loop, lambda: interaction.ask(fresh_request(agent)), number),
                 timed(partial(adapter.validate_python, data), number),
                 timed_await(loop, lambda: provider.ask(fresh_request(agent)), number),
-                timed_in_task(loop, asyncio.current_task, number),
             ],
             repeat,
         )
@@ -344,17 +329,6 @@ def measure(quick: bool) -> list[Row]:
         Row(case, "ask()", ask_s * 1e6, "pydantic validate_python", pyd_s * 1e6, "µs", "<= 1.8x")
     )
     rows.append(Row(case, "ask()", ask_s * 1e6, "build + provider.ask()", bare_s * 1e6, "µs", "-"))
-    rows.append(
-        Row(
-            "(a) of which the task lookup",
-            "asyncio.current_task()",
-            task_s * 1e6,
-            "ask()",
-            ask_s * 1e6,
-            "µs",
-            "-",
-        )
-    )
 
     # (b) decode_request from JSON bytes, against pydantic and msgspec.
     targets = {1: "<= 1.8x", 8: "<= 1.6x"}
