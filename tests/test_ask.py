@@ -451,7 +451,7 @@ async def test_options_with_descriptions_reach_the_provider(provider: ScriptedPr
 # disposal cancels that task. On Python 3.11 it finds the task by the running loop's
 # async-generator hook (_task_the_long_way says why); these hold it to asyncio's answer
 # wherever the two could part: another thread's loop, a loop run inside another, a loop
-# callback, a forked child.
+# callback, trio as a guest, a forked child.
 
 
 class _TaskWitness:
@@ -473,6 +473,19 @@ class _TaskWitness:
             assert running is not None
             assert found == [running]
         return [running for running, _ in self.seen if running is not None]
+
+
+def _first_step_of_an_ask() -> str:
+    """Step a new ask by hand, outside any task: its ``RuntimeError``'s message, or what it did."""
+    coroutine = ask(AskUserQuestionRequest([pkg_question()]))
+    try:
+        coroutine.send(None)
+    except RuntimeError as exc:
+        return str(exc)
+    except StopIteration:
+        return "answered outside a task"
+    coroutine.close()
+    return "waiting outside a task"
 
 
 async def test_each_threads_loop_finds_its_own_task() -> None:
@@ -519,19 +532,7 @@ async def test_ask_from_a_loop_callback_outside_any_task_is_refused(
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[str] = loop.create_future()
 
-    def step_an_ask_by_hand() -> None:
-        coroutine = ask(AskUserQuestionRequest([pkg_question()]))
-        try:
-            coroutine.send(None)
-        except RuntimeError as exc:
-            outcome.set_result(str(exc))
-        except StopIteration:
-            outcome.set_result("answered outside a task")
-        else:
-            coroutine.close()
-            outcome.set_result("waiting outside a task")
-
-    loop.call_soon(step_an_ask_by_hand)
+    loop.call_soon(lambda: outcome.set_result(_first_step_of_an_ask()))
     assert await outcome == ASYNCIO_REQUIRED_MESSAGE
     assert len(provider.requests) == 1
 
@@ -570,19 +571,11 @@ def test_a_forked_child_cannot_ask_on_its_parents_loop() -> None:
                 pid = os.fork()
             if pid:
                 return pid
-            # The child answers by its exit status and never returns into pytest.
+            # The child answers by its exit status and never returns into pytest, nor runs
+            # the parent's loop: it steps the ask by hand.
             status = 1
             try:
-                coroutine = ask(AskUserQuestionRequest([pkg_question()]))
-                try:
-                    coroutine.send(None)  # by hand: the child must not run the parent's loop
-                except RuntimeError as exc:
-                    status = 0 if str(exc) == ASYNCIO_REQUIRED_MESSAGE else 2
-                except StopIteration:
-                    status = 3
-                else:
-                    coroutine.close()
-                    status = 4
+                status = 0 if _first_step_of_an_ask() == ASYNCIO_REQUIRED_MESSAGE else 2
             finally:
                 os._exit(status)
 
