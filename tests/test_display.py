@@ -100,6 +100,7 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
     data = present(AskUserQuestionRequest([item])).to_json()
     assert json.loads(json.dumps(data)) == {
         "planReview": False,
+        "provenance": None,
         "questions": [
             {
                 "id": "pkg",

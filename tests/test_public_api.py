@@ -40,6 +40,7 @@ DOCUMENTED = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "Provenance",
     "ResumedAnswer",
     "Resumption",
     "UnknownIntent",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
@@ -23,6 +24,7 @@ from interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     PlanReviewIntent,
+    Provenance,
     UnknownIntent,
     UserInteractionError,
     check_answer,
@@ -40,9 +42,10 @@ VOCABULARY = (
     AskUserQuestionRequest,
     AskUserQuestionAnswerItem,
     AskUserQuestionAnswer,
+    Provenance,
 )
 PROCESS_LOCAL = {"agent", "signal", "key"}  # never on the wire, left out of equality
-WIRE_NAME = {"multi_select": "multiSelect"}  # every other field keeps its name
+WIRE_NAME = {"multi_select": "multiSelect", "asked_at": "askedAt"}  # the others keep theirs
 # The model-facing tool leaves these out on purpose: a model does not write plan-review
 # intents or long details; a plugin does, in Python.
 NOT_IN_TOOL = {"detail", "intent"}
@@ -65,7 +68,8 @@ MULTI = AskUserQuestionItem(
     intent=UnknownIntent("x-future", {"weight": 2}),
     detail="why",
 )
-REQUEST = AskUserQuestionRequest([ITEM, MULTI])
+PROVENANCE = Provenance("bot", "build-7", "run-1", "deploy", datetime(2026, 1, 2, tzinfo=UTC))
+REQUEST = AskUserQuestionRequest([ITEM, MULTI], provenance=PROVENANCE)
 ANSWER = AskUserQuestionAnswer(
     [
         AskUserQuestionAnswerItem("pkg", selected=["npm"]),
@@ -80,6 +84,7 @@ SAMPLES: dict[type, object] = {
     AskUserQuestionRequest: REQUEST,
     AskUserQuestionAnswerItem: ANSWER.answers[1],
     AskUserQuestionAnswer: ANSWER,
+    Provenance: PROVENANCE,
 }
 
 
@@ -121,15 +126,24 @@ def test_the_codec_carries_every_field_both_ways() -> None:
     assert set(pkg["options"][0]) == set(wire_fields(AskUserQuestionOption))
     answer_item = plain(wire.encode_answer(ANSWER))["answers"][1]
     assert set(answer_item) == set(wire_fields(AskUserQuestionAnswerItem))
-    assert wire.decode_request(json.dumps(encoded)) == REQUEST  # the fast decode
-    assert wire.decode_request(encoded) == REQUEST
+    assert set(plain(encoded)["provenance"]) == set(wire_fields(Provenance))
+    assert set(plain(encoded)) == set(wire_fields(AskUserQuestionRequest))
+    for decoded in (wire.decode_request(json.dumps(encoded)), wire.decode_request(encoded)):
+        assert decoded == REQUEST  # the fast decode, then the detailed one
+        assert decoded.provenance == PROVENANCE  # not part of ==
     assert wire.decode_answer(wire.dumps(ANSWER), REQUEST) == ANSWER
 
 
 def test_both_json_schemas_name_every_wire_field() -> None:
     defs = plain(wire.REQUEST_SCHEMA)["$defs"]
-    for name, cls in (("question", AskUserQuestionItem), ("option", AskUserQuestionOption)):
+    for name, cls in (
+        ("question", AskUserQuestionItem),
+        ("option", AskUserQuestionOption),
+        ("provenance", Provenance),
+    ):
         assert set(defs[name]["properties"]) == set(wire_fields(cls)), name
+    request = plain(wire.REQUEST_SCHEMA)["properties"]
+    assert set(request) == set(wire_fields(AskUserQuestionRequest))
     items = plain(wire.ANSWER_SCHEMA)["properties"]["answers"]["items"]
     assert set(items["properties"]) == set(wire_fields(AskUserQuestionAnswerItem))
     jsonschema.validate(wire.encode_request(REQUEST), wire.REQUEST_SCHEMA)
@@ -198,6 +212,15 @@ def test_the_request_checks_look_at_every_request_field(name: str) -> None:
         check_request(_replace(REQUEST, name, 3.5))
     # Any object with a string id may be an agent, so a float is refused for its id.
     assert caught.value.path == ("agent.id" if name == "agent" else name)
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Provenance)])
+def test_the_request_checks_look_at_every_provenance_field(name: str) -> None:
+    broken = _replace(PROVENANCE, name, 3.5)
+    with pytest.raises(UserInteractionError) as caught:
+        check_request(AskUserQuestionRequest([ITEM], provenance=broken))  # type: ignore[arg-type]
+    assert caught.value.code == ErrorCode.BAD_REQUEST
+    assert caught.value.path == f"provenance.{name}"
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(AskUserQuestionAnswerItem)])

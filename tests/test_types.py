@@ -27,6 +27,7 @@ from interaction import (
     AskUserQuestionRequest,
     PlanReviewIntent,
     PlanVerdict,
+    Provenance,
     ResumedAnswer,
     UnknownIntent,
     wire,
@@ -34,7 +35,7 @@ from interaction import (
 from interaction._core import frozen_dataclass, set_field
 from interaction._frozen import field
 from interaction._types import stored_item, stored_request
-from interaction.display import OptionView, QuestionView, RequestView
+from interaction.display import OptionView, ProvenanceView, QuestionView, RequestView
 from interaction.terminal._text import Line
 from interaction.terminal._view import Screen
 from interaction.tool import ToolLimits, ToolResult
@@ -50,8 +51,8 @@ SAMPLES: dict[type, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
         ("ci", "CI?", "detail", "CI", (OPTION,), True, PlanReviewIntent("npm")),
     ),
     AskUserQuestionRequest: (
-        ((), None, None, None),
-        ((AskUserQuestionItem("a", "q"),), None, None, "k"),
+        ((), None, None, None, None),
+        ((AskUserQuestionItem("a", "q"),), None, None, "k", Provenance("bot")),
     ),
     AskUserQuestionAnswerItem: (("pkg", (), None), ("ci", ("npm",), "mine")),
     AskUserQuestionAnswer: (((),), (ANSWER.answers,)),
@@ -63,7 +64,14 @@ SAMPLES: dict[type, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
         ("q", "Q?", None, None, (), False, None),
         ("r", "R?", "h", "d", (OptionView("a", "a", False, None, False),), True, "Other…"),
     ),
-    RequestView: (((), False), ((QuestionView("q", "Q?", None, None, (), False, None),), True)),
+    RequestView: (
+        ((), False, None),
+        (
+            (QuestionView("q", "Q?", None, None, (), False, None),),
+            True,
+            ProvenanceView("bot", None, None, None, None),
+        ),
+    ),
     ToolLimits: ((4, 6, 40, 80, 300, 1000), (1, 2, 3, 4, 5, 6)),
     ToolResult: (("ok", None), ("no", {"name": "UserInteractionError", "code": "X"})),
     Line: (([("", "a")], "", "", True), ([("b", "c")], "  ", "    ", False)),

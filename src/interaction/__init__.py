@@ -29,6 +29,7 @@ from ._presentation import answer_item as answer_item
 from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
 from ._presentation import split_recommended as split_recommended
+from ._provenance import Provenance as Provenance
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
 from ._registry import register_provider as register_provider
@@ -72,6 +73,7 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "Provenance",
     "ResumedAnswer",
     "Resumption",
     "UnknownIntent",

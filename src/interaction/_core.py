@@ -18,6 +18,8 @@ internal tools the codec, the tool and the relay share with ``ask()``:
   ``@dataclass``;
 - ``stored_request``: ``AskUserQuestionRequest(questions)`` built faster, for the decoder
   that makes one per request;
+- ``check_provenance`` and ``MAX_PROVENANCE_TEXT``: the provenance check ``ask()`` makes,
+  for the codec that reads one off the wire, and its length bound;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
 - ``MISMATCH_MESSAGE``: the fixed message of a resumed ask whose question changed, for the
@@ -57,6 +59,7 @@ from ._presentation import (
     is_plan_review,
     split_recommended,
 )
+from ._provenance import MAX_PROVENANCE_TEXT, Provenance, check_provenance
 from ._registry import current_provider, provide, register_provider
 from ._request_checks import check_caller, check_questions, check_request, questions_from_json
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
@@ -79,6 +82,7 @@ from ._types import (
 
 __all__ = [
     "DISPOSED_MESSAGE",
+    "MAX_PROVENANCE_TEXT",
     "MISMATCH_MESSAGE",
     "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
@@ -100,6 +104,7 @@ __all__ = [
     "LiveAgents",
     "PlanReviewIntent",
     "PlanVerdict",
+    "Provenance",
     "ResumedAnswer",
     "Resumption",
     "UnknownIntent",
@@ -113,6 +118,7 @@ __all__ = [
     "cancelled_error",
     "check_answer",
     "check_caller",
+    "check_provenance",
     "check_questions",
     "check_request",
     "choose",

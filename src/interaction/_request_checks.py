@@ -20,6 +20,7 @@ from ._errors import (
     bad_request,
     type_name,
 )
+from ._provenance import check_provenance
 from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES, check_text, is_blank, label_key
 from ._types import (
     AskUserQuestionItem,
@@ -362,10 +363,10 @@ def check_caller(signal: object, agent: object) -> None:
 def check_request(request: object) -> AskUserQuestionRequest:
     """Make every check ``ask()`` makes before it reaches a provider, in the same order.
 
-    That is: an already aborted signal, the resume key, no question, agent admission (only
-    when an agent is supplied), structure, intents. Returns ``request`` unchanged; the
-    provider check is not made, so a relay or provider may call this on a request it
-    received.
+    That is: an already aborted signal, the resume key, the provenance, no question, agent
+    admission (only when an agent is supplied), structure, intents. Returns ``request``
+    unchanged; the provider check is not made, so a relay or provider may call this on a
+    request it received.
     """
     if type(request) is not AskUserQuestionRequest:
         raise bad_request(
@@ -377,6 +378,8 @@ def check_request(request: object) -> AskUserQuestionRequest:
         _check_signal(signal)
     if key is not None:
         check_text(key, "key", nonblank=True)
+    if request.provenance is not None:
+        check_provenance(request.provenance)
     questions = request.questions
     if type(questions) is not tuple:
         raise bad_request(

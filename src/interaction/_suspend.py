@@ -84,8 +84,11 @@ class AskSuspended(HarnessError):
 
     def __reduce__(self) -> tuple[object, ...]:
         # What is process-local may not pickle (a control exception, the request's agent
-        # and signal, which hold locks); the questions, the key and the message do.
-        request = AskUserQuestionRequest(self.request.questions, key=self.request.key)
+        # and signal, which hold locks); the questions, the key, the provenance and the
+        # message do.
+        request = AskUserQuestionRequest(
+            self.request.questions, key=self.request.key, provenance=self.request.provenance
+        )
         return (_rebuild, (request, self.message))
 
 
@@ -116,8 +119,10 @@ def _plain_item(item: AskUserQuestionItem) -> dict[str, object]:
 def request_digest(request: AskUserQuestionRequest) -> str:
     """A stable hex SHA-256 of what the human is asked, the same in every process.
 
-    Covers every field of every question; ``agent``, ``signal`` and ``key`` are left out,
-    as they are from equality. A malformed request is ``BAD_REQUEST``.
+    Covers every field of every question; ``agent``, ``signal``, ``key`` and ``provenance``
+    are left out, as they are from equality: provenance says who asked and when, and a host
+    that re-runs the code that asked (a LangGraph node, a resumed MCP call) asks the same
+    question at a new ``asked_at``. A malformed request is ``BAD_REQUEST``.
     """
     if type(request) is not AskUserQuestionRequest or type(request.questions) is not tuple:
         raise UserInteractionError(

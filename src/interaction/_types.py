@@ -14,6 +14,7 @@ from ._abort import AbortSignal
 from ._agents import Agent
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
 from ._frozen import field, frozen_dataclass, slot_setters
+from ._provenance import Provenance
 from ._text_policy import SURROGATE, UNSAFE, describe_char
 
 __all__ = [
@@ -311,13 +312,16 @@ class AskUserQuestionRequest:
     ``agent`` is the exact live calling agent, ``signal`` the owning step's abort signal,
     ``key`` a resume key the host derives from its own identity for the step (a durable
     relay re-attaches a restarted asker by it); all three are process-local, never on the
-    wire, and left out of equality.
+    wire, and left out of equality. ``provenance`` says where the request comes from: it
+    goes on the wire, but it is about the request, not what the human is asked, so it is
+    left out of equality too (and of ``request_digest``).
     """
 
     questions: Sequence[AskUserQuestionItem]
     agent: Agent | None = field(default=None, compare=False)
     signal: AbortSignal | None = field(default=None, compare=False)
     key: str | None = field(default=None, compare=False)
+    provenance: Provenance | None = field(default=None, compare=False)
 
     def __init__(
         self,
@@ -325,31 +329,38 @@ class AskUserQuestionRequest:
         agent: Agent | None = None,
         signal: AbortSignal | None = None,
         key: str | None = None,
+        provenance: Provenance | None = None,
     ) -> None:
         _REQUEST_QUESTIONS(self, tuple(questions) if type(questions) in _SEQUENCES else questions)
         _REQUEST_AGENT(self, agent)
         _REQUEST_SIGNAL(self, signal)
         _REQUEST_KEY(self, key)
+        _REQUEST_PROVENANCE(self, provenance)
 
 
-_REQUEST_QUESTIONS, _REQUEST_AGENT, _REQUEST_SIGNAL, _REQUEST_KEY = slot_setters(
-    AskUserQuestionRequest
-)
+(
+    _REQUEST_QUESTIONS,
+    _REQUEST_AGENT,
+    _REQUEST_SIGNAL,
+    _REQUEST_KEY,
+    _REQUEST_PROVENANCE,
+) = slot_setters(AskUserQuestionRequest)
 
 
 class _RequestDraft:
-    __slots__ = ("agent", "key", "questions", "signal")
+    __slots__ = ("agent", "key", "provenance", "questions", "signal")
     questions: tuple[AskUserQuestionItem, ...]
     agent: Agent | None
     signal: AbortSignal | None
     key: str | None
+    provenance: Provenance | None
 
 
 def stored_request(questions: tuple[AskUserQuestionItem, ...]) -> AskUserQuestionRequest:
     """``AskUserQuestionRequest(questions)``, built faster (see ``OptionDraft``)."""
     request = _RequestDraft()
     request.questions = questions
-    request.agent = request.signal = request.key = None
+    request.agent = request.signal = request.key = request.provenance = None
     request.__class__ = AskUserQuestionRequest  # type: ignore[assignment]  # the same slots
     return request  # type: ignore[return-value]  # an AskUserQuestionRequest now
 

@@ -9,10 +9,14 @@ request's own text: the client that renders it is the UI.)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
 from ._core import (
     OTHER_LABEL,
     AskUserQuestionRequest,
     PlanReviewIntent,
+    Provenance,
     escape_controls,
     frozen_dataclass,
     is_plan_review,
@@ -20,7 +24,86 @@ from ._core import (
     split_recommended,
 )
 
-__all__ = ["OptionView", "QuestionView", "RequestView", "present"]
+__all__ = [
+    "OptionView",
+    "ProvenanceView",
+    "QuestionView",
+    "RequestView",
+    "asked_ago",
+    "present",
+    "present_provenance",
+]
+
+
+def asked_ago(asked_at: datetime, now: datetime | None = None) -> str:
+    """How long ago a question was asked, as every UI words it: ``asked just now``,
+    ``asked 3 min ago``, ``asked 2 h ago``, ``asked 3 days ago`` (whole units, rounded
+    down; a moment in the future, from a peer's clock ahead of ours, is "just now")."""
+    now = datetime.now(UTC) if now is None else now
+    seconds = int((now - asked_at).total_seconds())
+    if seconds < 60:
+        return "asked just now"
+    if seconds < 3600:
+        return f"asked {seconds // 60} min ago"
+    if seconds < 48 * 3600:
+        return f"asked {seconds // 3600} h ago"
+    return f"asked {seconds // 86400} days ago"
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceView:
+    """Where a request comes from, as every UI shows it: each text escaped to one line."""
+
+    source: str | None
+    host: str | None
+    session: str | None
+    tool: str | None
+    asked_at: datetime | None
+    """Timezone-aware UTC, for a UI to word with :func:`asked_ago` (a page does it live)."""
+
+    def summary(self, now: datetime | None = None) -> str:
+        """One line: ``deploy-bot on build-7 · session 42 · tool deploy · asked 3 min ago``
+        (the parts that are set; ``""`` when none is)."""
+        parts = []
+        if self.source is not None:
+            parts.append(self.source if self.host is None else f"{self.source} on {self.host}")
+        elif self.host is not None:
+            parts.append(f"on {self.host}")
+        if self.session is not None:
+            parts.append(f"session {self.session}")
+        if self.tool is not None:
+            parts.append(f"tool {self.tool}")
+        if self.asked_at is not None:
+            parts.append(asked_ago(self.asked_at, now))
+        return " · ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        """The view as JSON data (``askedAt`` as ISO 8601 UTC, or ``None``)."""
+        asked_at = self.asked_at
+        return {
+            "source": self.source,
+            "host": self.host,
+            "session": self.session,
+            "tool": self.tool,
+            "askedAt": None
+            if asked_at is None
+            else asked_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        }
+
+
+def _one_line(text: str | None) -> str | None:
+    return None if text is None else escape_controls(text, keep_newlines=False)
+
+
+def present_provenance(provenance: Provenance) -> ProvenanceView:
+    """The display model of a checked provenance: its texts escaped to one line."""
+    return ProvenanceView(
+        source=_one_line(provenance.source),
+        host=_one_line(provenance.host),
+        session=_one_line(provenance.session),
+        tool=_one_line(provenance.tool),
+        asked_at=provenance.asked_at,
+    )
 
 
 @frozen_dataclass(frozen=True, slots=True)
@@ -85,15 +168,24 @@ class RequestView:
 
     questions: tuple[QuestionView, ...]
     plan_review: bool
+    provenance: ProvenanceView | None = None
+    """Where the request comes from, when it says so."""
 
-    def __init__(self, questions: tuple[QuestionView, ...], plan_review: bool) -> None:
+    def __init__(
+        self,
+        questions: tuple[QuestionView, ...],
+        plan_review: bool,
+        provenance: ProvenanceView | None = None,
+    ) -> None:
         set_field(self, "questions", questions)
         set_field(self, "plan_review", plan_review)
+        set_field(self, "provenance", provenance)
 
     def to_json(self) -> dict[str, object]:
         """The view as JSON data, for a page that only renders (camelCase keys)."""
         return {
             "planReview": self.plan_review,
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
             "questions": [
                 {
                     "id": q.id,
@@ -121,10 +213,10 @@ class RequestView:
 def present(request: AskUserQuestionRequest) -> RequestView:
     """The display model of a checked request: the one place model text is escaped.
 
-    Every string a model wrote goes through :func:`escape_controls` (one-line fields with
-    newlines escaped too); ``(Recommended)`` becomes a badge; in a plan review the approve
-    option comes first and is the primary action. Labels stay the exact values to answer
-    with. A page must still render the text as text, never as HTML.
+    Every string a model wrote goes through :func:`escape_controls` (one-line fields, and
+    the provenance's, with newlines escaped too); ``(Recommended)`` becomes a badge; in a
+    plan review the approve option comes first and is the primary action. Labels stay the
+    exact values to answer with. A page must still render the text as text, never as HTML.
     """
     plan_review = is_plan_review(request)
     views = []
@@ -158,4 +250,9 @@ def present(request: AskUserQuestionRequest) -> RequestView:
                 other=OTHER_LABEL if question.options else None,
             )
         )
-    return RequestView(tuple(views), plan_review)
+    provenance = request.provenance
+    return RequestView(
+        tuple(views),
+        plan_review,
+        None if provenance is None else present_provenance(provenance),
+    )

@@ -1,7 +1,10 @@
 """The JSON wire codec, in exactly the TypeScript interfaces' shape, and its JSON Schemas.
 
 camelCase keys, absent optional fields omitted, ``multiSelect`` omitted when false. The
-process-local ``agent``, ``signal`` and ``key`` never go on the wire. Decoding untrusted data raises
+process-local ``agent``, ``signal`` and ``key`` never go on the wire. A request's
+``provenance`` travels as the optional extra member ``"provenance"`` (``source``, ``host``,
+``session``, ``tool``, ``askedAt`` as ISO 8601 UTC to the millisecond), which a
+TypeScript reader that does not know it ignores. Decoding untrusted data raises
 only :class:`~interaction.UserInteractionError` (``BAD_REQUEST`` for requests, ``BAD_ANSWER``
 for answers) whose message starts with the path of the first fault, also kept as ``path``.
 Unknown keys are ignored; unknown intent kinds decode to ``UnknownIntent`` and encode back
@@ -14,9 +17,11 @@ import copy
 import json
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Final, TypeAlias
 
 from ._core import (
+    MAX_PROVENANCE_TEXT,
     SURROGATE,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -27,10 +32,12 @@ from ._core import (
     ErrorCode,
     JSONValue,
     PlanReviewIntent,
+    Provenance,
     UnknownIntent,
     UserInteractionError,
     as_plain,
     check_answer,
+    check_provenance,
     check_questions,
     fault,
     json_type,
@@ -42,14 +49,18 @@ from ._core import (
 
 __all__ = [
     "ANSWER_SCHEMA",
+    "MAX_ASKED_AT",
     "MAX_DIGITS",
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
+    "asked_at_text",
     "decode_answer",
+    "decode_provenance",
     "decode_request",
     "dumps",
     "encode_answer",
+    "encode_provenance",
     "encode_request",
     "request_schema",
 ]
@@ -61,6 +72,9 @@ MAX_DIGITS: Final = 4_300
 turning text into an ``int``, held even when ``sys.set_int_max_str_digits`` allows more
 (a lower setting lowers it), so a longer integer is a fault of its own and never the
 quadratic work of converting it."""
+
+MAX_ASKED_AT: Final = 40
+"""The most characters a provenance's ``askedAt`` text may hold."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -97,9 +111,31 @@ def _encode_item(item: AskUserQuestionItem) -> JSONObject:
     return data
 
 
+def asked_at_text(moment: datetime) -> str:
+    """``askedAt`` as the wire writes it: ISO 8601 in UTC to the millisecond, ``Z``-suffixed
+    (what JavaScript's ``Date.prototype.toISOString()`` writes)."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def encode_provenance(provenance: Provenance) -> JSONObject:
+    """A provenance's wire form: its fields that are set, ``asked_at`` as ``askedAt``."""
+    data: JSONObject = {}
+    for name in ("source", "host", "session", "tool"):
+        value = getattr(provenance, name)
+        if value is not None:
+            data[name] = value
+    if provenance.asked_at is not None:
+        data["askedAt"] = asked_at_text(provenance.asked_at)
+    return data
+
+
 def encode_request(request: AskUserQuestionRequest) -> JSONObject:
-    """The request's wire form: ``{"questions": [...]}`` (no agent, no signal)."""
-    return {"questions": [_encode_item(item) for item in request.questions]}
+    """The request's wire form: ``{"questions": [...], "provenance"?: {...}}`` (no agent,
+    no signal, no key)."""
+    data: JSONObject = {"questions": [_encode_item(item) for item in request.questions]}
+    if request.provenance is not None:
+        data["provenance"] = encode_provenance(request.provenance)
+    return data
 
 
 def _encode_answer_item(item: AskUserQuestionAnswerItem) -> JSONObject:
@@ -255,15 +291,56 @@ def _loads_plain(data: bytes | str) -> object:
     return value
 
 
+def _decode_provenance(d: _Decoder, value: object, path: str) -> Provenance:
+    data = d.obj(value, path)
+    asked_at = None
+    text = d.optional_string(data, "askedAt", path)
+    if text is not None:
+        if len(text) > MAX_ASKED_AT:
+            raise d.fail(f"{path}.askedAt", f"longer than {MAX_ASKED_AT} characters")
+        try:
+            asked_at = datetime.fromisoformat(text)
+        except ValueError:
+            raise d.fail(f"{path}.askedAt", f"not an ISO 8601 date and time: {text!r}") from None
+        if asked_at.utcoffset() is None:
+            raise d.fail(f"{path}.askedAt", "has no time zone (write Z for UTC)")
+        try:
+            asked_at.astimezone(UTC)
+        except OverflowError:
+            raise d.fail(f"{path}.askedAt", "is out of range in UTC") from None
+    provenance = Provenance(
+        source=d.optional_string(data, "source", path),
+        host=d.optional_string(data, "host", path),
+        session=d.optional_string(data, "session", path),
+        tool=d.optional_string(data, "tool", path),
+        asked_at=asked_at,
+    )
+    check_provenance(provenance, path)
+    return provenance
+
+
+def decode_provenance(data: object) -> Provenance:
+    """A provenance from its wire form (JSON text, bytes or parsed data): ``BAD_REQUEST``
+    naming the first fault, as in a request."""
+    d = _Decoder(ErrorCode.BAD_REQUEST)
+    return _decode_provenance(d, d.parse(data, "provenance"), "provenance")
+
+
 def decode_request(data: object) -> AskUserQuestionRequest:
     """A request from JSON text or bytes, or from already parsed JSON data.
 
-    The structural checks of ``ask()`` are made too (``BAD_REQUEST``); an empty batch and
-    intents are left to ``ask()``, which refuses them with their own codes.
+    The structural checks of ``ask()`` are made too (``BAD_REQUEST``), the provenance's
+    included; an empty batch and intents are left to ``ask()``, which refuses them with
+    their own codes.
     """
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
-        return stored_request(fast)
+        if "provenance" not in parsed:
+            return stored_request(fast)
+        d = _Decoder(ErrorCode.BAD_REQUEST)
+        return AskUserQuestionRequest(
+            fast, provenance=_decode_provenance(d, parsed["provenance"], "provenance")
+        )
     return _decode_request_in_detail(data)
 
 
@@ -276,7 +353,10 @@ def _decode_request_in_detail(data: object) -> AskUserQuestionRequest:
     raw = d.array(root["questions"], "questions")
     questions = tuple(_decode_item(d, item, f"questions[{i}]") for i, item in enumerate(raw))
     check_questions(questions)
-    return AskUserQuestionRequest(questions)
+    provenance = (
+        _decode_provenance(d, root["provenance"], "provenance") if "provenance" in root else None
+    )
+    return AskUserQuestionRequest(questions, provenance=provenance)
 
 
 def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestionAnswerItem:
@@ -366,6 +446,11 @@ def _decode_answer_in_detail(
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 _TEXT: Final[JSONObject] = {"type": "string", "minLength": 1}
+_PROVENANCE_TEXT: Final[JSONObject] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PROVENANCE_TEXT,
+}
 
 REQUEST_SCHEMA: Final[JSONObject] = {
     "$schema": _DIALECT,
@@ -375,8 +460,19 @@ REQUEST_SCHEMA: Final[JSONObject] = {
     "required": ["questions"],
     "properties": {
         "questions": {"type": "array", "items": {"$ref": "#/$defs/question"}},
+        "provenance": {"$ref": "#/$defs/provenance"},
     },
     "$defs": {
+        "provenance": {
+            "type": "object",
+            "properties": {
+                "source": _PROVENANCE_TEXT,
+                "host": _PROVENANCE_TEXT,
+                "session": _PROVENANCE_TEXT,
+                "tool": _PROVENANCE_TEXT,
+                "askedAt": {"type": "string", "format": "date-time", "maxLength": MAX_ASKED_AT},
+            },
+        },
         "option": {
             "type": "object",
             "required": ["label"],
