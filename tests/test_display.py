@@ -108,6 +108,7 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
                 "detail": None,
                 "multiSelect": True,
                 "other": OTHER_LABEL,
+                "permission": None,
                 "options": [
                     {
                         "label": "a (Recommended)",
@@ -115,6 +116,7 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
                         "recommended": True,
                         "description": None,
                         "primary": False,
+                        "role": None,
                     }
                 ],
             }
