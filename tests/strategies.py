@@ -10,6 +10,7 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    PermissionIntent,
     PlanReviewIntent,
     UnknownIntent,
 )
@@ -32,12 +33,17 @@ def questions(draw: st.DrawFn, qid: str) -> AskUserQuestionItem:
     labels = draw(st.lists(line, max_size=5, unique_by=label_key))
     options = [AskUserQuestionOption(label, draw(st.none() | prose)) for label in labels]
     detail = draw(st.none() | prose)
-    intent: PlanReviewIntent | UnknownIntent | None = None
+    multi_select = draw(st.booleans())
+    intent: PlanReviewIntent | PermissionIntent | UnknownIntent | None = None
     if detail is not None and draw(st.booleans()):
-        if labels and draw(st.booleans()):  # type: ignore[arg-type]  # hypothesis stub quirk
+        if len(labels) >= 2 and not multi_select and draw(st.booleans()):
+            allow, deny, *rest = draw(st.permutations(labels))
+            always = draw(st.sampled_from([None, *rest[:1]]))
+            intent = PermissionIntent(draw(line), draw(line), allow, deny, always)
+        elif labels and draw(st.booleans()):  # type: ignore[arg-type]  # hypothesis stub quirk
             intent = PlanReviewIntent(draw(st.sampled_from(labels)))
         else:
-            kind = draw(line.filter(lambda k: k != "plan-review"))
+            kind = draw(line.filter(lambda k: k not in {"plan-review", "permission"}))
             intent = UnknownIntent(
                 kind,
                 draw(
@@ -52,7 +58,7 @@ def questions(draw: st.DrawFn, qid: str) -> AskUserQuestionItem:
         detail=detail,
         header=draw(st.none() | line),
         options=options,
-        multi_select=draw(st.booleans()),
+        multi_select=multi_select,
         intent=intent,
     )
 

@@ -13,6 +13,7 @@ from interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    PermissionIntent,
     PlanReviewIntent,
     UnknownIntent,
     UserInteractionError,
@@ -98,7 +99,8 @@ CASES: list[tuple[object, str]] = [
     ),
     (
         AskUserQuestionRequest([q(intent="plan-review")]),
-        "questions[0].intent: expected a PlanReviewIntent or UnknownIntent, got str",
+        "questions[0].intent: expected a PlanReviewIntent, PermissionIntent or UnknownIntent,"
+        " got str",
     ),
     (
         AskUserQuestionRequest([q(detail="d", intent=PlanReviewIntent(None))]),  # type: ignore[arg-type]
@@ -195,7 +197,19 @@ untyped_items = st.builds(
     options=sometimes_junk(st.lists(sometimes_junk(untyped_options), max_size=3)),
     multi_select=sometimes_junk(st.booleans()),
     intent=sometimes_junk(
-        st.one_of(st.none(), st.builds(PlanReviewIntent, junk), st.builds(UnknownIntent, junk))
+        st.one_of(
+            st.none(),
+            st.builds(PlanReviewIntent, junk),
+            st.builds(
+                PermissionIntent,
+                sometimes_junk(st.text(max_size=3)),
+                sometimes_junk(st.text(max_size=3)),
+                sometimes_junk(st.text(min_size=1, max_size=4)),
+                sometimes_junk(st.text(min_size=1, max_size=4)),
+                sometimes_junk(st.none()),
+            ),
+            st.builds(UnknownIntent, junk),
+        )
     ),
 )
 untyped_requests = st.one_of(

@@ -109,6 +109,7 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
                 "detail": None,
                 "multiSelect": True,
                 "other": OTHER_LABEL,
+                "permission": None,
                 "options": [
                     {
                         "label": "a (Recommended)",
@@ -116,6 +117,7 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
                         "recommended": True,
                         "description": None,
                         "primary": False,
+                        "role": None,
                     }
                 ],
             }

@@ -114,9 +114,9 @@ def test_the_public_names_in_the_facade_are_the_public_objects() -> None:
 def test_import_interaction_loads_the_core_and_nothing_else() -> None:
     # What ``import interaction`` costs (benchmarks/run.py, case (c)) is mostly what it loads:
     # its own modules, and of the standard library only ``__future__`` beyond what asyncio
-    # has loaded, and ``dataclasses`` (with ``copy``) and ``datetime`` for ``Provenance``,
-    # the one vocabulary class declared with the standard decorator. The other classes'
-    # ``dataclasses`` introspection is still made on first use.
+    # has loaded, and ``dataclasses`` (with ``copy``) and ``datetime`` for ``Provenance`` and
+    # ``PermissionIntent``, the vocabulary classes declared with the standard decorator. The
+    # other classes' ``dataclasses`` introspection is still made on first use.
     probe = (
         f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); import asyncio;"
         " before = set(sys.modules); import interaction;"

@@ -38,6 +38,7 @@ DOCUMENTED = [
     "HarnessError",
     "JSONValue",
     "LiveAgents",
+    "PermissionIntent",
     "PlanReviewIntent",
     "PlanVerdict",
     "Provenance",

@@ -35,7 +35,13 @@ from interaction import (
 from interaction._core import frozen_dataclass, set_field
 from interaction._frozen import field
 from interaction._types import stored_item, stored_request
-from interaction.display import OptionView, ProvenanceView, QuestionView, RequestView
+from interaction.display import (
+    OptionView,
+    PermissionView,
+    ProvenanceView,
+    QuestionView,
+    RequestView,
+)
 from interaction.terminal._text import Line
 from interaction.terminal._view import Screen
 from interaction.tool import ToolLimits, ToolResult
@@ -59,10 +65,22 @@ SAMPLES: dict[type, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
     ResumedAnswer: (("0" * 64, ANSWER), ("1" * 64, AskUserQuestionAnswer(()))),
     PlanVerdict: ((True, None, None), (False, "Revise", "more tests")),
     # The UIs' and the tool's frozen classes are built the same way.
-    OptionView: (("a", "a", False, None, False), ("b (Recommended)", "b", True, "d", True)),
+    OptionView: (
+        ("a", "a", False, None, False, None),
+        ("b (Recommended)", "b", True, "d", True, "deny"),
+    ),
     QuestionView: (
-        ("q", "Q?", None, None, (), False, None),
-        ("r", "R?", "h", "d", (OptionView("a", "a", False, None, False),), True, "Other…"),
+        ("q", "Q?", None, None, (), False, None, None),
+        (
+            "r",
+            "R?",
+            "h",
+            "d",
+            (OptionView("a", "a", False, None, False),),
+            True,
+            "Other…",
+            PermissionView("Bash", "ls"),
+        ),
     ),
     RequestView: (
         ((), False, None),

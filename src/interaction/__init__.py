@@ -47,6 +47,7 @@ from ._types import AskUserQuestionItem as AskUserQuestionItem
 from ._types import AskUserQuestionOption as AskUserQuestionOption
 from ._types import AskUserQuestionRequest as AskUserQuestionRequest
 from ._types import JSONValue as JSONValue
+from ._types import PermissionIntent as PermissionIntent
 from ._types import PlanReviewIntent as PlanReviewIntent
 from ._types import UnknownIntent as UnknownIntent
 from ._types import UserInteractionProvider as UserInteractionProvider
@@ -71,6 +72,7 @@ __all__ = [
     "HarnessError",
     "JSONValue",
     "LiveAgents",
+    "PermissionIntent",
     "PlanReviewIntent",
     "PlanVerdict",
     "Provenance",

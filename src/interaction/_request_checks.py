@@ -27,6 +27,7 @@ from ._types import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     OptionDraft,
+    PermissionIntent,
     PlanReviewIntent,
     UnknownIntent,
     stored_item,
@@ -88,13 +89,34 @@ def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
     intent = item.intent
     if type(intent) is PlanReviewIntent:
         check_text(intent.approve, f"{path}.intent.approve")
+    elif type(intent) is PermissionIntent:
+        check_text(intent.tool, f"{path}.intent.tool", nonblank=True)
+        check_text(intent.summary, f"{path}.intent.summary")
+        check_text(intent.allow, f"{path}.intent.allow")
+        check_text(intent.deny, f"{path}.intent.deny")
+        check_text(intent.allow_always, f"{path}.intent.allow_always", optional=True)
     elif type(intent) is UnknownIntent:
         check_text(intent.kind, f"{path}.intent.kind", nonblank=True)
     elif intent is not None:
         raise bad_request(
             f"{path}.intent",
-            f"expected a PlanReviewIntent or UnknownIntent, got {type_name(intent)}",
+            "expected a PlanReviewIntent, PermissionIntent or UnknownIntent,"
+            f" got {type_name(intent)}",
         )
+
+
+def _clean_permission(intent: PermissionIntent) -> bool:
+    """Whether :func:`_check_item` would accept the permission intent's texts."""
+    tool = intent.tool
+    if type(tool) is not str or not (tool.strip() if tool.isascii() else not is_blank(tool)):
+        return False
+    texts: tuple[object, ...] = (tool, intent.summary, intent.allow, intent.deny)
+    always = intent.allow_always
+    if always is not None:
+        texts = (*texts, always)
+    return all(
+        type(text) is str and (text.isprintable() or UNSAFE.search(text) is None) for text in texts
+    )
 
 
 def _check_intent(item: AskUserQuestionItem) -> None:
@@ -117,6 +139,34 @@ def _check_intent(item: AskUserQuestionItem) -> None:
             " names none of its options",
             ErrorCode.BAD_INTENT,
         )
+    if isinstance(intent, PermissionIntent):
+        _check_permission(item, intent)
+
+
+def _check_permission(item: AskUserQuestionItem, intent: PermissionIntent) -> None:
+    if item.multi_select:
+        raise UserInteractionError(
+            f"question {item.id} declares intent permission on a multi-select question",
+            ErrorCode.BAD_INTENT,
+        )
+    roles = [("allow", intent.allow), ("deny", intent.deny)]
+    if intent.allow_always is not None:
+        roles.insert(1, ("allow_always", intent.allow_always))
+    named: dict[str, str] = {}
+    for role, label in roles:
+        if all(option.label != label for option in item.options):
+            raise UserInteractionError(
+                f'question {item.id} declares intent permission whose {role} label "{label}"'
+                " names none of its options",
+                ErrorCode.BAD_INTENT,
+            )
+        if label in named:
+            raise UserInteractionError(
+                f"question {item.id} declares intent permission whose {named[label]} and {role}"
+                f' labels both name "{label}"',
+                ErrorCode.BAD_INTENT,
+            )
+        named[label] = role
 
 
 # The fast passes below judge each text with str methods, inline because they run for
@@ -210,6 +260,9 @@ def _clean_questions(questions: tuple[object, ...]) -> int:
                 if type(approve) is not str or not (
                     approve.isprintable() or UNSAFE.search(approve) is None
                 ):
+                    return LOOK_CLOSER
+            elif type(intent) is PermissionIntent:
+                if not _clean_permission(intent):
                     return LOOK_CLOSER
             elif type(intent) is UnknownIntent:
                 kind = intent.kind

@@ -37,6 +37,7 @@ from ._types import (
     AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionRequest,
+    PermissionIntent,
     PlanReviewIntent,
     UnknownIntent,
     thaw,
@@ -101,6 +102,15 @@ def _plain_item(item: AskUserQuestionItem) -> dict[str, object]:
     plain_intent: dict[str, object] | None
     if isinstance(intent, PlanReviewIntent):
         plain_intent = {"kind": intent.kind, "approve": intent.approve}
+    elif isinstance(intent, PermissionIntent):
+        plain_intent = {
+            "kind": intent.kind,
+            "tool": intent.tool,
+            "summary": intent.summary,
+            "allow": intent.allow,
+            "allow_always": intent.allow_always,
+            "deny": intent.deny,
+        }
     elif isinstance(intent, UnknownIntent):
         plain_intent = {"kind": intent.kind, "fields": thaw(intent.fields)}
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, Protocol, TypeAlias
 
@@ -26,6 +27,7 @@ __all__ = [
     "AskUserQuestionRequest",
     "JSONValue",
     "OptionDraft",
+    "PermissionIntent",
     "PlanReviewIntent",
     "UnknownIntent",
     "UserInteractionProvider",
@@ -159,6 +161,27 @@ class PlanReviewIntent:
 (_PLAN_APPROVE,) = slot_setters(PlanReviewIntent)
 
 
+@dataclass(frozen=True, slots=True)
+class PermissionIntent:
+    """The question asks whether ``tool`` may run with the input its ``detail`` shows.
+
+    ``summary`` is that input on one line (a shell command, a path: what a policy rule's
+    pattern is matched against, and what the person reads first). ``allow``, ``deny`` and
+    the optional ``allow_always`` name the options that allow this once, deny, and allow
+    this and the like from now on; ``ask()`` refuses (``BAD_INTENT``) a label that names
+    none of the question's options, two roles naming one option, and a multi-select
+    question. Text of one's own in the answer is the person's edit of the input or their
+    reply, never an allow: the plugin checks it again.
+    """
+
+    tool: str
+    summary: str
+    allow: str
+    deny: str
+    allow_always: str | None = None
+    kind: ClassVar[Literal["permission"]] = "permission"
+
+
 def _no_fields() -> Mapping[str, JSONValue]:
     return MappingProxyType({})
 
@@ -173,8 +196,9 @@ class UnknownIntent:
     ``fields`` holds every wire field but ``kind``, frozen; its values must be JSON values
     that the wire can write out (finite numbers, integers of at most 4,000 digits, no
     unpaired surrogates, at most 64 levels deep) under keys without control characters,
-    else the constructor raises ``BAD_INTENT``, as it does for the kind ``plan-review``
-    (that is :class:`PlanReviewIntent`). UIs render the generic flow.
+    else the constructor raises ``BAD_INTENT``, as it does for the kinds ``plan-review``
+    and ``permission`` (those are :class:`PlanReviewIntent` and :class:`PermissionIntent`).
+    UIs render the generic flow.
     """
 
     kind: str
@@ -183,6 +207,8 @@ class UnknownIntent:
     def __init__(self, kind: str, fields: Mapping[str, JSONValue] = _NO_FIELDS) -> None:
         if type(kind) is str and kind == PlanReviewIntent.kind:  # it would come back as one
             raise _bad_intent_field("intent.kind", "plan-review is PlanReviewIntent's kind")
+        if type(kind) is str and kind == PermissionIntent.kind:
+            raise _bad_intent_field("intent.kind", "permission is PermissionIntent's kind")
         _UNKNOWN_KIND(self, kind)
         if not isinstance(fields, Mapping):
             raise _bad_intent_field("intent.fields", f"expected an object, got {type_name(fields)}")
@@ -207,7 +233,7 @@ class UnknownIntent:
 _UNKNOWN_KIND, _UNKNOWN_FIELDS = slot_setters(UnknownIntent)
 
 
-AskUserQuestionIntent: TypeAlias = PlanReviewIntent | UnknownIntent
+AskUserQuestionIntent: TypeAlias = PlanReviewIntent | PermissionIntent | UnknownIntent
 """A caller-declared presentation intent; it shapes presentation only, never the answer."""
 
 

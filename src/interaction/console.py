@@ -30,7 +30,7 @@ from ._core import (
     escape_controls,
     label_key,
 )
-from .display import QuestionView
+from .display import ROLE_NAMES, QuestionView
 from .flow import BatchFlow
 
 __all__ = ["INPUT_ENDED", "ConsoleProvider", "input_ended"]
@@ -89,14 +89,19 @@ class ConsoleProvider:
         count = len(flow.questions)
         # A question asked on its own has no count, as in the terminal and on the page.
         place = "Plan review" if plan else f"Question {flow.index + 1}/{count}" if count > 1 else ""
-        title = " · ".join(part for part in (place, question.header) if part) or "Question"
+        permission = question.permission
+        asks = f"Permission · {permission.tool}" if permission else ""
+        title = " · ".join(part for part in (place, asks, question.header) if part) or "Question"
         lines = ["", f"── {title} ──", question.question]
+        if permission:
+            lines.append(f"  {permission.tool}: {permission.summary}")
         if question.detail:
             lines.extend(f"  │ {line}" for line in question.detail.splitlines())
         for number, option in enumerate(question.options, start=1):
             marks = [
                 " [recommended]" if option.recommended else "",
                 " [approves the plan]" if option.primary else "",
+                f" [{ROLE_NAMES[option.role]}]" if option.role else "",
             ]
             lines.append(f"  {number}. {option.text}{''.join(marks)}")
             if option.description:
@@ -140,6 +145,8 @@ def _hint(question: QuestionView) -> str:
         return "Type your answer (an empty line skips)."
     if question.multi_select:
         return f"Choose any of 1-{count + 1}, separated by commas or spaces (an empty line skips)."
+    if question.permission:
+        return f"Choose 1-{count + 1}, or type an edited input or a reply (an empty line skips)."
     return f"Choose 1-{count + 1}, or type an answer of your own (an empty line skips)."
 
 

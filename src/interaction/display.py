@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Final, Literal, TypeAlias
 
 from ._core import (
     OTHER_LABEL,
+    AskUserQuestionItem,
     AskUserQuestionRequest,
+    PermissionIntent,
     PlanReviewIntent,
     Provenance,
     escape_controls,
@@ -25,10 +28,13 @@ from ._core import (
 )
 
 __all__ = [
+    "ROLE_NAMES",
     "OptionView",
+    "PermissionView",
     "ProvenanceView",
     "QuestionView",
     "RequestView",
+    "Role",
     "asked_ago",
     "present",
     "present_provenance",
@@ -106,6 +112,28 @@ def present_provenance(provenance: Provenance) -> ProvenanceView:
     )
 
 
+Role: TypeAlias = Literal["allow", "allow-always", "deny"]
+"""What an option of a permission prompt does."""
+
+ROLE_NAMES: Final[dict[Role, str]] = {
+    "allow": "allow once",
+    "allow-always": "allow always",
+    "deny": "deny",
+}
+"""How every UI names a role beside its option."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionView:
+    """A question presented as a permission prompt: may ``tool`` run with ``summary``?
+
+    Both are escaped for display on one line (newlines escaped too).
+    """
+
+    tool: str
+    summary: str
+
+
 @frozen_dataclass(frozen=True, slots=True)
 class OptionView:
     """One option as every UI shows it; ``label`` is still the value to answer with."""
@@ -118,15 +146,24 @@ class OptionView:
     """Escaped; newlines kept."""
     primary: bool
     """The plan-review approve option: the primary action."""
+    role: Role | None = None
+    """In a permission prompt, what choosing this option does."""
 
-    def __init__(
-        self, label: str, text: str, recommended: bool, description: str | None, primary: bool
+    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
+        self,
+        label: str,
+        text: str,
+        recommended: bool,
+        description: str | None,
+        primary: bool,
+        role: Role | None = None,
     ) -> None:
         set_field(self, "label", label)
         set_field(self, "text", text)
         set_field(self, "recommended", recommended)
         set_field(self, "description", description)
         set_field(self, "primary", primary)
+        set_field(self, "role", role)
 
 
 @frozen_dataclass(frozen=True, slots=True)
@@ -142,6 +179,8 @@ class QuestionView:
     other: str | None
     """The entry that opens the text field (:data:`OTHER_LABEL`); ``None`` on a free-text
     question, where the text field is the whole answer."""
+    permission: PermissionView | None = None
+    """Set when the question is presented as a permission prompt."""
 
     def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
         self,
@@ -152,6 +191,7 @@ class QuestionView:
         options: tuple[OptionView, ...],
         multi_select: bool,
         other: str | None,
+        permission: PermissionView | None = None,
     ) -> None:
         set_field(self, "id", id)
         set_field(self, "question", question)
@@ -160,6 +200,7 @@ class QuestionView:
         set_field(self, "options", options)
         set_field(self, "multi_select", multi_select)
         set_field(self, "other", other)
+        set_field(self, "permission", permission)
 
 
 @frozen_dataclass(frozen=True, slots=True)
@@ -194,6 +235,9 @@ class RequestView:
                     "detail": q.detail,
                     "multiSelect": q.multi_select,
                     "other": q.other,
+                    "permission": None
+                    if q.permission is None
+                    else {"tool": q.permission.tool, "summary": q.permission.summary},
                     "options": [
                         {
                             "label": o.label,
@@ -201,6 +245,7 @@ class RequestView:
                             "recommended": o.recommended,
                             "description": o.description,
                             "primary": o.primary,
+                            "role": o.role,
                         }
                         for o in q.options
                     ],
@@ -217,12 +262,15 @@ def present(request: AskUserQuestionRequest) -> RequestView:
     the provenance's, with newlines escaped too); ``(Recommended)`` becomes a badge; in a
     plan review the approve option comes first and is the primary action. Labels stay the
     exact values to answer with. A page must still render the text as text, never as HTML.
+    A single-select question with a permission intent is a permission prompt: its tool and
+    summary are shown, and each option the intent names carries its role.
     """
     plan_review = is_plan_review(request)
     views = []
     for question in request.questions:
         intent = question.intent
         approve = intent.approve if plan_review and isinstance(intent, PlanReviewIntent) else None
+        roles = _roles(question)
         options = []
         for option in question.options:
             text, recommended = split_recommended(option.label)
@@ -234,6 +282,7 @@ def present(request: AskUserQuestionRequest) -> RequestView:
                     recommended=recommended,
                     description=None if description is None else escape_controls(description),
                     primary=option.label == approve,
+                    role=roles.get(option.label),
                 )
             )
         options.sort(key=lambda view: not view.primary)  # stable: the approve option first
@@ -248,6 +297,7 @@ def present(request: AskUserQuestionRequest) -> RequestView:
                 options=tuple(options),
                 multi_select=question.multi_select,
                 other=OTHER_LABEL if question.options else None,
+                permission=_permission(question),
             )
         )
     provenance = request.provenance
@@ -255,4 +305,24 @@ def present(request: AskUserQuestionRequest) -> RequestView:
         tuple(views),
         plan_review,
         None if provenance is None else present_provenance(provenance),
+    )
+
+
+def _roles(question: AskUserQuestionItem) -> dict[str, Role]:
+    intent = question.intent
+    if not isinstance(intent, PermissionIntent) or question.multi_select:
+        return {}
+    roles: dict[str, Role] = {intent.allow: "allow", intent.deny: "deny"}
+    if intent.allow_always is not None:
+        roles[intent.allow_always] = "allow-always"
+    return roles
+
+
+def _permission(question: AskUserQuestionItem) -> PermissionView | None:
+    intent = question.intent
+    if not isinstance(intent, PermissionIntent) or question.multi_select:
+        return None
+    return PermissionView(
+        tool=escape_controls(intent.tool, keep_newlines=False),
+        summary=escape_controls(intent.summary, keep_newlines=False),
     )

@@ -31,6 +31,7 @@ from ._core import (
     AskUserQuestionRequest,
     ErrorCode,
     JSONValue,
+    PermissionIntent,
     PlanReviewIntent,
     Provenance,
     UnknownIntent,
@@ -83,6 +84,17 @@ MAX_ASKED_AT: Final = 40
 def _encode_intent(intent: AskUserQuestionIntent) -> JSONObject:
     if isinstance(intent, PlanReviewIntent):
         return {"kind": intent.kind, "approve": intent.approve}
+    if isinstance(intent, PermissionIntent):
+        permission: JSONObject = {
+            "kind": intent.kind,
+            "tool": intent.tool,
+            "summary": intent.summary,
+            "allow": intent.allow,
+        }
+        if intent.allow_always is not None:
+            permission["allowAlways"] = intent.allow_always
+        permission["deny"] = intent.deny
+        return permission
     data: JSONObject = {"kind": intent.kind}
     for key, value in intent.fields.items():
         if key != "kind":
@@ -229,6 +241,14 @@ def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionInte
     kind = d.string(data, "kind", path)
     if kind == PlanReviewIntent.kind:
         return PlanReviewIntent(d.string(data, "approve", path))
+    if kind == PermissionIntent.kind:
+        return PermissionIntent(
+            tool=d.string(data, "tool", path),
+            summary=d.string(data, "summary", path),
+            allow=d.string(data, "allow", path),
+            deny=d.string(data, "deny", path),
+            allow_always=d.optional_string(data, "allowAlways", path),
+        )
     if not kind:
         raise d.fail(f"{path}.kind", "must not be empty")
     fields = {k: v for k, v in data.items() if not (type(k) is str and k == "kind")}
@@ -482,8 +502,28 @@ REQUEST_SCHEMA: Final[JSONObject] = {
             "type": "object",
             "required": ["kind"],
             "properties": {"kind": _TEXT},
-            "if": {"properties": {"kind": {"const": "plan-review"}}},
-            "then": {"required": ["approve"], "properties": {"approve": {"type": "string"}}},
+            "allOf": [
+                {
+                    "if": {"properties": {"kind": {"const": "plan-review"}}},
+                    "then": {
+                        "required": ["approve"],
+                        "properties": {"approve": {"type": "string"}},
+                    },
+                },
+                {
+                    "if": {"properties": {"kind": {"const": "permission"}}},
+                    "then": {
+                        "required": ["tool", "summary", "allow", "deny"],
+                        "properties": {
+                            "tool": _TEXT,
+                            "summary": {"type": "string"},
+                            "allow": {"type": "string"},
+                            "allowAlways": {"type": "string"},
+                            "deny": {"type": "string"},
+                        },
+                    },
+                },
+            ],
         },
         "question": {
             "type": "object",

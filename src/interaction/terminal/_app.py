@@ -71,6 +71,10 @@ STYLE: Final = Style.from_dict(
         "strip.skipped": "ansiyellow bold",
         "strip.open": "ansibrightblack",
         "countdown": "ansiyellow",
+        "permission": "ansicyan",
+        "role.allow": "ansigreen",
+        "role.allow-always": "ansigreen bold",
+        "role.deny": "ansired",
     }
 )
 

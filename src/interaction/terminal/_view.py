@@ -21,7 +21,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.utils import get_cwidth
 
 from .._core import AskUserQuestionAnswerItem, escape_controls, frozen_dataclass, set_field
-from ..display import QuestionView
+from ..display import ROLE_NAMES, QuestionView
 from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
 from ._text import Fragments, Line, fit, plain, wrap
@@ -270,8 +270,11 @@ def _rows(lines: Sequence[Line], width: int) -> list[Fragments]:
 def _title(flow: BatchFlow) -> Line:
     """The header row of a question asked on its own: no strip, no count."""
     header = flow.question.header
+    permission = flow.question.permission
     if flow.plan_review:
         title = "Plan review" + (f" · {header}" if header else "")
+    elif permission:
+        title = f"Permission · {permission.tool}" + (f" · {header}" if header else "")
     else:
         title = header or "Question"
     return Line([("class:title", f"── {title} ──")])
@@ -334,7 +337,13 @@ def _strip(flow: BatchFlow, width: int) -> Line:
 
 
 def _question(flow: BatchFlow) -> list[Line]:
-    return [Line([("class:question", line)]) for line in _prose(flow.question.question)]
+    lines = [Line([("class:question", line)]) for line in _prose(flow.question.question)]
+    permission = flow.question.permission
+    if permission:  # both escaped on one line by the display model
+        lead = f"{MARGIN}{permission.tool}: "
+        hang = " " * get_cwidth(lead)
+        lines.append(Line([("class:permission", lead + permission.summary)], hang=hang))
+    return lines
 
 
 @functools.lru_cache(maxsize=8)
@@ -421,6 +430,8 @@ def _option(flow: BatchFlow, number: int, row: Row) -> list[Line]:
     label = [(current, row.text)]
     if row.recommended:
         label += [("", " "), ("class:badge", "[recommended]")]
+    if row.role:
+        label += [("", " "), (f"class:role.{row.role}", f"[{ROLE_NAMES[row.role]}]")]
     lines = [Line([*lead, *label], hang=hang)]
     if row.description:
         for part in _prose(row.description):

@@ -256,8 +256,10 @@
   };
 
   // ---- rendering
+  const ROLES = { allow: "Allow once", "allow-always": "Allow always", deny: "Deny" };
   const labelNode = (option) => el("span", { class: "label" }, document.createTextNode(option.text),
-    option.recommended ? el("span", { class: "badge", text: "Recommended" }) : null);
+    option.recommended ? el("span", { class: "badge", text: "Recommended" }) : null,
+    option.role ? el("span", { class: "badge role", "data-role": option.role, text: ROLES[option.role] }) : null);
   const kbd = (text) => el("kbd", { text });
   // What the user did, as the server takes it; the server turns text that names an
   // option into that option (the seam's one answer rule), so the page need not.
@@ -325,9 +327,14 @@
     const item = draft.items[index];
     const store = () => saveDraft(entry.id, draft);
     const titleId = "title-" + entry.id + "-" + index;
-    const card = el("section", { class: "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
-      el("p", { class: "progress", "data-testid": "progress", text: total > 1 ? `Question ${index + 1}/${total}` + (q.header ? " · " + q.header : "") : q.header || "Question" }),
+    const asks = q.permission ? "Permission · " + q.permission.tool : "";
+    const place = [total > 1 ? `Question ${index + 1}/${total}` : "", asks, q.header || ""].filter((p) => p).join(" · ");
+    const card = el("section", { class: q.permission ? "card permission" : "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
+      el("p", { class: "progress", "data-testid": "progress", text: place || "Question" }),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
+      q.permission ? el("p", { class: "permission-input", "data-testid": "permission" },
+        el("span", { class: "tool", text: q.permission.tool }),
+        el("code", { text: q.permission.summary })) : null,
       q.detail ? markdown(q.detail) : null);
     const options = el("div", { class: "options", role: q.multiSelect ? "group" : "radiogroup", "aria-labelledby": titleId });
     const inputs = [];
@@ -353,7 +360,8 @@
       options.append(row);
     });
     if (inputs.length) card.append(options);
-    const otherName = q.other || "Your answer"; // null: a free-text question, the field is the answer
+    // null: a free-text question, the field is the answer; a permission's own text is an edit
+    const otherName = q.permission ? "Edit the input, or reply instead" : q.other || "Your answer";
     const other = el("input", { type: "text", "data-testid": "other", "aria-label": otherName, autocomplete: "off" });
     other.value = item.custom;
     other.addEventListener("input", () => {
