@@ -241,7 +241,7 @@ class UnprintableError(Exception):
         ),
         (
             RuntimeError("bad \ud800 text"),
-            "the user-interaction provider failed: RuntimeError: bad ? text",
+            "the user-interaction provider failed: RuntimeError: bad \\ud800 text",
         ),
     ],
 )

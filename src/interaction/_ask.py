@@ -21,6 +21,7 @@ from ._errors import (
     UserInteractionError,
     aborted_error,
 )
+from ._presentation import escape_controls
 from ._registry import registration_in_context
 from ._request_checks import check_request
 from ._suspend import AskSuspended, current_resumption, take_resumed
@@ -216,8 +217,9 @@ def _raise_provider_failure(exc: BaseException) -> NoReturn:
 def describe_exception(exc: BaseException) -> str:
     """``Type: message`` of an exception from foreign code, bounded and always printable.
 
-    A ``__str__`` that raises, a message of megabytes or text with unpaired surrogates
-    must not make the error itself unreportable.
+    A ``__str__`` that raises, a message of megabytes, text with unpaired surrogates or
+    terminal control sequences must not make the error itself unreportable or unsafe to
+    show: controls and lone surrogates are escaped (:func:`escape_controls`).
     """
     try:
         text = str(exc)
@@ -226,7 +228,5 @@ def describe_exception(exc: BaseException) -> str:
     if len(text) > MAX_PROVIDER_TEXT:
         omitted = len(text) - MAX_PROVIDER_TEXT
         text = f"{text[:MAX_PROVIDER_TEXT]}... ({omitted} more characters)"
-    if not text.isascii():  # lone surrogates would make the tool result unencodable
-        text = text.encode("utf-8", "replace").decode("utf-8")
     name = type(exc).__name__
-    return f"{name}: {text}" if text else name
+    return escape_controls(f"{name}: {text}" if text else name)

@@ -158,6 +158,21 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
+MAX_FAULT_PATH: Final = 200
+"""How many characters of a fault's path its message shows (a path holds the keys of an
+unknown intent, which a peer chooses); the rest is counted, as ``path`` keeps the same."""
+MAX_FAULT_PROBLEM: Final = 500
+"""How many characters of a fault's problem its message shows."""
+MAX_FAULT_LENGTH: Final = 800
+"""An upper bound on ``"<path>: <problem>"`` of any fault, however long what it quotes."""
+
+
+def _bounded(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def fault(
     code: str, path: str, problem: str, *, source: str = "", advice: str = ""
 ) -> UserInteractionError:
@@ -165,8 +180,12 @@ def fault(
 
     ``source`` names what was read when the path alone would not say it (the tool's name,
     ``elicitation``): ``"<source>: <path>: <problem>"``. ``advice`` is a sentence added at
-    the end for a model that can try again.
+    the end for a model that can try again. A path over :data:`MAX_FAULT_PATH` characters
+    or a problem over :data:`MAX_FAULT_PROBLEM` is cut there (``... (N more characters)``),
+    so a refusal stays short whatever it quotes.
     """
+    path = _bounded(path, MAX_FAULT_PATH)
+    problem = _bounded(problem, MAX_FAULT_PROBLEM)
     message = f"{source}: {path}: {problem}" if source else f"{path}: {problem}"
     return UserInteractionError(f"{message}. {advice}" if advice else message, code, path=path)
 

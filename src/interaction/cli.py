@@ -12,6 +12,7 @@ import contextlib
 import errno
 import json
 import math
+import re
 import socket
 import sys
 import textwrap
@@ -133,6 +134,23 @@ async def _serve_shared(
         await relay.aclose()
 
 
+def _masked_url(url: str) -> str:
+    """``url`` fit to print: its password, and any ``password=`` parameter, as ``***``.
+
+    It errs towards hiding: everything before the last ``@`` but a user name is hidden,
+    so a password holding ``@`` or ``/`` stays hidden too.
+    """
+    url = re.sub(r"(?i)(password=)[^&#]*", r"\1***", url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    userinfo, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}{sep}{user}:***@{host}" if colon else f"{scheme}{sep}***@{host}"
+
+
 def _redis_relay(url: str, prefix: str) -> RedisRelay:
     """The relay of ``--redis URL``; a bad URL or prefix is a ValueError that says so."""
     from .redis_relay import RedisRelay
@@ -143,7 +161,7 @@ def _redis_relay(url: str, prefix: str) -> RedisRelay:
         if "prefix" in str(exc):
             raise ValueError(f"--prefix: {exc}") from None
         raise ValueError(
-            f"--redis {url!r} is not a Redis URL: use redis://HOST:PORT/DB,"
+            f"--redis {_masked_url(url)!r} is not a Redis URL: use redis://HOST:PORT/DB,"
             " rediss://HOST:PORT/DB or unix:///PATH"
         ) from None
 

@@ -23,13 +23,14 @@ from ._core import (
     ask,
     check_caller,
     check_questions,
+    escape_controls,
     fault,
     frozen_dataclass,
     json_type,
     problem_of,
     set_field,
 )
-from .wire import JSONObject, dumps
+from .wire import ODD_KEY, JSONObject, _bounded_int, _TooManyDigits, dumps, odd_key
 
 if TYPE_CHECKING:
     from ._core import AbortSignal, Agent, AskUserQuestionAnswer
@@ -204,9 +205,12 @@ def _fault(path: str, problem: str) -> UserInteractionError:
 
 def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
     except RecursionError:  # 2 KB of brackets is enough to exhaust the stack
         raise _fault(path, f"expected {what}, got JSON nested too deeply") from None
+    except _TooManyDigits as exc:
+        problem = f"expected {what}, got JSON holding an integer of more than {exc} digits"
+        raise _fault(path, problem) from None
     except ValueError:
         raise _fault(path, f"expected {what}, got a string that is not JSON") from None
 
@@ -292,13 +296,31 @@ def request_from_arguments(
     An empty batch is left for ``ask()`` to refuse with ``EMPTY_QUESTIONS``. Tolerates what
     models commonly emit: an option as a plain string, ``multiSelect`` for
     ``multi_select``, an array JSON-encoded in a string. Unknown fields are ignored.
+    Integers are bounded as on the wire (:data:`interaction.wire.MAX_DIGITS`).
     """
+    try:
+        return _request_from_arguments(arguments, agent, signal, limits)
+    except UserInteractionError:
+        raise
+    except Exception:  # a host's mapping whose key compares by raising, say
+        path = odd_key(arguments, "arguments")
+        if path is None:
+            raise
+        raise _fault(path, ODD_KEY) from None
+
+
+def _request_from_arguments(
+    arguments: object, agent: Agent | None, signal: AbortSignal | None, limits: ToolLimits
+) -> AskUserQuestionRequest:
     arguments = as_plain(arguments)
     if isinstance(arguments, str | bytes | bytearray):
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, parse_int=_bounded_int)
         except RecursionError:
             raise _fault("arguments", "are not valid JSON: nested too deeply") from None
+        except _TooManyDigits as exc:
+            problem = f"are not valid JSON: holds an integer of more than {exc} digits"
+            raise _fault("arguments", problem) from None
         except ValueError:
             raise _fault("arguments", "are not valid JSON") from None
     if not isinstance(arguments, dict):
@@ -361,8 +383,12 @@ def render_answer(answer: AskUserQuestionAnswer) -> str:
 
 
 def render_error(error: HarnessError) -> ToolResult:
-    """The tool result for a failure: ``Error: <message>``, with guidance where it helps."""
-    content = f"Error: {error.message}"
+    """The tool result for a failure: ``Error: <message>``, with guidance where it helps.
+
+    The message may hold a provider's text: its control characters are escaped
+    (:func:`interaction.escape_controls`), as everywhere untrusted text is shown.
+    """
+    content = f"Error: {escape_controls(error.message)}"
     guidance = _GUIDANCE.get(error.code)
     if guidance is not None:
         content = f"{content}\n{guidance}"

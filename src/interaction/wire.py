@@ -52,6 +52,7 @@ __all__ = [
     "ANSWER_SCHEMA",
     "MAX_ASKED_AT",
     "MAX_DIGITS",
+    "MAX_INTENT_SIZE",
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
@@ -76,6 +77,11 @@ quadratic work of converting it."""
 
 MAX_ASKED_AT: Final = 40
 """The most characters a provenance's ``askedAt`` text may hold."""
+
+MAX_INTENT_SIZE: Final = 65_536
+"""The most an unknown intent's fields may hold, counted in characters of its keys and
+strings, and one for every other value: a larger intent is refused (``BAD_INTENT``) before
+it is copied."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -252,11 +258,59 @@ def _decode_intent(d: _Decoder, value: object, path: str) -> AskUserQuestionInte
     if not kind:
         raise d.fail(f"{path}.kind", "must not be empty")
     fields = {k: v for k, v in data.items() if not (type(k) is str and k == "kind")}
+    if _over_size(fields, MAX_INTENT_SIZE):
+        raise fault(ErrorCode.BAD_INTENT, path, f"holds more than {MAX_INTENT_SIZE} characters")
     try:
         return UnknownIntent(kind, fields)  # type: ignore[arg-type]  # JSON data, as parsed
     except UserInteractionError as error:  # located within the intent: say where it is
         inner = (error.path or "intent").removeprefix("intent")
         raise fault(error.code, f"{path}{inner}", problem_of(error)) from None
+
+
+def _over_size(value: object, limit: int) -> bool:
+    """Whether parsed JSON holds more than ``limit``: characters of keys and strings, one
+    for every other value. One pass without recursion, which stops once over."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = as_plain(stack.pop())
+        size += 1
+        if isinstance(item, str):
+            size += len(item) - 1
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                size += str.__len__(key) if isinstance(key, str) else 1
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+        if size > limit:
+            return True
+    return False
+
+
+def odd_key(data: object, root: str) -> str | None:
+    """The path of the first object in ``data`` with a key that is not a plain ``str``
+    (a subclass, whose ``__eq__`` may raise, or another type), or ``None``.
+
+    Asked only after reading ``data`` raised something other than a fault, to tell a
+    host's odd mapping (a fault of the input: :data:`ODD_KEY`) from a bug, which goes on.
+    """
+    stack: list[tuple[object, str]] = [(data, root)]
+    while stack:
+        value, path = stack.pop()
+        value = as_plain(value)
+        if isinstance(value, dict):
+            items = list(value.items())
+            if any(type(key) is not str for key, _ in items):
+                return path
+            prefix = "" if path == root else f"{path}."
+            stack.extend((child, f"{prefix}{key}") for key, child in reversed(items))
+        elif isinstance(value, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(value))))
+    return None
+
+
+ODD_KEY: Final = "has a key that is not a plain string"
 
 
 def _decode_option(d: _Decoder, value: object, path: str) -> AskUserQuestionOption:
@@ -353,6 +407,18 @@ def decode_request(data: object) -> AskUserQuestionRequest:
     included; an empty batch and intents are left to ``ask()``, which refuses them with
     their own codes.
     """
+    try:
+        return _decode_request(data)
+    except UserInteractionError:
+        raise
+    except Exception:  # a host's mapping whose key compares by raising, say
+        path = odd_key(data, "request")
+        if path is None:
+            raise
+        raise fault(ErrorCode.BAD_REQUEST, path, ODD_KEY) from None
+
+
+def _decode_request(data: object) -> AskUserQuestionRequest:
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
         if "provenance" not in parsed:
@@ -391,6 +457,7 @@ def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestio
     selected = tuple(label for label in raw if isinstance(label, str))
     custom = d.optional_string(data, "custom", path)
     for text, where in (
+        (item_id, "id"),
         (custom, "custom"),
         *((s, f"selected[{i}]") for i, s in enumerate(selected)),
     ):
@@ -407,6 +474,18 @@ def decode_answer(
     With ``request``, the answer is also checked against it, as ``ask()`` would, and
     returned in question order.
     """
+    try:
+        return _decode_answer(data, request)
+    except UserInteractionError:
+        raise
+    except Exception:  # a host's mapping whose key compares by raising, say
+        path = odd_key(data, "answer")
+        if path is None:
+            raise
+        raise fault(ErrorCode.BAD_ANSWER, path, ODD_KEY) from None
+
+
+def _decode_answer(data: object, request: AskUserQuestionRequest | None) -> AskUserQuestionAnswer:
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := _answer_items_from_json(parsed.get("answers"))):
         answer = AskUserQuestionAnswer(fast)
@@ -431,6 +510,8 @@ def _answer_items_from_json(raw: object) -> tuple[AskUserQuestionAnswerItem, ...
         get = value.get
         item_id, selected, custom = get("id"), get("selected"), get("custom")
         if type(item_id) is not str or type(selected) is not list:
+            return None
+        if not (item_id.isascii() or SURROGATE.search(item_id) is None):
             return None
         for label in selected:  # no surrogate is ASCII: only other text meets the regex
             if type(label) is not str or not (label.isascii() or SURROGATE.search(label) is None):
