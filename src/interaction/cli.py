@@ -19,7 +19,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO, TypeVar
 
 from ._core import (
     AbortSignal,
@@ -42,6 +42,10 @@ from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
     from .redis_relay import RedisRelay
+    from .relay import RelayBackend
+    from .web import WebServer
+
+_T = TypeVar("_T")
 
 __all__ = ["main"]
 
@@ -98,12 +102,55 @@ async def _ask_file(
         return await ask(request)
 
 
-async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> None:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """The ``serve`` flags that bound the web server; ``None`` leaves ``WebServer``'s default."""
+
+    max_connections: int | None = None
+    max_streams: int | None = None
+    request_timeout: float | None = None
+
+    def server(
+        self, relay: RelayBackend, host: str, port: int, allow_hosts: Sequence[str]
+    ) -> WebServer:
+        from .web import (
+            DEFAULT_MAX_CONNECTIONS,
+            DEFAULT_MAX_STREAMS,
+            DEFAULT_REQUEST_TIMEOUT,
+            WebServer,
+        )
+
+        return WebServer(
+            relay,
+            host=host,
+            port=port,
+            hosts=allow_hosts,
+            max_connections=_given(self.max_connections, DEFAULT_MAX_CONNECTIONS),
+            max_streams=_given(self.max_streams, DEFAULT_MAX_STREAMS),
+            request_timeout=_given(self.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        )
+
+    def fault(self) -> str | None:
+        """The one line that says which flag is out of range, if one is."""
+        for flag, value in (
+            ("--max-connections", self.max_connections),
+            ("--max-streams", self.max_streams),
+            ("--request-timeout", self.request_timeout),
+        ):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                return f"{flag} must be positive, got {value:g}"
+        return None
+
+
+def _given(value: _T | None, default: _T) -> _T:
+    return default if value is None else value
+
+
+async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str], limits: _Limits) -> None:
     from .relay import Relay
-    from .web import WebServer
 
     relay = Relay()
-    async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
+    async with limits.server(relay, host, port, allow_hosts) as server:
         print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
         with provide(relay):
             try:
@@ -120,14 +167,12 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> 
 
 
 async def _serve_shared(
-    relay: RedisRelay, host: str, port: int, allow_hosts: Sequence[str] = ()
+    relay: RedisRelay, host: str, port: int, allow_hosts: Sequence[str], limits: _Limits
 ) -> None:
     """The page over the questions in Redis, asked by any process on the same store."""
-    from .web import WebServer
-
     try:
         await relay.connect()
-        async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
+        async with limits.server(relay, host, port, allow_hosts) as server:
             print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
             await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
     finally:
@@ -172,6 +217,8 @@ def _serve(
     allow_hosts: Sequence[str] = (),
     redis_url: str | None = None,
     prefix: str = "interaction",
+    *,
+    limits: _Limits | None = None,
 ) -> int:
     try:
         import interaction.web
@@ -184,11 +231,16 @@ def _serve(
     if not 0 <= port <= MAX_PORT:
         print(f"interaction: --port {port} is out of range: use 0-{MAX_PORT}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    limits = limits or _Limits()
+    if (problem := limits.fault()) is not None:
+        print(f"interaction: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         if redis_url is None:
-            serving = _serve_demo(host, port, allow_hosts)
+            serving = _serve_demo(host, port, allow_hosts, limits)
         else:
-            serving = _serve_shared(_redis_relay(redis_url, prefix), host, port, allow_hosts)
+            relay = _redis_relay(redis_url, prefix)
+            serving = _serve_shared(relay, host, port, allow_hosts, limits)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
             asyncio.run(serving)
     except ValueError as exc:  # a bad --allow-host, --redis or --prefix
@@ -246,6 +298,27 @@ def _parser() -> argparse.ArgumentParser:
         "--prefix",
         default="interaction",
         help="the Redis key prefix the askers use (default interaction)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections served at once; one more gets a 503 (default 256)",
+    )
+    serve.add_argument(
+        "--max-streams",
+        type=int,
+        default=None,
+        metavar="N",
+        help="event streams (open pages) at once; one more gets a 503 (default 64)",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time for a request's head and body to arrive (default 10)",
     )
     serve.add_argument(
         "--allow-host",
@@ -359,7 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port, args.allow_host, args.redis, args.prefix)
+        limits = _Limits(args.max_connections, args.max_streams, args.request_timeout)
+        return _serve(args.host, args.port, args.allow_host, args.redis, args.prefix, limits=limits)
     if args.command == "schema":
         if args.which is None:
             print(

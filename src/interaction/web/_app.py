@@ -7,13 +7,13 @@ import contextlib
 import json
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable
 from importlib import resources
 from typing import Final
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -39,7 +39,7 @@ from ..relay import (
 )
 from ..wire import decode_answer, encode_answer, encode_request
 
-__all__ = ["WebApp", "create_app", "parse_host"]
+__all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
 
 _ASSETS: Final = resources.files("interaction.web") / "static"
 MAX_BODY: Final = 1 << 20
@@ -51,6 +51,8 @@ TEXTS_KEPT: Final = 1_000
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
 COOKIE_PREFIX: Final = "interaction_token_"
+DEFAULT_MAX_STREAMS: Final = 64
+"""How many event streams the app keeps open at once by default."""
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
@@ -279,6 +281,28 @@ class _Guard:
         await send({**body, "more_body": False})
 
 
+def check_limit(name: str, value: object) -> int:
+    """``value`` if it is a positive ``int``; ``ValueError`` naming ``name`` otherwise."""
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+class _EventStream(StreamingResponse):
+    """An event stream that gives its place back however it ends, also when the client
+    left before its first byte (the body's generator, never started, runs no cleanup)."""
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream")
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 class _Stale(Exception):
     """The relay cannot replay from the stream's position: send a fresh snapshot."""
 
@@ -335,9 +359,17 @@ class _Handoff:
 class WebApp:
     """The ASGI app of :func:`create_app`, with :meth:`close_streams` for a quick stop."""
 
-    def __init__(self, relay: RelayBackend, *, token: str, hosts: Collection[str]) -> None:
+    def __init__(
+        self,
+        relay: RelayBackend,
+        *,
+        token: str,
+        hosts: Collection[str],
+        max_streams: int = DEFAULT_MAX_STREAMS,
+    ) -> None:
         self.relay = relay
         self.token = token
+        self.max_streams = check_limit("max_streams", max_streams)
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
@@ -462,10 +494,14 @@ class WebApp:
         """The body as text for the wire to parse: UTF-8 only (``json.loads`` would also
         take UTF-16 and UTF-32 bytes), at most ``MAX_BODY`` bytes."""
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                raise UserInteractionError("the answer is too large", ErrorCode.BAD_ANSWER)
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    raise UserInteractionError("the answer is too large", ErrorCode.BAD_ANSWER)
+        except ClientDisconnect:  # it left, or its request timed out: nobody reads a reply
+            message = "answer: the client left before the answer arrived"
+            raise UserInteractionError(message, ErrorCode.BAD_ANSWER) from None
         try:
             return body.decode("utf-8")
         except UnicodeDecodeError:
@@ -509,20 +545,31 @@ class WebApp:
             return _error(503, "STOPPING", "the server is stopping")
         if request.method == "HEAD":  # the headers a GET would get, and no stream behind them
             return Response(media_type="text/event-stream")
+        if len(self._streams) >= self.max_streams:
+            message = (
+                f"{self.max_streams} event streams are open, the server's limit;"
+                " close a page or try again shortly"
+            )
+            response = _error(503, "TOO_MANY_STREAMS", message)
+            response.headers["retry-after"] = "1"
+            return response
+        # The stream holds its place from now on, so a burst cannot overshoot the limit.
+        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._streams.add(stop)
         last = request.headers.get("last-event-id", "").strip() or None
-        return StreamingResponse(self._stream(last), media_type="text/event-stream")
+        return _EventStream(self._stream(last, stop), lambda: self._streams.discard(stop))
 
     # ------------------------------------------------------------------ the stream
 
-    async def _stream(self, last_event_id: str | None) -> AsyncIterator[str]:
+    async def _stream(
+        self, last_event_id: str | None, stop: asyncio.Future[None]
+    ) -> AsyncIterator[str]:
         """A snapshot of what is pending, then the events, with keep-alives in between.
 
         With a ``Last-Event-ID`` the relay can replay from, the stream resumes there with
         exactly the events missed; otherwise, or when the relay says the position is stale
         (even mid-stream), it sends a fresh snapshot and goes on from its position.
         """
-        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._streams.add(stop)
         self._opened += 1
         head = f"retry: {RETRY_MS}\n"  # goes with the first text, whatever it is
         position = last_event_id
@@ -600,11 +647,16 @@ class WebApp:
 
 
 def create_app(
-    relay: RelayBackend, *, token: str, hosts: Collection[str] = LOOPBACK_NAMES
+    relay: RelayBackend,
+    *,
+    token: str,
+    hosts: Collection[str] = LOOPBACK_NAMES,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> ASGIApp:
     """The app over ``relay``.
 
     ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that
-    port only (IPv6 in brackets). The default is the loopback names on any port.
+    port only (IPv6 in brackets). The default is the loopback names on any port. At most
+    ``max_streams`` event streams are open at once; one more is ``503 TOO_MANY_STREAMS``.
     """
-    return WebApp(relay, token=token, hosts=hosts)
+    return WebApp(relay, token=token, hosts=hosts, max_streams=max_streams)
