@@ -193,15 +193,17 @@ async def test_html_in_model_text_renders_as_text_and_runs_nothing(
     assert await page.evaluate("window.pwned") is None
 
 
-async def test_no_token_means_no_page(browser: Browser) -> None:
+async def test_no_token_means_no_question(browser: Browser) -> None:
     async with served() as (_, server):
-        page = await browser.new_page()
-        for url in (server.base + "/", server.base + "/?token=wrong"):
-            response = await page.goto(url)
-            assert response is not None
-            assert response.status == 401
-            assert await page.locator("#main").count() == 0
-        await page.close()
+        task = asking(PKG)
+        for url in (server.base + "/", server.base + "/#token=wrong", server.base + "/?token=x"):
+            page = await browser.new_page()  # a tab of its own: nothing kept from the last
+            await page.goto(url)
+            await page.get_by_test_id("unauthorized").wait_for()
+            assert await page.get_by_test_id("question").count() == 0
+            assert await page.get_by_test_id("status").inner_text() == "not signed in"
+            await page.close()
+        task.cancel()
 
 
 # ---------------------------------------------------------------- the stream and the clicks
@@ -219,22 +221,20 @@ def app_of(server: WebServer) -> WebApp:
     return server._app
 
 
-async def test_the_token_leaves_the_address_bar_for_an_http_only_cookie(
+async def test_the_token_leaves_the_address_bar_sets_no_cookie_and_survives_a_reload(
     site: tuple[Relay, WebServer, Page],
 ) -> None:
     _, server, page = site
     await page.get_by_text("connected", exact=True).wait_for()
-    assert page.url == server.base + "/"
-    assert await page.evaluate("document.cookie") == ""  # HttpOnly: no script can read it
-    (cookie,) = await page.context.cookies()
-    assert cookie["name"] == f"interaction_token_{server.port}"
-    assert cookie["value"] == server.token
-    assert cookie["httpOnly"] is True
-    assert cookie["sameSite"] == "Strict"
-    await page.reload()  # no token in the URL any more: the cookie carries it
+    assert page.url == server.base + "/"  # the #token= fragment is gone from the address bar
+    assert await page.context.cookies() == []  # no cookie at all: nothing for other ports
+    assert await page.evaluate("sessionStorage.getItem('interaction-token')") == server.token
+    await page.reload()  # no token in the URL any more: this tab's sessionStorage has it
+    await page.get_by_text("connected", exact=True).wait_for()
     task = asking(PKG)
     await page.get_by_test_id("submit").click()
     assert (await task).answers == (Item("pkg"),)
+    assert await page.context.cookies() == []
 
 
 async def test_idle_keep_alives_never_drop_the_stream(

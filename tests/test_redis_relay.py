@@ -604,7 +604,7 @@ async def start_host(server: RedisServer, space: str) -> tuple[asyncio.subproces
 
 
 def http_of(url: str) -> httpx.AsyncClient:
-    base, _, token = url.partition("/?token=")
+    base, _, token = url.partition("/#token=")
     return httpx.AsyncClient(
         base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
     )

@@ -60,7 +60,7 @@ async def pending_id(relay: Relay) -> str:
 async def test_every_route_without_the_token_is_401() -> None:
     async with served() as (_, server), client(server, token=False) as http:
         for method, path in (
-            ("GET", "/"),
+            ("POST", "/"),
             ("GET", "/api/questions"),
             ("GET", "/api/events"),
             ("POST", "/api/questions/x/answer"),
@@ -98,24 +98,31 @@ async def test_foreign_hosts_and_cross_site_origins_are_refused() -> None:
     assert localhost.status_code == 200
 
 
-async def test_the_page_moves_the_token_into_a_strict_http_only_cookie() -> None:
+async def test_the_page_is_the_same_for_anyone_and_holds_no_question_nor_token() -> None:
+    async with served() as (relay, server), client(server, token=False) as http:
+        asking = asyncio.create_task(ask(AskUserQuestionRequest([NOTE])))
+        await pending_id(relay)
+        page = await http.get("/")
+        asking.cancel()
+        refused = await http.get("/", headers={"Host": "attacker.example"})
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert server.token not in page.text
+    assert NOTE.question not in page.text
+    assert "sessionStorage" in page.text  # the script keeps the token for this tab only
+    assert refused.status_code == 421  # the Host check holds for the page too
+
+
+async def test_no_cookie_is_set_and_none_is_taken_as_a_credential() -> None:
     async with served() as (_, server), client(server, token=False) as http:
+        assert server.url == f"{server.base}/#token={server.token}"  # a fragment: never sent
         page = await http.get("/", params={"token": server.token})
-        assert page.status_code == 200
-        cookie = page.headers["set-cookie"]
-        name = f"interaction_token_{server.port}"
-        assert cookie.startswith(f"{name}={server.token};")
-        attributes = {part.strip().lower() for part in cookie.split(";")[1:]}
-        assert {"httponly", "samesite=strict", "path=/"} <= attributes
-        assert "history.replaceState" in page.text  # the page takes ?token= out of the URL
-        # httpx keeps the cookie: the API now answers without header or query.
-        assert (await http.get("/api/questions")).json() == {"questions": []}
-        http.cookies.clear()
-        http.cookies.set(name, "wrong")
-        assert (await http.get("/api/questions")).status_code == 401
-        http.cookies.clear()
-        http.cookies.set(f"interaction_token_{server.port + 1}", server.token)  # another port's
-        assert (await http.get("/api/questions")).status_code == 401
+        assert "set-cookie" not in page.headers
+        for name in (f"interaction_token_{server.port}", "interaction_token", "token"):
+            http.cookies.clear()
+            http.cookies.set(name, server.token)
+            response = await http.get("/api/questions")
+            assert response.status_code == 401, name
 
 
 async def test_a_port_in_use_is_an_oserror_that_leaves_no_socket_open() -> None:
@@ -561,7 +568,7 @@ def serve_and_answer(process: subprocess.Popen[str]) -> None:
     line = process.stderr.readline()
     assert line.startswith("interaction: answer at http://127.0.0.1:")
     url = line.split(" at ", 1)[1].strip()
-    base, token = url.split("/?token=")
+    base, token = url.split("/#token=")
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
         assert http.get("/api/questions", headers={"Authorization": ""}).status_code == 401
@@ -599,7 +606,7 @@ def test_serve_answers_the_hosts_named_by_allow_host() -> None:
         try:
             assert process.stderr is not None
             url = process.stderr.readline().split(" at ", 1)[1].strip()
-            base, token = url.split("/?token=")
+            base, token = url.split("/#token=")
             port = base.rsplit(":", 1)[1]
             headers = {"Authorization": f"Bearer {token}"}
             with httpx.Client(base_url=base, headers=headers, timeout=30) as http:

@@ -50,7 +50,6 @@ TEXTS_KEPT: Final = 1_000
 """How many recent events the app keeps as SSE text, built once for every open stream."""
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
-COOKIE_PREFIX: Final = "interaction_token_"
 DEFAULT_MAX_STREAMS: Final = 64
 """How many event streams the app keeps open at once by default."""
 
@@ -194,24 +193,18 @@ SECURITY_HEADERS: Final = [
 ]
 
 
-def cookie_name(scope: Scope) -> str:
-    """The token cookie's name: one per port, as cookies do not tell ports apart."""
-    server = scope.get("server")
-    port = server[1] if server and server[1] is not None else 0
-    return f"{COOKIE_PREFIX}{port}"
-
-
-def _cookie(scope: Scope, header: str) -> str:
-    wanted = cookie_name(scope) + "="
-    for part in header.split(";"):
-        pair = part.strip()
-        if pair.startswith(wanted):
-            return pair[len(wanted) :]
-    return ""
+PUBLIC_PATHS: Final = frozenset({"/"})
+"""What answers without the token: the page, the same program for everyone and holding no
+question. It reads the token from the link's fragment (``#token=``), which the browser
+never sends, and sends it back as a header; the Host and Origin checks still apply."""
 
 
 class _Guard:
-    """Token, Host and Origin checks before anything else answers, and safe headers after."""
+    """Token, Host and Origin checks before anything else answers, and safe headers after.
+
+    The token is read from ``Authorization: Bearer`` or ``?token=``, never from a cookie:
+    cookies do not tell ports apart, so any other server on the same host would get one.
+    """
 
     def __init__(self, app: ASGIApp, token: str, hosts: Collection[str]) -> None:
         self.app = app
@@ -226,10 +219,11 @@ class _Guard:
         origin = headers.get("origin")
         if origin is not None and origin.lower() != f"http://{host.strip().lower()}":
             return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
+        page = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+        if page and scope["path"] in PUBLIC_PATHS:
+            return None
         given = headers.get("authorization", "")
         given = given[7:].strip() if given[:7].lower() == "bearer " else ""
-        if not given:
-            given = _cookie(scope, headers.get("cookie", ""))
         if not given:
             given = HTTPConnection(scope).query_params.get("token", "")
         try:
@@ -476,12 +470,7 @@ class WebApp:
             " connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none';"
             " frame-ancestors 'none'"
         )
-        response = Response(html, media_type="text/html", headers={"content-security-policy": csp})
-        # The page talks to the API with this cookie; its script drops ?token= from the URL.
-        response.set_cookie(
-            cookie_name(request.scope), self.token, httponly=True, samesite="strict", path="/"
-        )
-        return response
+        return Response(html, media_type="text/html", headers={"content-security-policy": csp})
 
     async def list_questions(self, request: Request) -> Response:
         try:

@@ -407,8 +407,9 @@ class WebServer:
 
     @property
     def url(self) -> str:
-        """The page's address, token included: what to open in a browser."""
-        return f"{self.base}/?token={self.token}"
+        """The page's address, with the token in its fragment (never sent over the network,
+        never in a ``Referer``): what to open in a browser."""
+        return f"{self.base}/#token={self.token}"
 
     def allowed_hosts(self) -> set[str]:
         """The ``Host`` values this server answers (valid once started)."""

@@ -2,11 +2,21 @@
 // The answering page. Every string from the model is put into the page as text
 // (textContent), never as HTML; markdown is built element by element.
 (() => {
-  // The server set an HttpOnly cookie with the token: take it out of the address bar, so it
-  // does not sit in the history or in screenshots. Every request below uses the cookie.
-  if (new URLSearchParams(location.search).has("token")) {
-    history.replaceState(null, "", location.pathname);
-  }
+  // The token: from the link the server printed (#token=…, or ?token=…), once; then kept
+  // in this tab's sessionStorage, which only this origin (scheme, host and port) can read,
+  // so a reload keeps working, and taken out of the address bar, so it sits neither in the
+  // history nor in a screenshot. It is sent only as an Authorization header to this
+  // origin: no cookie, so no other server on this host ever receives it.
+  const TOKEN_KEY = "interaction-token";
+  const linked = new URLSearchParams(location.hash.slice(1)).get("token")
+    || new URLSearchParams(location.search).get("token");
+  let token = linked || "";
+  try {
+    if (linked) sessionStorage.setItem(TOKEN_KEY, linked);
+    else token = sessionStorage.getItem(TOKEN_KEY) || "";
+  } catch (_) { /* storage off: the token lives in memory only */ }
+  if (linked) history.replaceState(null, "", location.pathname);
+  const authorization = () => ({ Authorization: "Bearer " + token });
   // relay id -> {id, request, planReview, view}: the page draws only `view`, the display
   // model the server built (model text escaped, the recommended badge split off, the
   // plan's approve option first and marked primary, the one wording for "Other").
@@ -190,14 +200,14 @@
     if (kind === "info") noticeTimer = setTimeout(() => { notice.hidden = true; }, 8000);
   };
 
-  // ---- the API (the cookie carries the token)
+  // ---- the API (the token goes as a header; no cookie is ever sent)
   const api = async (path, body) => {
     try {
       const response = await fetch(path, {
         method: body === undefined ? "GET" : "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: { "Content-Type": "application/json", ...authorization() },
         body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: "same-origin",
+        credentials: "omit",
       });
       const text = await response.text();
       let data = null;
@@ -473,6 +483,89 @@
   main.addEventListener("input", markSeen, true);
   main.addEventListener("change", markSeen, true);
 
+  // ---- the stream: an EventSource read with fetch(), so that it carries the token as a
+  // header (EventSource sends cookies only). Same events, readyState and reconnection:
+  // after `retry` ms it reconnects with Last-Event-ID; a response that is not a 200 event
+  // stream closes it, as EventSource does.
+  class BearerEventSource extends EventTarget {
+    constructor(url) {
+      super();
+      this.url = url;
+      this.readyState = 0; // CONNECTING; 1 OPEN; 2 CLOSED, as EventSource
+      this.lastEventId = "";
+      this.retry = 1000;
+      this.controller = new AbortController();
+      this.run();
+    }
+    close() {
+      this.readyState = 2;
+      this.controller.abort();
+    }
+    async run() {
+      while (this.readyState !== 2) {
+        let response = null;
+        try {
+          const headers = { Accept: "text/event-stream", ...authorization() };
+          if (this.lastEventId) headers["Last-Event-ID"] = this.lastEventId;
+          response = await fetch(this.url, {
+            headers, cache: "no-store", credentials: "omit", signal: this.controller.signal,
+          });
+        } catch (_) { /* the network: retried below */ }
+        if (this.readyState === 2) return;
+        const type = response ? response.headers.get("Content-Type") || "" : "";
+        if (response && (response.status !== 200 || !type.startsWith("text/event-stream"))) {
+          response.body && response.body.cancel().catch(() => {});
+          this.readyState = 2; // refused: closed, as EventSource does
+          this.dispatchEvent(new Event("error"));
+          return;
+        }
+        if (response) {
+          this.readyState = 1;
+          this.dispatchEvent(new Event("open"));
+          try { await this.read(response.body); } catch (_) { /* dropped */ }
+          if (this.readyState === 2) return;
+        }
+        this.readyState = 0;
+        this.dispatchEvent(new Event("error"));
+        await new Promise((resolve) => setTimeout(resolve, this.retry));
+      }
+    }
+    async read(body) {
+      const reader = body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "", kind = "", data = [];
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || this.readyState === 2) return;
+        buffer += decoder.decode(value, { stream: true });
+        const cut = buffer.endsWith("\r") ? buffer.length - 1 : buffer.length; // \r\n split?
+        const lines = buffer.slice(0, cut).split(/\r\n|\r|\n/);
+        buffer = lines.pop() + buffer.slice(cut);
+        for (const line of lines) {
+          if (line === "") { // the end of an event
+            if (data.length) {
+              const message = new MessageEvent(kind || "message", { data: data.join("\n"), lastEventId: this.lastEventId });
+              this.dispatchEvent(message);
+            }
+            kind = "";
+            data = [];
+            continue;
+          }
+          if (line.startsWith(":")) continue; // a comment: a keep-alive
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let value = colon < 0 ? "" : line.slice(colon + 1);
+          if (value.startsWith(" ")) value = value.slice(1);
+          if (field === "event") kind = value;
+          else if (field === "data") data.push(value);
+          else if (field === "id" && !value.includes("\0")) this.lastEventId = value;
+          else if (field === "retry" && /^\d+$/.test(value)) this.retry = Number(value);
+          if (this.readyState === 2) return; // a handler closed it
+        }
+      }
+    }
+  }
+
   // ---- the stream: a snapshot on every (re)connect, then what happens
   let events = null;
   const unauthorized = () => {
@@ -506,7 +599,7 @@
   const connect = () => {
     stopped = false;
     statusLine.textContent = "connecting…";
-    events = new EventSource("/api/events");
+    events = new BearerEventSource("/api/events");
     const stream = events;
     events.addEventListener("open", () => { statusLine.textContent = "connected"; });
     events.addEventListener("error", async () => {
@@ -516,7 +609,7 @@
       if (stream !== events || stopped) return;
       if (status === 401) unauthorized();
       else if (status === 0) showStopped("The server cannot be reached.");
-      else if (stream.readyState === EventSource.CLOSED) setTimeout(() => { if (stream === events && !stopped) connect(); }, 2000);
+      else if (stream.readyState === 2) setTimeout(() => { if (stream === events && !stopped) connect(); }, 2000);
     });
     events.addEventListener("unavailable", (event) => {
       const { message } = JSON.parse(event.data);
