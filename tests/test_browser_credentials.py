@@ -4,7 +4,9 @@ A cookie is sent to every port of its host, so the page uses none: the token com
 link's fragment, lives in the tab's sessionStorage and goes out only as an
 ``Authorization`` header to the page's own origin. Here a second local HTTP server, a real
 one in its own process, serves a page the browser visits after the interaction page, and
-records every request it gets: none may carry a cookie or the token.
+records every request it gets: none may carry a cookie or the token. And the page's
+event stream, read with fetch() to carry the header, resumes from its Last-Event-ID as
+EventSource did.
 """
 
 from __future__ import annotations
@@ -14,12 +16,22 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 
+import pytest
 from playwright.async_api import Browser
 
-from interaction import AskUserQuestionAnswerItem, AskUserQuestionItem, AskUserQuestionRequest, ask
+from interaction import (
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    ask,
+    provide,
+)
+from interaction.relay import Relay, RelayEvent, RelaySnapshot
+from interaction.web import WebServer
 
 from .web_helpers import served
 
@@ -102,3 +114,52 @@ async def test_another_local_server_never_receives_the_token(browser: Browser) -
         assert "cookie" not in names, request
         assert "authorization" not in names, request
         assert server.token not in json.dumps(request), request
+
+
+class WatchedRelay(Relay):
+    """A relay that records where each event stream started from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.snapshots = 0
+        self.starts: list[str] = []
+
+    async def snapshot(self) -> RelaySnapshot:
+        self.snapshots += 1
+        return await super().snapshot()
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        self.starts.append(after)
+        return super().events(after)
+
+
+async def test_a_dropped_stream_resumes_from_its_last_event_id(browser: Browser) -> None:
+    relay = WatchedRelay()
+    with provide(relay):
+        async with WebServer(relay) as server:
+            page = await browser.new_page()
+            try:
+                await page.goto(server.url)
+                first = asyncio.create_task(
+                    ask(AskUserQuestionRequest([AskUserQuestionItem("a", "A?")]))
+                )
+                await page.get_by_test_id("question").wait_for()
+                requested = relay.position  # "A?" was the last event published
+                assert server._server is not None
+                for connection in list(server._server.server_state.connections):
+                    connection.transport.abort()  # the network drops every connection
+                second = asyncio.create_task(
+                    ask(AskUserQuestionRequest([AskUserQuestionItem("b", "B?")]))
+                )
+                await page.get_by_test_id("queue").get_by_text("1 more waiting").wait_for()
+                assert relay.starts == [relay.starts[0], requested]  # resumed after "A?"
+                assert relay.snapshots == 1  # no second snapshot: the missed event replayed
+                await page.get_by_test_id("cancel").click()
+                await page.get_by_test_id("question-text").get_by_text("B?").wait_for()
+                await page.get_by_test_id("cancel").click()
+                for task in (first, second):
+                    with pytest.raises(UserInteractionError):
+                        await task
+            finally:
+                await page.close()
+                relay.close()
