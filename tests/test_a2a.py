@@ -17,6 +17,7 @@ import pytest_asyncio
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_message_text, new_data_part, new_text_part
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
@@ -31,6 +32,7 @@ from interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
 )
 from interaction.a2a import DATA_KEY, MAX_REPLY, MAX_REQUEST, render_request, send_and_answer
@@ -154,11 +156,15 @@ def result_text(task: Task | Message) -> str:
 
 async def test_confirm_suspends_the_task_and_the_reply_resumes_it(client: Client) -> None:
     provider = ScriptedProvider({"confirm": "Yes"})
-    assert result_text(await send_and_answer(client, user("confirm"), provider)) == "deployed"
+    card = AgentCard(name="release-agent")
+    result = await send_and_answer(client, user("confirm"), provider, agent_card=card)
+    assert result_text(result) == "deployed"
     [request] = provider.requests
     assert [(q.id, q.question, [o.label for o in q.options]) for q in request.questions] == [
         ("confirm", "Deploy to production?", ["Yes", "No"])
     ]
+    assert isinstance(result, Task)
+    assert request.provenance == Provenance(source="release-agent", session=result.context_id)
 
 
 async def test_a_batch_with_multi_select_and_other(client: Client) -> None:

@@ -30,6 +30,8 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    PermissionIntent,
+    Provenance,
     UserInteractionError,
     answer_item,
 )
@@ -94,6 +96,7 @@ async def session(
             )
             assert init.agent_info is not None
             assert init.agent_info.name == "release-agent"
+            client.agent_info = init.agent_info
             new = await conn.new_session(cwd=str(Path.cwd()))
             yield Session(client, conn, new.session_id)
         finally:
@@ -153,6 +156,34 @@ async def test_confirm_reaches_the_client_as_a_permission_request(
         ("Yes", "allow this time"),
         ("No", "reject this time"),
     ]
+
+
+async def test_the_client_sees_a_permission_intent_and_where_it_comes_from(
+    agent: Session, provider: ScriptedProvider
+) -> None:
+    await agent.run("confirm")
+    request = provider.last_request
+    assert request.questions[0].intent == PermissionIntent(
+        "tool", "Delete build/?", allow="Yes", deny="No"
+    )
+    assert request.provenance == Provenance(source="release-agent", session="s1")
+
+
+async def test_a_permission_intent_maps_its_roles_to_option_kinds(
+    agent: Session, provider: ScriptedProvider
+) -> None:
+    provider.script = {"permission": "Always run"}
+    assert await agent.run("permission") == {"result": [["bash", ["Always run"], None]]}
+    only = provider.last_request.questions[0]
+    assert [(o.label, o.description) for o in only.options] == [
+        ("Run it", "allow this time"),
+        ("Always run", "allow from now on"),
+        ("Stop", "reject this time"),
+    ]
+    assert only.intent == PermissionIntent(
+        "tool", "Allow Bash to run this command?", "Run it", "Stop", "Always run"
+    )
+    assert only.detail == "npm test -- --watch=false"
 
 
 async def test_no_is_the_reject_option(agent: Session, provider: ScriptedProvider) -> None:
@@ -224,10 +255,11 @@ async def test_a_batch_without_forms_is_no_provider_saying_what_acp_lacks(
             "code": "NO_PROVIDER",
             "message": "the ACP client cannot answer this question: the request has 3"
             " questions, but ACP's session/request_permission carries only one single-select"
-            " question whose options are all permission choices (Yes/No, Allow/Deny, Always"
-            " allow/Never: see interaction.acp.PERMISSION_LABELS), and the client did not"
-            " declare the form elicitation capability (clientCapabilities.elicitation.form),"
-            " through which ACP carries any other question",
+            " question whose options are all permission choices (a PermissionIntent's roles,"
+            " or labels such as Yes/No, Allow/Deny, Always allow/Never: see"
+            " interaction.acp.PERMISSION_LABELS), and the client did not declare the form"
+            " elicitation capability (clientCapabilities.elicitation.form), through which"
+            " ACP carries any other question",
         }
     }
     assert provider.requests == []

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import uuid
+from dataclasses import replace
 from typing import Final
 
 from a2a.client import Client
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
@@ -23,6 +25,7 @@ from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     ask,
@@ -81,6 +84,7 @@ async def send_and_answer(
     message: Message,
     provider: UserInteractionProvider | None = None,
     *,
+    agent_card: AgentCard | None = None,
     max_rounds: int = 100,
 ) -> Task | Message:
     """Send ``message`` and answer the agent's questions until its task no longer needs input.
@@ -98,6 +102,10 @@ async def send_and_answer(
     ``BAD_REQUEST``; an agent that refuses a reply is ``BAD_ANSWER`` with its reason; both
     leave the task ``input-required``. More than ``max_rounds`` questions is
     ``BAD_REQUEST``.
+
+    Each question's provenance names the agent (``agent_card``'s name, which the client
+    knows, rather than what the agent's message claims) and the task's context as the
+    session; the tool and the time the agent sent are kept.
     """
     result = await _send(client, message)
     for _ in range(max_rounds):
@@ -114,6 +122,14 @@ async def send_and_answer(
                 f"the agent refused the reply: {error.get('message')}", ErrorCode.BAD_ANSWER
             )
         request = decode_request(data.get("request"))
+        request = replace(
+            request,
+            provenance=replace(
+                request.provenance or Provenance(),
+                source=None if agent_card is None else agent_card.name,
+                session=result.context_id,
+            ),
+        )
         state = text_field(data, "state", ErrorCode.BAD_REQUEST)
         try:
             answer = await _ask(request, provider)

@@ -43,6 +43,7 @@ from .._core import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    PermissionIntent,
     UserInteractionError,
     answer_item,
     cancelled_error,
@@ -75,8 +76,9 @@ PERMISSION_LABELS: Final[Mapping[str, PermissionOptionKind]] = {
 """The option labels that are permission choices, and the ACP option kind each names.
 
 Labels are compared by :func:`interaction.label_key` (so ``"Allow Once"`` is ``allow once``).
-A question is sent as ``session/request_permission`` only when every label is here: an
-option kind is never guessed.
+A question is sent as ``session/request_permission`` only when every option has a kind,
+from a :class:`~interaction.PermissionIntent`'s roles or from this table: an option kind
+is never guessed.
 """
 
 OTHER_SUFFIX: Final = "__other"
@@ -84,8 +86,9 @@ OTHER_SUFFIX: Final = "__other"
 NOT_PERMISSION: Final = (
     "the ACP client cannot answer this question: {reason}, but ACP's"
     " session/request_permission carries only one single-select question whose options"
-    " are all permission choices (Yes/No, Allow/Deny, Always allow/Never: see"
-    " interaction.acp.PERMISSION_LABELS), and the client did not declare the form"
+    " are all permission choices (a PermissionIntent's roles, or labels such as Yes/No,"
+    " Allow/Deny, Always allow/Never: see interaction.acp.PERMISSION_LABELS), and the"
+    " client did not declare the form"
     " elicitation capability (clientCapabilities.elicitation.form), through which ACP"
     " carries any other question"
 )
@@ -94,6 +97,27 @@ NOT_PERMISSION: Final = (
 def permission_kind(label: str) -> PermissionOptionKind | None:
     """The ACP option kind ``label`` names, or ``None`` when it is no permission choice."""
     return PERMISSION_LABELS.get(label_key(label))
+
+
+def option_kinds(item: AskUserQuestionItem) -> dict[str, PermissionOptionKind]:
+    """The ACP kind of each of the question's options that has one.
+
+    A :class:`~interaction.PermissionIntent` names its options' roles: ``allow`` is
+    ``allow_once``, ``allow_always`` is ``allow_always``, ``deny`` is ``reject_once``.
+    Any other option has the kind its label names in :data:`PERMISSION_LABELS`, if any.
+    """
+    kinds: dict[str, PermissionOptionKind] = {}
+    for option in item.options:
+        kind = permission_kind(option.label)
+        if kind is not None:
+            kinds[option.label] = kind
+    intent = item.intent
+    if isinstance(intent, PermissionIntent):
+        kinds[intent.allow] = "allow_once"
+        kinds[intent.deny] = "reject_once"
+        if intent.allow_always is not None:
+            kinds[intent.allow_always] = "allow_always"
+    return kinds
 
 
 def why_not_permission(request: AskUserQuestionRequest) -> str | None:
@@ -105,8 +129,9 @@ def why_not_permission(request: AskUserQuestionRequest) -> str | None:
         return f"question {only.id} is multi-select"
     if not only.options:
         return f"question {only.id} has no options (it asks for text)"
+    kinds = option_kinds(only)
     for option in only.options:
-        if permission_kind(option.label) is None:
+        if option.label not in kinds:
             return f'option "{option.label}" of question {only.id} is not a permission choice'
     return None
 
@@ -326,14 +351,15 @@ class ACPProvider:
         return await self._form(request)
 
     async def _permission(self, item: AskUserQuestionItem) -> AskUserQuestionAnswer:
+        kinds = option_kinds(item)  # why_not_permission found a kind for every label
         options: list[PermissionOption] = []
         by_id: dict[str, str] = {}
         for n, option in enumerate(item.options, 1):
-            kind = permission_kind(option.label)
-            assert kind is not None  # why_not_permission checked every label
             option_id = f"option-{n}"
             by_id[option_id] = option.label
-            options.append(PermissionOption(option_id=option_id, name=option.label, kind=kind))
+            options.append(
+                PermissionOption(option_id=option_id, name=option.label, kind=kinds[option.label])
+            )
         call_id = self.tool_call_id
         body = _body(item, titled=call_id is None)
         content: (

@@ -65,6 +65,8 @@ from .._core import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    PermissionIntent,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     ask,
@@ -129,14 +131,41 @@ def _tool_call_text(tool_call: ToolCallUpdate) -> str | None:
     return _bounded(text, "toolCall.content") if text else None
 
 
+def _intent(
+    tool_call: ToolCallUpdate, options: list[PermissionOption], detail: str | None
+) -> PermissionIntent | None:
+    """The permission intent of the question, when ACP says enough for one.
+
+    It needs an ``allow_once`` and a reject option (``reject_once``, else
+    ``reject_always``), a one-line title (the summary) and the tool call's text (the
+    detail); the tool is the tool call's kind (``execute``, ``edit``, …), else ``tool``.
+    The first option of each kind takes the role; the others are shown as they are.
+    """
+    first: dict[str, str] = {}
+    for option in options:
+        first.setdefault(option.kind, option.name)
+    allow = first.get("allow_once")
+    deny = first.get("reject_once", first.get("reject_always"))
+    title = tool_call.title
+    if allow is None or deny is None or detail is None or not title or "\n" in title:
+        return None
+    kind = tool_call.kind
+    tool = kind if kind is not None and kind != "other" else "tool"
+    return PermissionIntent(tool, title, allow, deny, first.get("allow_always"))
+
+
 def permission_question(
-    tool_call: ToolCallUpdate, options: list[PermissionOption]
+    tool_call: ToolCallUpdate,
+    options: list[PermissionOption],
+    provenance: Provenance | None = None,
 ) -> tuple[AskUserQuestionRequest, dict[str, str]]:
     """The question a ``session/request_permission`` asks, and each label's option id.
 
     The tool call's title is the question (``DEFAULT_TITLE`` when the update has none),
-    its text content the detail, each option's name a label described by its kind. The
-    seam's checks refuse what no UI may show (control characters, repeated names).
+    its text content the detail, each option's name a label described by its kind, and a
+    :class:`~interaction.PermissionIntent` gives the options their roles when ACP says
+    enough for one. The seam's checks refuse what no UI may show (control characters,
+    repeated names).
     """
     if not options:
         raise _Refused("options: none offered")
@@ -149,10 +178,10 @@ def permission_question(
         _bounded(option.name, f"options[{n}].name")
         labels[option.name] = option.option_id
         choices.append(AskUserQuestionOption(option.name, KIND_NOTES[option.kind]))
-    item = AskUserQuestionItem(
-        PERMISSION_ID, title, detail=_tool_call_text(tool_call), options=choices
-    )
-    return check_request(AskUserQuestionRequest([item])), labels
+    detail = _tool_call_text(tool_call)
+    intent = _intent(tool_call, options, detail)
+    item = AskUserQuestionItem(PERMISSION_ID, title, detail=detail, options=choices, intent=intent)
+    return check_request(AskUserQuestionRequest([item], provenance=provenance)), labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,13 +377,26 @@ class InteractionClient:
     names, more than the documented sizes) is a JSON-RPC ``-32602`` error saying why.
 
     It answers nothing else of ACP's client methods: subclass it to add file system or
-    terminal support. ``agent_info`` is set from the agent's ``initialize`` response by
-    whoever made the connection; ``session_update`` notifications are ignored.
+    terminal support. ``agent_info`` (the ``initialize`` response's, set by whoever made
+    the connection) names the agent in each question's provenance, with the session;
+    ``session_update`` notifications are ignored.
     """
 
-    def __init__(self, provider: UserInteractionProvider | None = None) -> None:
+    def __init__(
+        self,
+        provider: UserInteractionProvider | None = None,
+        *,
+        agent_info: Implementation | None = None,
+    ) -> None:
         self.provider = provider
-        self.agent_info: Implementation | None = None
+        self.agent_info = agent_info
+
+    def provenance(self, session_id: str | None) -> Provenance:
+        """Where the agent's questions come from: its name (from ``agent_info``, the
+        ``initialize`` response's) and the session."""
+        info = self.agent_info
+        source = None if info is None else (info.title or info.name)
+        return Provenance(source=source, session=session_id)
 
     def on_connect(self, conn: Agent) -> None:
         del conn
@@ -445,9 +487,9 @@ class InteractionClient:
         options: list[PermissionOption],
         **kwargs: Any,
     ) -> RequestPermissionResponse:
-        del session_id, kwargs
+        del kwargs
         try:
-            request, ids = permission_question(tool_call, options)
+            request, ids = permission_question(tool_call, options, self.provenance(session_id))
         except (_Refused, UserInteractionError) as exc:
             raise RequestError(
                 INVALID_PARAMS, f"interaction cannot ask this permission request: {exc}"
@@ -468,7 +510,8 @@ class InteractionClient:
             if item.custom is None:  # a skip: ACP's only "no answer" is cancelled
                 return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
             request = AskUserQuestionRequest(
-                [_with_note(question, "Please answer again: choose one of the options.")]
+                [_with_note(question, "Please answer again: choose one of the options.")],
+                provenance=request.provenance,
             )
         raise RequestError(
             INVALID_PARAMS,
@@ -484,8 +527,9 @@ class InteractionClient:
             fields = form_fields(message, mode)
         except (_Refused, UserInteractionError) as exc:
             raise RequestError(INVALID_PARAMS, f"interaction cannot ask this form: {exc}") from None
+        session = mode.session_id if isinstance(mode, ElicitationFormSessionMode) else None
         try:
-            content = await self._fill(fields)
+            content = await self._fill(fields, self.provenance(session))
         except _TooManyTries as exc:
             raise RequestError(
                 INVALID_PARAMS, f"interaction could not fill this form: {exc}"
@@ -496,13 +540,14 @@ class InteractionClient:
             raise RequestError(INTERNAL_ERROR, f"{error.message} ({error.code})") from None
         return AcceptElicitationResponse(action="accept", content=content)
 
-    async def _fill(self, fields: list[_Field]) -> dict[str, object]:
+    async def _fill(self, fields: list[_Field], provenance: Provenance) -> dict[str, object]:
         pending = [(field, field.item) for field in fields]
         content: dict[str, object] = {}
         problems: list[str] = []
         for _ in range(MAX_TRIES):
             answer = await _ask(
-                AskUserQuestionRequest([item for _, item in pending]), self.provider
+                AskUserQuestionRequest([item for _, item in pending], provenance=provenance),
+                self.provider,
             )
             retry = []
             problems = []
