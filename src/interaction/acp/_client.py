@@ -256,7 +256,11 @@ def _field(key: str, spec: object, required: bool, message: str | None, other: b
         if getattr(spec, keyword, None) is not None:
             raise _Refused(f"{key}: interaction cannot check {keyword}")
     title = _bounded(spec.title, f"{key}.title") or key
-    notes = [text for text in (message, _bounded(spec.description, f"{key}.description")) if text]
+    description = _bounded(spec.description, f"{key}.description")
+    if message is not None:  # the message of a one-field form often repeats the field
+        message = message.removeprefix(title).removeprefix("\n\n") or None
+        message = None if message == description else message
+    notes = [text for text in (message, description) if text]
     if required:
         notes.append("(required)")
     item = AskUserQuestionItem(key, title, detail="\n\n".join(notes) or None)
