@@ -16,6 +16,7 @@ import pytest
 import pytest_asyncio
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_message_text, new_data_part, new_text_part
+from a2a.server.agent_execution import RequestContext
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -35,7 +36,15 @@ from interaction import (
     Provenance,
     UserInteractionError,
 )
-from interaction.a2a import DATA_KEY, MAX_REPLY, MAX_REQUEST, render_request, send_and_answer
+from interaction.a2a import (
+    DATA_KEY,
+    DEFAULT_TTL,
+    MAX_REPLY,
+    MAX_REQUEST,
+    InteractiveExecutor,
+    render_request,
+    send_and_answer,
+)
 from interaction.testing import ScriptedProvider
 
 from .helpers import import_error_without
@@ -47,9 +56,10 @@ INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
 class Agent:
     """The fixture server in a subprocess, stopped by its PID."""
 
-    def __init__(self, store: Path, key: str) -> None:
+    def __init__(self, store: Path, key: str, ttl: str = "600") -> None:
         self.store = store
         self.key = key
+        self.ttl = ttl
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
 
@@ -59,7 +69,7 @@ class Agent:
             SERVER,
             str(self.store),
             stdout=asyncio.subprocess.PIPE,
-            env={"INTERACTION_A2A_KEY": self.key, "PATH": ""},
+            env={"INTERACTION_A2A_KEY": self.key, "INTERACTION_A2A_TTL": self.ttl, "PATH": ""},
         )
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 60)
@@ -345,6 +355,31 @@ async def test_a_server_with_another_key_does_not_trust_the_state(agent: Agent) 
     assert get_message_text(failed.status.message) == (
         "BAD_REQUEST: the task's question state is not one this server issued"
     )
+
+
+async def test_a_reply_after_the_question_expired_fails_the_task(agent: Agent) -> None:
+    await agent.stop()
+    agent.ttl = "1e-9"  # every question has expired by the time its reply comes
+    await agent.start()
+    yes = {"answers": [{"id": "confirm", "selected": ["Yes"]}]}
+    async with await create_client(agent.url, ClientConfig(streaming=False)) as client:
+        task = await send(client, user("confirm"))
+        failed = await send(client, reply(task, yes))
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert get_message_text(failed.status.message) == (
+        "ASK_TIMEOUT: the question expired before the reply came"
+    )
+
+
+async def test_the_executor_refuses_a_short_key_and_a_ttl_that_is_not_positive() -> None:
+    async def work(context: RequestContext, message: Message) -> str:
+        return "done"
+
+    with pytest.raises(ValueError, match=r"^key must be at least 16 bytes$"):
+        InteractiveExecutor(work, key=b"x" * 15)
+    with pytest.raises(ValueError, match=r"^ttl must be positive$"):
+        InteractiveExecutor(work, key=b"x" * 16, ttl=0)
+    assert InteractiveExecutor(work, key=b"x" * 16).ttl == DEFAULT_TTL
 
 
 async def test_a_task_cancelled_while_it_waits_takes_no_reply(client: Client) -> None:
