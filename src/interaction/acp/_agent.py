@@ -196,7 +196,9 @@ def request_to_form(
     choices, free text a plain string; every question with options gets an optional
     ``<key>__other`` string for an answer of one's own. No field is required: an empty
     field skips its question. Keys are identifiers (``pkg-manager`` becomes
-    ``pkg_manager``), as typed clients rename other names.
+    ``pkg_manager``), as typed clients rename other names, and only an "Other" field's key
+    ends in ``__other`` (a question ``a__other`` is ``a__other_``), so a client can pair
+    each with its choice field.
     """
     taken: set[str] = set()
 
@@ -204,6 +206,8 @@ def request_to_form(
         base = _UNSAFE.sub("_", wanted)
         if base[0].isdigit():
             base = "q_" + base
+        if base.endswith(OTHER_SUFFIX):  # only an "Other" field's key ends so
+            base += "_"
         key, n = base, 1
         while key in taken:
             n += 1
@@ -227,7 +231,7 @@ def request_to_form(
             properties[key] = {**prop, "type": "array", "items": {"anyOf": choices}}
         else:
             properties[key] = {**prop, "type": "string", "oneOf": choices}
-        other_key = key_for(key + OTHER_SUFFIX)
+        other_key = key + OTHER_SUFFIX  # no question's key ends so: it is free
         properties[other_key] = {"type": "string", "title": f"{OTHER_LABEL} — {item.question}"}
         fields.append(FormField(item, key, other_key))
     if len(request.questions) == 1:
