@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Final
 
 from a2a.helpers.proto_helpers import get_data_parts
@@ -21,9 +22,7 @@ MAX_REPLY: Final = 100_000
 """Characters of the JSON of the bridge's data part in a client's reply."""
 
 
-def payload(
-    parts: list[Part] | object, limit: int, code: str, what: str
-) -> dict[str, object] | None:
+def payload(parts: Sequence[Part], limit: int, code: str, what: str) -> dict[str, object] | None:
     """The bridge's object in a message's data parts, or ``None`` when it has none.
 
     More than one, one that is not an object, or one longer than ``limit`` characters of
@@ -32,7 +31,7 @@ def payload(
     """
     found = [
         data[DATA_KEY]
-        for data in get_data_parts(parts)  # type: ignore[arg-type]
+        for data in get_data_parts(parts)
         if isinstance(data, dict) and DATA_KEY in data
     ]
     if not found:
