@@ -404,6 +404,17 @@ async def test_a_hostile_question_is_refused_by_the_client(client: Client) -> No
     assert provider.requests == []
 
 
+async def test_a_refused_reply_is_a_bad_answer_for_the_caller(client: Client) -> None:
+    provider = ScriptedProvider({"q": "Yes"})
+    with pytest.raises(UserInteractionError) as caught:
+        await send_and_answer(client, user("refusing"), provider)
+    assert (caught.value.code, caught.value.message) == (
+        ErrorCode.BAD_ANSWER,
+        "the agent refused the reply: not today",
+    )
+    assert len(provider.requests) == 1
+
+
 async def test_question_size_limit_at_the_limit_and_one_past_it(client: Client) -> None:
     provider = ScriptedProvider({})
     with pytest.raises(UserInteractionError) as caught:

@@ -16,7 +16,7 @@ DATA_KEY: Final = "interaction"
 ``{"interaction": {"request": ..., "state": ...}}`` from the agent,
 ``{"interaction": {"answer": ..., "state": ...}}`` from the client."""
 
-MAX_REQUEST: Final = 1_000_000
+MAX_REQUEST: Final = 200_000
 """Characters of the JSON of the bridge's data part in an agent's input-required message."""
 MAX_REPLY: Final = 100_000
 """Characters of the JSON of the bridge's data part in a client's reply."""
