@@ -174,7 +174,12 @@ async def test_confirm_suspends_the_task_and_the_reply_resumes_it(client: Client
         ("confirm", "Deploy to production?", ["Yes", "No"])
     ]
     assert isinstance(result, Task)
-    assert request.provenance == Provenance(source="release-agent", session=result.context_id)
+    provenance = request.provenance
+    assert provenance is not None
+    assert provenance.asked_at is not None  # the server's time of asking, kept
+    assert provenance == Provenance(
+        source="release-agent", session=result.context_id, asked_at=provenance.asked_at
+    )
 
 
 async def test_a_batch_with_multi_select_and_other(client: Client) -> None:

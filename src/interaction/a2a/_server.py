@@ -20,7 +20,8 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Final, TypeAlias
 
 from a2a.helpers.proto_helpers import (
@@ -39,6 +40,7 @@ from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     ResumedAnswer,
     UserInteractionError,
     answer_item,
@@ -100,6 +102,22 @@ def _first_user_message(task: Task, fallback: Message) -> Message:
     return fallback
 
 
+def _asked_now(
+    request: AskUserQuestionRequest, context_id: str, now: float
+) -> AskUserQuestionRequest:
+    """The request with its provenance's session (the task's context) and time of asking
+    filled in where the work left them out; neither counts in its digest."""
+    given = request.provenance or Provenance()
+    return replace(
+        request,
+        provenance=replace(
+            given,
+            session=given.session or context_id,
+            asked_at=given.asked_at or datetime.fromtimestamp(now, UTC),
+        ),
+    )
+
+
 class InteractiveExecutor(AgentExecutor):
     """An A2A ``AgentExecutor`` running ``work``, whose asks suspend the task for the client.
 
@@ -114,7 +132,9 @@ class InteractiveExecutor(AgentExecutor):
     for another task or an earlier question, more than ``MAX_REPLY`` characters) leaves
     the task ``input-required`` with the same question and the error in the message.
     When the work returns, the task completes with its text; when it raises a
-    ``UserInteractionError``, the task fails with its code and message.
+    ``UserInteractionError``, the task fails with its code and message. Each question's
+    provenance gets the task's context as its session and the time it was asked, where
+    the work gave none.
 
     ``key`` signs the state (HMAC-SHA256, at least 16 bytes; a random one per process by
     default): a restarted server resumes its tasks only with the same key and a task
@@ -273,15 +293,17 @@ class InteractiveExecutor(AgentExecutor):
                 work(), context=contextvars.Context()
             )
         except AskSuspended as suspended:
+            now = time.time()
+            request = _asked_now(suspended.request, updater.context_id, now)
             state = _State(
                 task_id=updater.task_id,
                 context_id=updater.context_id,
                 key=f"{updater.task_id}#{len(answers) + 1}",
-                request=suspended.request,
+                request=request,
                 answers=answers,
-                expires=time.time() + self.ttl,
+                expires=now + self.ttl,
             )
-            await self._suspend(updater, self.seal(state), suspended.request, None)
+            await self._suspend(updater, self.seal(state), request, None)
             return
         except UserInteractionError as error:
             await self._fail(updater, error.code, error.message)
