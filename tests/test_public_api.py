@@ -105,7 +105,8 @@ def test_import_pulls_in_no_optional_dependency() -> None:
         " interaction.integrations;"
         "bad = [m for m in ('prompt_toolkit', 'starlette', 'uvicorn', 'mcp', 'pytest',"
         " 'pydantic', 'msgspec', 'claude_agent_sdk', 'pydantic_ai', 'pydantic_ai_harness',"
-        " 'agents', 'openai', 'langgraph', 'langchain_core') if m in sys.modules];"
+        " 'agents', 'openai', 'langgraph', 'langchain_core', 'acp', 'a2a')"
+        " if m in sys.modules];"
         "print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
