@@ -486,6 +486,41 @@ def _error(code: int, message: str) -> mcp_types.ErrorData:
     return mcp_types.ErrorData(code=code, message=message)
 
 
+async def answer_form(
+    params: mcp_types.ElicitRequestParams, provider: UserInteractionProvider | None
+) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """One elicitation answered through the seam: the result to send, or the error."""
+    if not isinstance(params, mcp_types.ElicitRequestFormParams):
+        return _error(
+            mcp_types.INVALID_PARAMS,
+            "interaction answers form elicitations only; URL-mode elicitation is declined",
+        )
+    try:
+        fields = _fields(params)
+        check_request(AskUserQuestionRequest([f.item for f in fields]))
+    except (_Unexpressible, UserInteractionError) as exc:
+        return _error(mcp_types.INVALID_PARAMS, f"interaction cannot ask this form: {exc}")
+    try:
+        content = await _answer(fields, provider)
+    except _TooManyTries as exc:
+        return _error(mcp_types.INVALID_PARAMS, f"interaction could not fill this form: {exc}")
+    except UserInteractionError as error:
+        if error.code in (
+            ErrorCode.ASK_CANCELLED,
+            ErrorCode.ASK_ABORTED,
+            ErrorCode.ASK_TIMEOUT,
+        ):
+            return mcp_types.ElicitResult(action="cancel")
+        return _error(mcp_types.INTERNAL_ERROR, f"{error.message} ({error.code})")
+    problem = _schema_problem(params.requested_schema, content)
+    # Unreachable as far as we know: the form was refused up front unless every value
+    # jsonschema checks here was already checked by the same rules. Kept so that a case
+    # those checks miss is an error, never content that does not satisfy the schema.
+    if problem is not None:  # pragma: no cover
+        return _error(mcp_types.INTERNAL_ERROR, f"interaction could not fill this form: {problem}")
+    return mcp_types.ElicitResult(action="accept", content=content)
+
+
 def elicitation_callback(provider: UserInteractionProvider | None = None) -> ElicitationCallback:
     """An MCP client ``elicitation_callback`` that asks a human through the seam.
 
@@ -503,36 +538,6 @@ def elicitation_callback(provider: UserInteractionProvider | None = None) -> Eli
         context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
         del context
-        if not isinstance(params, mcp_types.ElicitRequestFormParams):
-            return _error(
-                mcp_types.INVALID_PARAMS,
-                "interaction answers form elicitations only; URL-mode elicitation is declined",
-            )
-        try:
-            fields = _fields(params)
-            check_request(AskUserQuestionRequest([f.item for f in fields]))
-        except (_Unexpressible, UserInteractionError) as exc:
-            return _error(mcp_types.INVALID_PARAMS, f"interaction cannot ask this form: {exc}")
-        try:
-            content = await _answer(fields, provider)
-        except _TooManyTries as exc:
-            return _error(mcp_types.INVALID_PARAMS, f"interaction could not fill this form: {exc}")
-        except UserInteractionError as error:
-            if error.code in (
-                ErrorCode.ASK_CANCELLED,
-                ErrorCode.ASK_ABORTED,
-                ErrorCode.ASK_TIMEOUT,
-            ):
-                return mcp_types.ElicitResult(action="cancel")
-            return _error(mcp_types.INTERNAL_ERROR, f"{error.message} ({error.code})")
-        problem = _schema_problem(params.requested_schema, content)
-        # Unreachable as far as we know: the form was refused up front unless every value
-        # jsonschema checks here was already checked by the same rules. Kept so that a case
-        # those checks miss is an error, never content that does not satisfy the schema.
-        if problem is not None:  # pragma: no cover
-            return _error(
-                mcp_types.INTERNAL_ERROR, f"interaction could not fill this form: {problem}"
-            )
-        return mcp_types.ElicitResult(action="accept", content=content)
+        return await answer_form(params, provider)
 
     return callback

@@ -6,7 +6,7 @@ import contextvars
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import mcp.types as mcp_types
 from mcp.server.mcpserver import Context
@@ -58,11 +58,31 @@ NO_BACK_CHANNEL: Final = (
     "the MCP client cannot answer questions: this connection has no channel for"
     " server-to-client requests, so elicitation/create cannot reach it"
 )
-NOT_SUSPENDABLE: Final = (
+_NOT_PUSHABLE: Final = (
     f"the MCP client cannot answer questions pushed during a tool call: it speaks protocol"
     f" {INPUT_REQUIRED_VERSION} or later, where a server asks through an input-required result;"
-    " serve it from an interaction.mcp.InteractiveMCPServer (or with @interaction.mcp.interactive)"
 )
+NOT_SUSPENDABLE: Final = (
+    _NOT_PUSHABLE + " serve it from an interaction.mcp.InteractiveMCPServer"
+    " (or with @interaction.mcp.interactive)"
+)
+NOT_SUSPENDABLE_FASTMCP: Final = (
+    _NOT_PUSHABLE + " add interaction.mcp.InteractiveMiddleware() to the FastMCP server's"
+    " middleware (or put @interaction.mcp.interactive under @server.tool)"
+)
+
+Host: TypeAlias = Literal["mcp", "fastmcp"]
+"""Which server framework a provider's tool runs on: its advice names that one's remedy."""
+
+
+class ToolContext(Protocol):
+    """A FastMCP tool's ``Context`` as :meth:`ElicitationProvider.from_context` reads it."""
+
+    @property
+    def session(self) -> ServerSession: ...
+
+    @property
+    def request_id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,15 +351,24 @@ class ElicitationProvider:
     """
 
     def __init__(
-        self, session: ServerSession, related_request_id: mcp_types.RequestId | None = None
+        self,
+        session: ServerSession,
+        related_request_id: mcp_types.RequestId | None = None,
+        *,
+        host: Host = "mcp",
     ) -> None:
         self.session = session
         self.related_request_id = related_request_id
+        self.host: Host = host
 
     @classmethod
-    def from_context(cls, ctx: Context[Any, Any]) -> ElicitationProvider:
-        """The provider for the client that called the tool whose context is ``ctx``."""
-        return cls(ctx.request_context.session, ctx.request_id)
+    def from_context(cls, ctx: Context[Any, Any] | ToolContext) -> ElicitationProvider:
+        """The provider for the client that called the tool whose context is ``ctx``: an
+        ``MCPServer`` tool's (``mcp.server.mcpserver.Context``) or a FastMCP tool's
+        (``fastmcp.Context``)."""
+        if isinstance(ctx, Context):
+            return cls(ctx.request_context.session, ctx.request_id)
+        return cls(ctx.session, ctx.request_id, host="fastmcp")
 
     @property
     def protocol_version(self) -> str:
@@ -350,12 +379,14 @@ class ElicitationProvider:
         version = self.protocol_version
         if not _at_least(version, ELICITATION_VERSION):
             return old_protocol_message(version)
+        if not _at_least(version, INPUT_REQUIRED_VERSION) and not self.session.can_send_request:
+            # First: without a channel (stateless HTTP) the capabilities declared at
+            # initialize are not known on this connection either.
+            return NO_BACK_CHANNEL
         if not supports_form_elicitation(self.session):
             return NO_ELICITATION
         if not self.session.can_send_request:
-            return (
-                NOT_SUSPENDABLE if _at_least(version, INPUT_REQUIRED_VERSION) else NO_BACK_CHANNEL
-            )
+            return NOT_SUSPENDABLE_FASTMCP if self.host == "fastmcp" else NOT_SUSPENDABLE
         return None
 
     def supports_elicitation(self) -> bool:

@@ -1,0 +1,178 @@
+"""FastMCP, both ways, through its public API (extra ``[fastmcp]``).
+
+- Server side: ``@interactive`` on a FastMCP tool (one that takes a ``fastmcp.Context``),
+  or :class:`InteractiveMiddleware` on a ``FastMCP`` server for every tool, turns asks into
+  input-required rounds on 2026-07-28 connections, as :class:`InteractiveMCPServer` does
+  on the official SDK. ``ElicitationProvider.from_context`` takes a FastMCP context too.
+- Client side: :func:`fastmcp_elicitation_handler` is a FastMCP client
+  ``elicitation_handler`` that answers with the provider in context, as
+  :func:`elicitation_callback` does for the official SDK's client.
+
+Everything here uses FastMCP's public names: ``Context.session``, ``.request_id``,
+``.request_context.protocol_version``, ``.request_state``, ``.input_responses``;
+``Middleware.on_call_tool`` with ``MiddlewareContext.message``; ``InputRequiredToolResult``;
+the client's ``ElicitResult``. ``tests/test_mcp_fastmcp.py`` pins each of them.
+"""
+
+from __future__ import annotations
+
+try:
+    from fastmcp import Context as FastMCPContext
+    from fastmcp.client.elicitation import ElicitResult as FastMCPElicitResult
+    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+    from fastmcp.tools import InputRequiredToolResult, ToolResult
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        'interaction.mcp\'s FastMCP support needs fastmcp: pip install "interaction-seam[fastmcp]"'
+    ) from exc
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeAlias
+
+import mcp.types as mcp_types
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from .._core import UserInteractionProvider
+from ._client import answer_form
+from ._suspend import Call, InputRequiredBridge, arguments_digest, interactive
+
+__all__ = [
+    "FastMCPElicitationError",
+    "FastMCPElicitationHandler",
+    "InteractiveMiddleware",
+    "call_reader",
+    "fastmcp_elicitation_handler",
+    "is_fastmcp_context",
+]
+
+FastMCPElicitationHandler: TypeAlias = Callable[
+    [str, Any, mcp_types.ElicitRequestParams, Any],
+    Awaitable[FastMCPElicitResult[dict[str, Any]]],
+]
+"""A FastMCP client's ``elicitation_handler``: ``(message, response_type, params, context)``."""
+
+UNSERIALIZABLE: Final = (
+    "an @interactive FastMCP tool's arguments must be JSON-serializable (the request state"
+    " is bound to them)"
+)
+
+
+class FastMCPElicitationError(Exception):
+    """A form :func:`fastmcp_elicitation_handler` cannot ask or fill; FastMCP's client
+    sends its message to the server as the error."""
+
+
+def is_fastmcp_context(value: object) -> bool:
+    return isinstance(value, FastMCPContext)
+
+
+def _read(ctx: FastMCPContext, tool: str, arguments: object) -> Call | None:
+    request = ctx.request_context
+    if request is None:  # no live request (a background task): the tool just runs
+        return None
+    try:
+        digest = arguments_digest(to_jsonable_python(arguments))
+    except PydanticSerializationError:
+        raise TypeError(UNSERIALIZABLE) from None
+    return Call(
+        ctx.session,
+        request.protocol_version,
+        ctx.request_state,
+        ctx.input_responses,
+        tool,
+        digest,
+    )
+
+
+def call_reader(
+    tool: Callable[..., object], args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> Callable[[], Call | None] | None:
+    """How to read the call of ``tool(*args, **kwargs)``, a FastMCP tool, or ``None``
+    when no argument is a ``fastmcp.Context``.
+
+    The state binds to the function (module and qualified name) and to its arguments other
+    than the context, as JSON: FastMCP has no public way to read the tool name and raw
+    arguments of the call from inside the tool.
+    """
+    ctx = next((v for v in (*args, *kwargs.values()) if isinstance(v, FastMCPContext)), None)
+    if ctx is None:
+        return None
+    bound = inspect.signature(tool).bind_partial(*args, **kwargs).arguments
+    arguments = {k: v for k, v in bound.items() if not isinstance(v, FastMCPContext)}
+    name = f"{tool.__module__}.{tool.__qualname__}"
+    return lambda: _read(ctx, name, arguments)
+
+
+class InteractiveMiddleware(Middleware):
+    """FastMCP middleware that makes every tool's asks work on 2026-07-28 connections.
+
+    ``FastMCP(name, middleware=[InteractiveMiddleware(bridge)],
+    request_state_security=bridge.request_state_security())``: the FastMCP counterpart
+    of :class:`InteractiveMCPServer`; tools stay unchanged. ``bridge`` is
+    :data:`interactive` by default (a secret made when the process starts).
+    """
+
+    def __init__(self, bridge: InputRequiredBridge = interactive) -> None:
+        self.bridge = bridge
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        ctx = context.fastmcp_context
+        if ctx is None:
+            return await call_next(context)
+        params = context.message
+
+        def read() -> Call | None:
+            assert ctx is not None
+            return _read_wire(ctx, params.name, params.arguments or {})
+
+        result = await self.bridge.run(read, lambda: call_next(context))
+        if isinstance(result, mcp_types.InputRequiredResult):
+            return InputRequiredToolResult(result)
+        return result
+
+
+def _read_wire(ctx: FastMCPContext, name: str, arguments: Mapping[str, Any]) -> Call | None:
+    request = ctx.request_context
+    if request is None:
+        return None
+    return Call(
+        ctx.session,
+        request.protocol_version,
+        ctx.request_state,
+        ctx.input_responses,
+        name,
+        arguments_digest(dict(arguments)),
+    )
+
+
+def fastmcp_elicitation_handler(
+    provider: UserInteractionProvider | None = None,
+) -> FastMCPElicitationHandler:
+    """A FastMCP client ``elicitation_handler`` that asks a human through the seam.
+
+    ``fastmcp.Client(server, elicitation_handler=fastmcp_elicitation_handler(provider))``:
+    the same questions, checks and results as :func:`elicitation_callback` (``accept``
+    with content that satisfies the schema, ``decline``, ``cancel``); a form it cannot ask
+    is refused with an MCP error that says why.
+    """
+
+    async def handler(
+        message: str,
+        response_type: Any,
+        params: mcp_types.ElicitRequestParams,
+        context: Any,
+    ) -> FastMCPElicitResult[dict[str, Any]]:
+        del message, response_type
+        result = await answer_form(params, provider)
+        if isinstance(result, mcp_types.ErrorData):
+            # FastMCP's client turns a handler's exception into an error response whose
+            # message is the exception's (its code is INTERNAL_ERROR): the refusal's reason.
+            raise FastMCPElicitationError(result.message)
+        return FastMCPElicitResult(action=result.action, content=result.content)
+
+    return handler
