@@ -217,7 +217,9 @@ def test_the_form_has_titled_enums_arrays_strings_and_no_required_field() -> Non
         "title": "Anything else?",
         "description": "Free text.",
         "type": "string",
+        "maxLength": 10_000,
     }
+    assert properties["checks"]["maxItems"] == 3
     assert properties["plan__other"]["type"] == "string"
     assert schema["required"] == []
 

@@ -32,6 +32,15 @@ from .._core import (
     check_request,
     provide,
 )
+from ._limits import (
+    MAX_FIELDS,
+    MAX_MESSAGE,
+    MAX_OPTIONS,
+    MAX_SCHEMA_BYTES,
+    MAX_TEXT,
+    QUOTE,
+    quote,
+)
 
 ElicitationCallback: TypeAlias = ElicitationFnT
 """The SDK's type of an MCP client's ``elicitation_callback``."""
@@ -170,6 +179,12 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _shown(value: object) -> str:
+    """A value from the schema as a refusal quotes it: JSON, cut to ``QUOTE`` characters."""
+    text = _json(value)
+    return text if len(text) <= QUOTE else f"{text[:QUOTE]}… ({len(text)} characters)"
+
+
 def _label(value: object) -> str:
     return value if isinstance(value, str) else _json(value)
 
@@ -177,8 +192,24 @@ def _label(value: object) -> str:
 def _unknown(where: str, spec: Mapping[str, Any], known: frozenset[str]) -> None:
     unknown = sorted(set(spec) - known)
     if unknown:
+        shown = ", ".join(map(quote, unknown[:5])) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
+        raise _Unexpressible(f"{where} uses {shown}, which interaction cannot check")
+
+
+def _at_most_options(key: str, entries: object) -> None:
+    if isinstance(entries, list) and len(entries) > MAX_OPTIONS:
         raise _Unexpressible(
-            f"{where} uses {', '.join(map(repr, unknown))}, which interaction cannot check"
+            f"field {quote(key)} offers {len(entries)} choices; interaction asks at most"
+            f" {MAX_OPTIONS}"
+        )
+
+
+def _too_long(where: str, text: str, limit: int = MAX_TEXT) -> None:
+    if len(text) > limit:
+        raise _Unexpressible(
+            f"{where} is {len(text)} characters long; interaction shows at most {limit}"
         )
 
 
@@ -186,35 +217,37 @@ def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Pr
     """(label, value) pairs of an enum field: titled (oneOf/anyOf) or plain (enum[, enumNames])."""
     pairs: list[tuple[str, Primitive]]
     if sum(name in spec for name in ("enum", "oneOf", "anyOf")) > 1:
-        raise _Unexpressible(f"field {key!r} has more than one of enum, oneOf and anyOf")
+        raise _Unexpressible(f"field {quote(key)} has more than one of enum, oneOf and anyOf")
     if "oneOf" in spec or "anyOf" in spec:
         if kind != "string":  # the consts below are strings: a number field could not hold one
             raise _Unexpressible(
-                f"field {key!r} has titled choices on type {_json(kind)}; interaction asks"
+                f"field {quote(key)} has titled choices on type {_shown(kind)}; interaction asks"
                 " them on strings only"
             )
         entries = spec.get("oneOf") if "oneOf" in spec else spec.get("anyOf")
+        _at_most_options(key, entries)
         if (
             not isinstance(entries, list)
             or not entries
             or not all(isinstance(e, dict) and isinstance(e.get("const"), str) for e in entries)
         ):
-            raise _Unexpressible(f"field {key!r} has choices without string values")
+            raise _Unexpressible(f"field {quote(key)} has choices without string values")
         for entry in entries:
-            _unknown(f"a choice of field {key!r}", entry, _CHOICE_KEYWORDS)
+            _unknown(f"a choice of field {quote(key)}", entry, _CHOICE_KEYWORDS)
         pairs = [
             (str(e["title"]) if isinstance(e.get("title"), str) else e["const"], e["const"])
             for e in entries
         ]
     else:
         enum = spec.get("enum")
+        _at_most_options(key, enum)
         python: tuple[type, ...] = {"integer": (int,), "number": (int, float)}.get(kind, (str,))
         if (
             not isinstance(enum, list)
             or not enum
             or not all(isinstance(v, python) and not isinstance(v, bool) for v in enum)
         ):
-            raise _Unexpressible(f"field {key!r} has an enum that is not a list of {kind}s")
+            raise _Unexpressible(f"field {quote(key)} has an enum that is not a list of {kind}s")
         names = spec.get("enumNames")
         if names is None:
             pairs = [(_label(v), v) for v in enum]
@@ -225,18 +258,21 @@ def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Pr
         ):
             pairs = list(zip(names, enum, strict=True))
         else:
-            raise _Unexpressible(f"field {key!r} has enumNames that do not name each enum value")
+            raise _Unexpressible(
+                f"field {quote(key)} has enumNames that do not name each enum value"
+            )
     seen: set[str] = set()
     values: set[Primitive] = set()  # 1 and 1.0 are one value, in Python as in JSON Schema
     for label, value in pairs:
+        _too_long(f"an option of field {quote(key)}", label)
         if label in seen:
-            raise _Unexpressible(f"field {key!r} has two options titled {label!r}")
+            raise _Unexpressible(f"field {quote(key)} has two options titled {quote(label)}")
         if value in values:  # oneOf could never match it, uniqueItems could refuse it
-            raise _Unexpressible(f"field {key!r} offers the value {_json(value)} twice")
+            raise _Unexpressible(f"field {quote(key)} offers the value {_shown(value)} twice")
         misfit = _misfit(spec, value)
         if misfit is not None:
             raise _Unexpressible(
-                f"field {key!r} offers {_json(value)}, which its own {misfit} refuses"
+                f"field {quote(key)} offers {_shown(value)}, which its own {misfit} refuses"
             )
         seen.add(label)
         values.add(value)
@@ -262,6 +298,27 @@ def _misfit(spec: Mapping[str, Any], value: Primitive) -> str | None:
     return None
 
 
+def _needless(name: str, spec: Mapping[str, Any]) -> bool:
+    """A bound that never binds, not worth a note: a ``maxLength`` no shorter than the text
+    interaction reads, a ``maxItems`` no smaller than the number of choices (as our own
+    server's forms carry)."""
+    if name == "maxLength":
+        return bool(spec[name] >= MAX_TEXT)
+    if name == "maxItems":
+        items = spec.get("items")
+        choices = _choice_list(items) if isinstance(items, dict) else None
+        return choices is not None and spec[name] >= len(choices)
+    return False
+
+
+def _choice_list(spec: Mapping[str, Any]) -> list[object] | None:
+    for keyword in ("enum", "oneOf", "anyOf"):
+        entries = spec.get(keyword)
+        if isinstance(entries, list):
+            return entries
+    return None
+
+
 def _constraints(spec: Mapping[str, Any]) -> list[str]:
     notes = []
     for name, text in (
@@ -272,7 +329,7 @@ def _constraints(spec: Mapping[str, Any]) -> list[str]:
         ("minItems", "choose at least {}"),
         ("maxItems", "choose at most {}"),
     ):
-        if name in spec:
+        if name in spec and not _needless(name, spec):
             notes.append(text.format(_json(spec[name])))
     if "format" in spec:
         notes.append(_FORMAT_CHECKS[spec["format"]][1])
@@ -281,22 +338,25 @@ def _constraints(spec: Mapping[str, Any]) -> list[str]:
 
 def _field(key: str, spec: object, required: bool) -> _Field:
     if not isinstance(spec, dict):
-        raise _Unexpressible(f"field {key!r} has no schema")
+        raise _Unexpressible(f"field {quote(key)} has no schema")
     kind_name = spec.get("type")
     if kind_name not in ("string", "number", "integer", "boolean", "array"):
         raise _Unexpressible(
-            f"field {key!r} has type {_json(kind_name)}, which a question cannot carry"
+            f"field {quote(key)} has type {_shown(kind_name)}, which a question cannot carry"
         )
-    _unknown(f"field {key!r}", spec, _FIELD_KEYWORDS)
+    _unknown(f"field {quote(key)}", spec, _FIELD_KEYWORDS)
     for bound in _BOUNDS:
         value = spec.get(bound, 0)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _Unexpressible(f"field {key!r} has a {bound} that is not a number")
+            raise _Unexpressible(f"field {quote(key)} has a {bound} that is not a number")
     if "format" in spec and (kind_name != "string" or spec["format"] not in _FORMAT_CHECKS):
         raise _Unexpressible(
-            f"field {key!r} has format {_json(spec['format'])}; interaction checks"
+            f"field {quote(key)} has format {_shown(spec['format'])}; interaction checks"
             f" {', '.join(FORMATS)} on strings only"
         )
+    for name in ("title", "description"):
+        if isinstance(spec.get(name), str):
+            _too_long(f"the {name} of field {quote(key)}", spec[name])
     title = spec.get("title") if isinstance(spec.get("title"), str) else None
     question = title or key
     detail_parts = [spec["description"]] if isinstance(spec.get("description"), str) else []
@@ -318,7 +378,7 @@ def _field(key: str, spec: object, required: bool) -> _Field:
         values = dict(_choices(spec, key, kind_name))
     elif "enum" in spec or "oneOf" in spec or "anyOf" in spec:
         raise _Unexpressible(
-            f"field {key!r} has choices on type {_json(kind_name)}; interaction asks them on"
+            f"field {quote(key)} has choices on type {_shown(kind_name)}; interaction asks them on"
             " strings and numbers (and on an array's items) only"
         )
     elif kind_name == "array":
@@ -327,13 +387,14 @@ def _field(key: str, spec: object, required: bool) -> _Field:
             "enum" in items or "oneOf" in items or "anyOf" in items
         ):
             raise _Unexpressible(
-                f"field {key!r} is an array without an enum of choices;"
+                f"field {quote(key)} is an array without an enum of choices;"
                 " interaction asks arrays as multi-selects only"
             )
-        _unknown(f"the items of field {key!r}", items, _ITEM_KEYWORDS)
+        _unknown(f"the items of field {quote(key)}", items, _ITEM_KEYWORDS)
         if items.get("type", "string") != "string":
             raise _Unexpressible(
-                f"field {key!r} has items of type {_json(items['type'])}; MCP arrays hold strings"
+                f"field {quote(key)} has items of type {_shown(items['type'])};"
+                " MCP arrays hold strings"
             )
         kind, multi = "choices", True
         values = dict(_choices(items, key, "string"))
@@ -356,9 +417,22 @@ def _with_note(field: _Field, note: str) -> _Field:
 
 def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
     schema = params.requested_schema
+    _too_long("the message", params.message, MAX_MESSAGE)
+    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_SCHEMA_BYTES:
+        raise _Unexpressible(
+            f"the requested schema is {size} bytes long; interaction asks at most"
+            f" {MAX_SCHEMA_BYTES}"
+        )
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
         raise _Unexpressible("the requested schema is not an object with properties")
+    if len(properties) > MAX_FIELDS:
+        raise _Unexpressible(
+            f"the requested schema has {len(properties)} fields; interaction asks at most"
+            f" {MAX_FIELDS}"
+        )
     _unknown("the requested schema", schema, _SCHEMA_KEYWORDS)
     listed = schema.get("required") or []
     if not isinstance(listed, list) or not all(isinstance(r, str) for r in listed):
@@ -367,7 +441,7 @@ def _fields(params: mcp_types.ElicitRequestFormParams) -> list[_Field]:
     undefined = [name for name in listed if name not in properties]
     if undefined:  # no answer could ever satisfy it
         raise _Unexpressible(
-            f"the requested schema requires {', '.join(map(repr, undefined))},"
+            f"the requested schema requires {', '.join(map(quote, undefined[:5]))},"
             " which its properties do not define"
         )
     fields = [_field(key, spec, key in required) for key, spec in properties.items()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from .._core import (
     json_type,
 )
 from ..wire import JSONObject
+from ._limits import MAX_CONTENT_BYTES, MAX_TEXT, QUOTE, quote
 
 OTHER_SUFFIX: Final = "__other"
 OTHER_TITLE: Final = OTHER_LABEL
@@ -156,7 +158,7 @@ def request_to_form(
         if item.detail:
             prop["description"] = item.detail
         if not item.options:
-            properties[key] = {**prop, "type": "string"}
+            properties[key] = {**prop, "type": "string", "maxLength": MAX_TEXT}
             fields.append(FormField(item, key, None))
             continue
         option_keys: tuple[str, ...] = ()
@@ -167,6 +169,7 @@ def request_to_form(
                 "type": "array",
                 "items": {"anyOf": choices},
                 "uniqueItems": True,
+                "maxItems": len(item.options),
             }
         elif item.multi_select:
             option_keys = tuple(keys.make(f"{key}__{n}") for n in range(1, len(item.options) + 1))
@@ -190,7 +193,11 @@ def request_to_form(
                 "enumNames": [_option_title(o) for o in item.options],
             }
         other_key = keys.make(key + OTHER_SUFFIX)
-        properties[other_key] = {"type": "string", "title": f"{OTHER_TITLE} — {item.question}"}
+        properties[other_key] = {
+            "type": "string",
+            "title": f"{OTHER_TITLE} — {item.question}",
+            "maxLength": MAX_TEXT,
+        }
         fields.append(FormField(item, key, other_key, option_keys))
     if len(request.questions) == 1:
         only = request.questions[0]
@@ -203,18 +210,48 @@ def request_to_form(
 
 
 def _bad(key: str, problem: str) -> UserInteractionError:
-    return fault(ErrorCode.BAD_ANSWER, f"content.{key}", problem, source="elicitation")
+    where = key if len(key) <= QUOTE else f"{key[:QUOTE]}…"
+    return fault(ErrorCode.BAD_ANSWER, f"content.{where}", problem, source="elicitation")
+
+
+def _checked_text(key: str, value: str) -> str:
+    if len(value) > MAX_TEXT:
+        raise _bad(key, f"the text is {len(value)} characters long; at most {MAX_TEXT} are read")
+    return value
 
 
 def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
-    if key is None:
+    if key is None or key not in content:
         return None
-    value = content.get(key)
-    if value is None or value == "":
+    value = content[key]
+    if value == "":
         return None
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # null too: a skip leaves the field out
         raise _bad(key, f"expected a string, got {json_type(value)}")
-    return value if value.strip() else None
+    return _checked_text(key, value) if value.strip() else None
+
+
+def _labels(question: AskUserQuestionItem, key: str, values: Sequence[str]) -> tuple[str, ...]:
+    """The chosen labels, as sent; one longer than every option (and than ``QUOTE``) cannot
+    be one, and is refused here with a bounded quote (the seam's own refusal, for the
+    others, quotes the label whole)."""
+    if len(values) > len(question.options):
+        raise _bad(
+            key, f"expected at most {len(question.options)} option labels, got {len(values)}"
+        )
+    longest = max(QUOTE, *(len(option.label) for option in question.options))
+    for value in values:
+        if len(value) > longest:
+            raise _bad(key, f"the form offers no option {quote(value)}")
+    return tuple(values)
+
+
+def _content_size(content: Mapping[str, object]) -> int:
+    try:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON (a direct call, not off the wire): no size
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _with_other(
@@ -243,6 +280,14 @@ def form_to_answer(
     A content key the form did not ask for is ``BAD_ANSWER``: a client that renamed a
     field must not turn an answer into a silent skip.
     """
+    size = _content_size(content)
+    if size > MAX_CONTENT_BYTES:
+        raise fault(
+            ErrorCode.BAD_ANSWER,
+            "content",
+            f"the content is {size} bytes long; at most {MAX_CONTENT_BYTES} are read",
+            source="elicitation",
+        )
     sent: set[str] = set()
     for field in fields:
         sent.update(field.option_keys or (field.key,))
@@ -262,7 +307,7 @@ def form_to_answer(
             selected = []
             for option, key in zip(question.options, field.option_keys, strict=True):
                 flag = content.get(key)
-                if flag is not None and not isinstance(flag, bool):
+                if key in content and not isinstance(flag, bool):
                     raise _bad(key, f"expected a boolean, got {json_type(flag)}")
                 if flag:
                     selected.append(option.label)
@@ -270,16 +315,16 @@ def form_to_answer(
             continue
         value = content.get(field.key)
         if question.multi_select:
-            if value is None:
+            if field.key not in content:
                 value = []
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _bad(field.key, "expected an array of option labels")
-            items.append(_with_other(question, tuple(value), other))
+            items.append(_with_other(question, _labels(question, field.key, value), other))
         else:
-            if value is not None and value != "" and not isinstance(value, str):
+            if field.key in content and not isinstance(value, str):
                 raise _bad(field.key, f"expected an option label, got {json_type(value)}")
             chosen = (value,) if isinstance(value, str) and value else ()
-            items.append(_with_other(question, chosen, other))
+            items.append(_with_other(question, _labels(question, field.key, chosen), other))
     return AskUserQuestionAnswer(items)
 
 

@@ -58,6 +58,7 @@ from .._core import (
     resume,
 )
 from ..wire import decode_answer, encode_answer
+from ._limits import MAX_STATE
 from ._server import (
     ACTIVE_ROUND,
     INPUT_REQUIRED_VERSION,
@@ -309,6 +310,12 @@ class InputRequiredBridge:
         token = call.request_state
         if token is None:
             return _State((), None, None)
+        if len(token) > MAX_STATE:
+            raise UserInteractionError(
+                f"the request state is {len(token)} characters long; at most {MAX_STATE} are read",
+                ErrorCode.BAD_REQUEST,
+                path="requestState",
+            )
         forged = UserInteractionError(BAD_STATE, ErrorCode.BAD_REQUEST, path="requestState")
         encoded, dot, signature = token.partition(".")
         try:
