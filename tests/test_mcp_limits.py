@@ -128,8 +128,7 @@ def test_a_huge_label_is_refused_quoting_a_bounded_prefix() -> None:
     )
     huge = refused(CHOICE, {"pick": "x" * 100_000})
     assert huge.message == (
-        f"elicitation: content.pick: the form offers no option {'x' * QUOTE!r}…"
-        " (100000 characters)"
+        f"elicitation: content.pick: the form offers no option {'x' * QUOTE!r}… (100000 characters)"
     )
     assert len(huge.message) < 200
 
