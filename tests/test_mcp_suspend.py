@@ -281,7 +281,7 @@ async def test_after_a_cancel_the_calls_later_asks_are_cancelled_too_on_2026_07_
     assert len(calls) == (1 if mode == "auto" else 2)
 
 
-async def test_a_declined_text_question_is_ask_cancelled() -> None:
+async def test_a_declined_text_question_is_ask_declined() -> None:
     async def script(
         context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult:
@@ -292,7 +292,7 @@ async def test_a_declined_text_question_is_ask_cancelled() -> None:
 
     async with Client(make_server(), elicitation_callback=script) as client:
         text = text_of(await client.call_tool("release", {"version": "2.0"}))
-    assert text == "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"
+    assert text == "error:ASK_DECLINED:the user declined to answer ask_user_question"
 
 
 async def test_without_the_bridge_or_the_capability_it_is_no_provider_saying_what_lacks() -> None:

@@ -25,8 +25,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from typing import TYPE_CHECKING
 
-from ._client import MAX_TRIES, ElicitationCallback, elicitation_callback
+from ._client import MAX_TRIES, ElicitationCallback, UrlOpener, elicitation_callback
 from ._server import (
+    ASK_DECLINED,
     ELICITATION_VERSION,
     INPUT_REQUIRED_VERSION,
     TITLED_VERSION,
@@ -69,6 +70,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ASK_DECLINED",
     "ELICITATION_VERSION",
     "INPUT_REQUIRED_VERSION",
     "MAX_TRIES",
@@ -86,6 +88,7 @@ __all__ = [
     "RedisSpentStore",
     "SpentStateStore",
     "SpentStoreUnavailable",
+    "UrlOpener",
     "elicitation_callback",
     "fastmcp_elicitation_handler",
     "form_to_answer",

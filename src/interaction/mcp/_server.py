@@ -30,6 +30,11 @@ from .._core import (
 from ..wire import JSONObject
 from ._limits import MAX_CONTENT_BYTES, MAX_TEXT, QUOTE, quote
 
+ASK_DECLINED: Final = "ASK_DECLINED"
+"""The code of the ``UserInteractionError`` an ask raises when the MCP client's user
+declined it (``decline``, distinct from ``cancel``'s ``ASK_CANCELLED``)."""
+DECLINED_MESSAGE: Final = "the user declined to answer ask_user_question"
+
 OTHER_SUFFIX: Final = "__other"
 OTHER_TITLE: Final = OTHER_LABEL
 
@@ -344,13 +349,15 @@ def outcome(
     """The answer an elicitation result gives, or the error it is.
 
     ``accept`` is the content's answer; ``decline`` on a yes/no form is a skip, which
-    ``confirm()`` reads as "no"; any other ``decline``, and every ``cancel``, is
+    ``confirm()`` reads as "no"; any other ``decline`` is ``ASK_DECLINED``; ``cancel`` is
     ``ASK_CANCELLED``.
     """
     if result.action == "accept":
         return form_to_answer(fields, result.content or {})
-    if result.action == "decline" and is_yes_no(request):
-        return AskUserQuestionAnswer([AskUserQuestionAnswerItem(request.questions[0].id)])
+    if result.action == "decline":
+        if is_yes_no(request):
+            return AskUserQuestionAnswer([AskUserQuestionAnswerItem(request.questions[0].id)])
+        raise UserInteractionError(DECLINED_MESSAGE, ASK_DECLINED)
     raise cancelled_error()
 
 
@@ -390,7 +397,8 @@ class ElicitationProvider:
     tool served with :func:`interactive` on a 2026-07-28 connection it suspends the ask,
     and the tool answers with an input-required result. ``accept`` gives the answer
     (checked by the seam); ``decline`` on a yes/no question is a skip (``confirm()`` is
-    ``False``), any other ``decline`` and every ``cancel`` is ``ASK_CANCELLED``; a client
+    ``False``), any other ``decline`` is :data:`ASK_DECLINED`, ``cancel`` is
+    ``ASK_CANCELLED``; a client
     that cannot be asked is ``NO_PROVIDER`` with what it lacks. An abort or timeout of the
     request's signal cancels a pending push.
     """
