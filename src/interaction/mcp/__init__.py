@@ -9,8 +9,9 @@
   relay): pass it as an MCP client's ``elicitation_callback``.
 - At most once (:mod:`interaction.mcp._spent`): a :class:`SpentStateStore` records each
   redeemed request state; ``RedisSpentStore`` (extra ``[redis]``) shares it.
-- FastMCP (:mod:`interaction.mcp._fastmcp`, extra ``[fastmcp]``): ``InteractiveMiddleware``
-  and ``fastmcp_elicitation_handler``, loaded on first use.
+- FastMCP (:mod:`interaction.mcp._fastmcp`, extra ``[fastmcp]``): ``@interactive`` and
+  ``ElicitationProvider.from_context`` take FastMCP tools; ``fastmcp_elicitation_handler``
+  answers on a FastMCP client (loaded on first use).
 
 What a form cannot carry is listed in docs/mcp.md.
 """
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from ._fastmcp import (
         FastMCPElicitationError,
         FastMCPElicitationHandler,
-        InteractiveMiddleware,
         fastmcp_elicitation_handler,
     )
     from ._redis_store import RedisSpentStore
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 _LAZY = {
     "FastMCPElicitationError": "_fastmcp",
     "FastMCPElicitationHandler": "_fastmcp",
-    "InteractiveMiddleware": "_fastmcp",
     "fastmcp_elicitation_handler": "_fastmcp",
     "RedisSpentStore": "_redis_store",
 }
@@ -83,7 +82,6 @@ __all__ = [
     "FormField",
     "InputRequiredBridge",
     "InteractiveMCPServer",
-    "InteractiveMiddleware",
     "MemorySpentStore",
     "RedisSpentStore",
     "SpentStateStore",

@@ -1,17 +1,17 @@
 """FastMCP, both ways, through its public API (extra ``[fastmcp]``).
 
-- Server side: ``@interactive`` on a FastMCP tool (one that takes a ``fastmcp.Context``),
-  or :class:`InteractiveMiddleware` on a ``FastMCP`` server for every tool, turns asks into
-  input-required rounds on 2026-07-28 connections, as :class:`InteractiveMCPServer` does
-  on the official SDK. ``ElicitationProvider.from_context`` takes a FastMCP context too.
+- Server side: ``@interactive`` under ``@server.tool`` on a FastMCP tool (one that takes a
+  ``fastmcp.Context``) turns its asks into input-required rounds on 2026-07-28
+  connections; ``ElicitationProvider.from_context`` takes a FastMCP context too. (FastMCP
+  returns the ``InputRequiredResult`` the wrapper gives as the call's result.)
 - Client side: :func:`fastmcp_elicitation_handler` is a FastMCP client
   ``elicitation_handler`` that answers with the provider in context, as
   :func:`elicitation_callback` does for the official SDK's client.
 
 Everything here uses FastMCP's public names: ``Context.session``, ``.request_id``,
-``.request_context.protocol_version``, ``.request_state``, ``.input_responses``;
-``Middleware.on_call_tool`` with ``MiddlewareContext.message``; ``InputRequiredToolResult``;
-the client's ``ElicitResult``. ``tests/test_mcp_fastmcp.py`` pins each of them.
+``.request_context.protocol_version``, ``.request_state``, ``.input_responses``; the
+client's ``ElicitResult`` and its handler signature. ``tests/test_mcp_fastmcp.py`` pins
+each of them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 try:
     from fastmcp import Context as FastMCPContext
     from fastmcp.client.elicitation import ElicitResult as FastMCPElicitResult
-    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-    from fastmcp.tools import InputRequiredToolResult, ToolResult
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'interaction.mcp\'s FastMCP support needs fastmcp: pip install "interaction-seam[fastmcp]"'
@@ -35,12 +33,11 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core import UserInteractionProvider
 from ._client import answer_form
-from ._suspend import Call, InputRequiredBridge, arguments_digest, interactive
+from ._suspend import Call, arguments_digest
 
 __all__ = [
     "FastMCPElicitationError",
     "FastMCPElicitationHandler",
-    "InteractiveMiddleware",
     "call_reader",
     "fastmcp_elicitation_handler",
     "is_fastmcp_context",
@@ -102,52 +99,6 @@ def call_reader(
     arguments = {k: v for k, v in bound.items() if not isinstance(v, FastMCPContext)}
     name = f"{tool.__module__}.{tool.__qualname__}"
     return lambda: _read(ctx, name, arguments)
-
-
-class InteractiveMiddleware(Middleware):
-    """FastMCP middleware that makes every tool's asks work on 2026-07-28 connections.
-
-    ``FastMCP(name, middleware=[InteractiveMiddleware(bridge)],
-    request_state_security=bridge.request_state_security())``: the FastMCP counterpart
-    of :class:`InteractiveMCPServer`; tools stay unchanged. ``bridge`` is
-    :data:`interactive` by default (a secret made when the process starts).
-    """
-
-    def __init__(self, bridge: InputRequiredBridge = interactive) -> None:
-        self.bridge = bridge
-
-    async def on_call_tool(
-        self,
-        context: MiddlewareContext[mcp_types.CallToolRequestParams],
-        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
-    ) -> ToolResult:
-        ctx = context.fastmcp_context
-        if ctx is None:
-            return await call_next(context)
-        params = context.message
-
-        def read() -> Call | None:
-            assert ctx is not None
-            return _read_wire(ctx, params.name, params.arguments or {})
-
-        result = await self.bridge.run(read, lambda: call_next(context))
-        if isinstance(result, mcp_types.InputRequiredResult):
-            return InputRequiredToolResult(result)
-        return result
-
-
-def _read_wire(ctx: FastMCPContext, name: str, arguments: Mapping[str, Any]) -> Call | None:
-    request = ctx.request_context
-    if request is None:
-        return None
-    return Call(
-        ctx.session,
-        request.protocol_version,
-        ctx.request_state,
-        ctx.input_responses,
-        name,
-        arguments_digest(dict(arguments)),
-    )
 
 
 def fastmcp_elicitation_handler(

@@ -74,8 +74,7 @@ NOT_SUSPENDABLE: Final = (
     " (or with @interaction.mcp.interactive)"
 )
 NOT_SUSPENDABLE_FASTMCP: Final = (
-    _NOT_PUSHABLE + " add interaction.mcp.InteractiveMiddleware() to the FastMCP server's"
-    " middleware (or put @interaction.mcp.interactive under @server.tool)"
+    _NOT_PUSHABLE + " put @interaction.mcp.interactive under the FastMCP tool's @server.tool"
 )
 
 Host: TypeAlias = Literal["mcp", "fastmcp"]
