@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -559,3 +560,23 @@ async def test_an_other_field_that_is_not_ours_stays_a_question_of_its_own() -> 
         "tags",
         "interaction.send",
     ]
+
+
+async def test_every_request_says_which_server_asks_in_its_provenance() -> None:
+    provider = ScriptedProvider()
+    before = datetime.now(UTC)
+    await answer(form({"t": {"type": "string"}}), provider)
+    await elicitation_callback(provider, open_url=list[str]().append)(context(), URL)
+    for request in provider.requests:
+        provenance = request.provenance
+        assert provenance is not None
+        assert provenance.source == "tests-server"
+        assert provenance.asked_at is not None
+        assert provenance.asked_at >= before.replace(microsecond=0)
+    nameless = cast(
+        ClientRequestContext,
+        SimpleNamespace(session=SimpleNamespace(server_info=None), request_id=1),
+    )
+    await elicitation_callback(provider)(nameless, form({"t": {"type": "string"}}))
+    assert provider.last_request.provenance is None
+    assert provider.last_request.questions[-1].question == "Send these answers to the MCP server?"

@@ -27,6 +27,7 @@ from .._core import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     answer_item,
@@ -622,13 +623,22 @@ class _Declined(Exception):
 
 
 def server_name(context: ClientRequestContext) -> str | None:
-    """The requesting server's name from the session's server info, safe to show."""
+    """The requesting server's name from the session's server info, safe to show: control
+    characters escaped, cut to :data:`MAX_SERVER_NAME` characters. It is the ``source`` of
+    the provenance of every request our client asks, so every UI shows it."""
     info = context.session.server_info
     name = info.name if info is not None else None
     if not isinstance(name, str) or not name.strip():
         return None
     shown = escape_controls(name.strip(), keep_newlines=False)
     return shown if len(shown) <= MAX_SERVER_NAME else shown[:MAX_SERVER_NAME] + "…"
+
+
+def _from(server: str | None) -> Provenance | None:
+    """The provenance of what our client asks: the requesting server, and when."""
+    if server is None:
+        return None
+    return Provenance(source=server, asked_at=datetime.datetime.now(datetime.UTC))
 
 
 def _decision(server: str | None, taken: set[str]) -> AskUserQuestionItem:
@@ -661,7 +671,9 @@ async def _answer(
     decision = _decision(server, {field.key for field in fields})
     for _ in range(MAX_TRIES):
         request = check_request(
-            AskUserQuestionRequest([*(asked.item for _, asked in pending), decision])
+            AskUserQuestionRequest(
+                [*(asked.item for _, asked in pending), decision], provenance=_from(server)
+            )
         )
         answer = await _ask(request, provider)
         *answers, decided = answer.answers
@@ -798,7 +810,7 @@ async def _answer_url(
                 AskUserQuestionOption(DECLINE, "do not open it; refuse this request"),
             ],
         )
-        request = check_request(AskUserQuestionRequest([item]))
+        request = check_request(AskUserQuestionRequest([item], provenance=_from(server)))
     except (_Unexpressible, UserInteractionError) as exc:
         return _error(mcp_types.INVALID_PARAMS, f"interaction cannot ask this link: {exc}")
     try:
