@@ -8,7 +8,10 @@ under another secret.
 
 from __future__ import annotations
 
+import math
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,14 +19,18 @@ import mcp.types as mcp_types
 import pytest
 from mcp.client import Client
 from mcp.client.context import ClientRequestContext
+from mcp.server.request_state import InvalidRequestState
 from mcp.shared.exceptions import MCPError
 
 from interaction.mcp import (
     SECRET_VARIABLE,
+    InputRequiredBridge,
+    InteractiveMCPServer,
     MemorySpentStore,
     RedisSpentStore,
     SpentStoreUnavailable,
 )
+from tests.helpers import import_error_without
 from tests.mcp_http import ServerProcess
 from tests.redis_server import RedisServer, free_port
 
@@ -197,3 +204,67 @@ async def test_a_memory_store_refuses_twice() -> None:
     assert await store.spend("n", 2e9)
     assert not await store.spend("n", 2e9)
     assert len(store) == 1
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def test_the_secret_comes_from_the_environment_and_is_never_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(SECRET_VARIABLE, raising=False)
+    with pytest.raises(ValueError, match="is not set") as unset:
+        InputRequiredBridge.from_env()
+    assert str(unset.value) == (
+        "the environment variable INTERACTION_MCP_SECRET (the request-state secret) is not set"
+    )
+    monkeypatch.setenv(SECRET_VARIABLE, "tooshort-secret-value")
+    with pytest.raises(ValueError, match="at least 32 bytes") as short:
+        InputRequiredBridge.from_env()
+    assert str(short.value) == (
+        "the environment variable INTERACTION_MCP_SECRET must hold at least 32 bytes"
+    )
+    assert "tooshort" not in str(short.value)
+    monkeypatch.setenv(SECRET_VARIABLE, "s" * 32)
+    bridge = InputRequiredBridge.from_env(ttl=5)
+    assert (bridge.shared, bridge.ttl, InputRequiredBridge().shared) == (True, 5, False)
+
+
+def test_one_secret_gives_the_same_keys_to_every_process_and_other_secrets_others() -> None:
+    one, again, other = (InputRequiredBridge(s, ttl=30) for s in ("a" * 32, b"a" * 32, "b" * 32))
+    security = one.request_state_security()
+    assert security.ttl == 90.0  # the bridge's ttl plus the 60 s margin
+    sealed = security.codec.seal(b"state")
+    assert again.request_state_security().codec.unseal(sealed) == b"state"
+    with pytest.raises(InvalidRequestState):
+        other.request_state_security().codec.unseal(sealed)
+
+
+@pytest.mark.parametrize("ttl", [0.0, -1.0, math.inf, math.nan])
+def test_a_ttl_that_is_not_a_positive_finite_number_is_refused(ttl: float) -> None:
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        InputRequiredBridge(ttl=ttl)
+
+
+def test_interactive_mcp_server_keys_the_sdks_seal_from_a_given_secret_only() -> None:
+    shared = InputRequiredBridge("c" * 32)
+    assert isinstance(InteractiveMCPServer("keyed", bridge=shared), InteractiveMCPServer)
+    with pytest.raises(ValueError, match="has no name"):  # the SDK: shared keys need a name
+        InteractiveMCPServer(bridge=shared)
+    InteractiveMCPServer(bridge=InputRequiredBridge())  # a process-local secret: no need
+
+
+def test_without_the_redis_extra_the_store_names_it() -> None:
+    assert import_error_without("redis", "interaction.mcp._redis_store") == (
+        "interaction.mcp.RedisSpentStore needs the redis client:"
+        ' pip install "interaction-seam[redis]"'
+    )
+
+
+def test_interaction_mcp_loads_neither_redis_nor_fastmcp() -> None:
+    code = (
+        "import sys, interaction.mcp; print('redis' in sys.modules, 'fastmcp' in sys.modules);"
+        " interaction.mcp.RedisSpentStore; print('redis' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]

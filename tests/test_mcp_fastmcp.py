@@ -46,6 +46,7 @@ from interaction.mcp._fastmcp import call_reader
 from interaction.mcp._server import NOT_SUSPENDABLE_FASTMCP
 from interaction.mcp._suspend import arguments_digest
 from interaction.testing import ScriptedProvider
+from tests.helpers import import_error_without
 from tests.mcp_http import ServerProcess
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
@@ -250,3 +251,32 @@ def test_the_fastmcp_surface_the_bridge_reads_is_still_there() -> None:
     assert FastMCPElicitResult(action="decline").action == "decline"
     handler = inspect.signature(fastmcp_elicitation_handler())
     assert list(handler.parameters) == ["message", "response_type", "params", "context"]
+
+
+def test_without_fastmcp_its_support_names_the_extra() -> None:
+    assert import_error_without("fastmcp", "interaction.mcp._fastmcp") == (
+        'interaction.mcp\'s FastMCP support needs fastmcp: pip install "interaction-seam[fastmcp]"'
+    )
+
+
+async def test_arguments_that_are_not_json_are_a_clear_type_error() -> None:
+    server = FastMCP("odd-arguments")
+
+    class Opaque:
+        pass
+
+    async def tool(ctx: FastMCPContext, thing: object = None) -> str:
+        read = call_reader(tool, (), {"ctx": ctx, "thing": Opaque()})
+        assert read is not None
+        with pytest.raises(TypeError) as refused:
+            read()
+        return str(refused.value)
+
+    server.tool(tool)
+    async with FastMCPClient(server) as client:
+        block = (await client.call_tool("tool", {})).content[0]
+    assert isinstance(block, mcp_types.TextContent)
+    assert block.text == (
+        "an @interactive FastMCP tool's arguments must be JSON-serializable (the request state"
+        " is bound to them)"
+    )

@@ -40,7 +40,6 @@ __all__ = [
     "FastMCPElicitationHandler",
     "call_reader",
     "fastmcp_elicitation_handler",
-    "is_fastmcp_context",
 ]
 
 FastMCPElicitationHandler: TypeAlias = Callable[
@@ -58,10 +57,6 @@ UNSERIALIZABLE: Final = (
 class FastMCPElicitationError(Exception):
     """A form :func:`fastmcp_elicitation_handler` cannot ask or fill; FastMCP's client
     sends its message to the server as the error."""
-
-
-def is_fastmcp_context(value: object) -> bool:
-    return isinstance(value, FastMCPContext)
 
 
 def _read(ctx: FastMCPContext, tool: str, arguments: object) -> Call | None:
