@@ -37,6 +37,7 @@ from interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
+    UserInteractionProvider,
 )
 from interaction.mcp import (
     elicitation_callback,
@@ -90,7 +91,13 @@ SCENARIOS: list[tuple[str, Callable[[], ScriptedProvider], str]] = [
 
 @asynccontextmanager
 async def connected(
-    server: str, client: str, transport: str, mode: str, *, provider: ScriptedProvider, url: str
+    server: str,
+    client: str,
+    transport: str,
+    mode: str,
+    *,
+    provider: UserInteractionProvider,
+    url: str,
 ) -> AsyncIterator[Callable[[str, dict[str, Any]], Any]]:
     """A connected client of ``client`` kind; yields ``call(tool, arguments) -> text``."""
     script = SERVERS[server]
@@ -124,21 +131,34 @@ async def connected(
             yield call_fast
 
 
+class Switch:
+    """A provider that hands each ask to the scenario's provider of the moment, so one
+    connection (one server process on stdio) serves every scenario of a cell."""
+
+    def __init__(self) -> None:
+        self.current = ScriptedProvider()
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        return await self.current.ask(request)
+
+
 @pytest.mark.parametrize("generation", list(MODES))
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("client", ["sdk", "fastmcp"])
 @pytest.mark.parametrize("server", ["sdk", "fastmcp"])
 async def test_the_matrix(server: str, client: str, transport: str, generation: str) -> None:
     process = ServerProcess(SERVERS[server]).start() if transport == "http" else None
+    switch = Switch()
+    outcomes = {}
     try:
-        outcomes = {}
-        for name, make, _ in SCENARIOS:
-            provider = make()
-            url = process.url if process is not None else ""
-            async with connected(
-                server, client, transport, MODES[generation], provider=provider, url=url
-            ) as call:
+        url = process.url if process is not None else ""
+        async with connected(
+            server, client, transport, MODES[generation], provider=switch, url=url
+        ) as call:
+            for name, make, _ in SCENARIOS:
+                switch.current = make()
                 outcomes[name] = await call("release", {"version": "2.0"})
+                assert switch.current.requests, name  # the scenario's provider was asked
     finally:
         if process is not None:
             process.stop()

@@ -13,10 +13,11 @@ asks is ``BAD_ANSWER`` too. On older connections the tool runs once and the prov
 pushes, as before.
 
 The ``request_state`` is the outcomes so far (answers and refusals), signed with
-HMAC-SHA256 under a key only the server holds, bound to the tool and its arguments, with
-an expiry and a single-use nonce: a forged, altered, expired, misdirected or replayed
-state is ``BAD_REQUEST``, never an answer. (The SDK's own ``RequestStateBoundary`` also
-seals it; this does not rely on it.)
+HMAC-SHA256 under a key derived from the deployment's one secret, bound to the tool and
+its arguments, with an expiry and a nonce that the :class:`~interaction.mcp.SpentStateStore`
+lets be redeemed once: a forged, altered, expired, misdirected or replayed state is
+``BAD_REQUEST``, never an answer. (The SDK's own ``RequestStateBoundary`` also seals it,
+under another key derived from the same secret; this does not rely on it.)
 """
 
 from __future__ import annotations
