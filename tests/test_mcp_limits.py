@@ -9,7 +9,9 @@ from typing import Any, cast
 
 import mcp.types as mcp_types
 import pytest
+from mcp.client import Client
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
 
 from interaction import (
     AskUserQuestionItem,
@@ -19,9 +21,17 @@ from interaction import (
     UserInteractionError,
     check_answer,
 )
-from interaction.mcp import InputRequiredBridge, _limits, _suspend, form_to_answer, request_to_form
+from interaction.mcp import (
+    InputRequiredBridge,
+    InteractiveMCPServer,
+    _limits,
+    _suspend,
+    form_to_answer,
+    request_to_form,
+)
 from interaction.mcp._client import answer_form
 from interaction.mcp._limits import (
+    MAX_ARGUMENTS_BYTES,
     MAX_CONTENT_BYTES,
     MAX_FIELDS,
     MAX_MESSAGE,
@@ -31,6 +41,7 @@ from interaction.mcp._limits import (
     MAX_TEXT,
     QUOTE,
 )
+from interaction.mcp._suspend import arguments_digest
 from interaction.testing import ScriptedProvider
 
 TEXT = AskUserQuestionRequest([AskUserQuestionItem("name", "Name?")])
@@ -153,7 +164,7 @@ def test_null_is_not_a_skip(
 
 
 def a_call(state: str) -> _suspend.Call:
-    return _suspend.Call(cast(ServerSession, None), "2026-07-28", state, None, "t", "0")
+    return _suspend.Call(cast(ServerSession, None), "2026-07-28", state, None, "t", dict)
 
 
 async def test_a_request_state_at_the_limit_is_opened_and_one_past_it_is_refused() -> None:
@@ -166,6 +177,45 @@ async def test_a_request_state_at_the_limit_is_opened_and_one_past_it_is_refused
     assert long.value.message == (
         f"the request state is {MAX_STATE + 1} characters long; at most {MAX_STATE} are read"
     )
+
+
+async def test_tool_arguments_at_the_limit_are_read_and_one_byte_more_is_refused() -> None:
+    def sized(n: int) -> dict[str, str]:
+        return {"a": "x" * (n - len('{"a":""}'))}
+
+    assert len(json.dumps(sized(MAX_ARGUMENTS_BYTES), separators=(",", ":"))) == (
+        MAX_ARGUMENTS_BYTES
+    )
+    assert len(arguments_digest(sized(MAX_ARGUMENTS_BYTES))) == 64
+    with pytest.raises(UserInteractionError) as refused:
+        arguments_digest(sized(MAX_ARGUMENTS_BYTES + 1))
+    assert (refused.value.code, refused.value.path, refused.value.message) == (
+        ErrorCode.BAD_REQUEST,
+        "arguments",
+        f"the tool's arguments are {MAX_ARGUMENTS_BYTES + 1} bytes long as JSON;"
+        f" at most {MAX_ARGUMENTS_BYTES} are read",
+    )
+
+
+async def test_a_2026_07_28_call_with_arguments_past_the_limit_is_refused_before_it_runs() -> None:
+    server = InteractiveMCPServer("big")
+    runs: list[int] = []
+
+    @server.tool()
+    async def take(blob: str) -> str:
+        runs.append(len(blob))
+        return "ran"
+
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("take", {"blob": "x" * MAX_ARGUMENTS_BYTES})
+        assert (await client.call_tool("take", {"blob": "x"})).content[0] == (
+            mcp_types.TextContent(type="text", text="ran")
+        )
+    async with Client(server, mode="legacy") as client:  # legacy never reads them
+        await client.call_tool("take", {"blob": "x" * MAX_ARGUMENTS_BYTES})
+    assert refused.value.error.data == {"code": "BAD_REQUEST"}
+    assert runs == [1, MAX_ARGUMENTS_BYTES]
 
 
 # ------------------------------------------------------------ forms our client asks

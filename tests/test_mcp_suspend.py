@@ -694,7 +694,7 @@ class Clock:
 
 def a_call(state: str | None = None) -> _suspend.Call:
     """A call of tool ``t`` as the bridge reads it (no session: these tests never ask)."""
-    return _suspend.Call(cast(ServerSession, None), "2026-07-28", state, None, "t", "0")
+    return _suspend.Call(cast(ServerSession, None), "2026-07-28", state, None, "t", dict)
 
 
 async def refusal(bridge: InputRequiredBridge, state: str) -> str:

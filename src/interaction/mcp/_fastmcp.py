@@ -33,7 +33,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core import UserInteractionProvider
 from ._client import answer_form
-from ._suspend import Call, arguments_digest
+from ._suspend import Call
 
 __all__ = [
     "FastMCPElicitationError",
@@ -63,17 +63,20 @@ def _read(ctx: FastMCPContext, tool: str, arguments: object) -> Call | None:
     request = ctx.request_context
     if request is None:  # no live request (a background task): the tool just runs
         return None
-    try:
-        digest = arguments_digest(to_jsonable_python(arguments))
-    except PydanticSerializationError:
-        raise TypeError(UNSERIALIZABLE) from None
+
+    def as_json() -> object:
+        try:
+            return to_jsonable_python(arguments)
+        except PydanticSerializationError:
+            raise TypeError(UNSERIALIZABLE) from None
+
     return Call(
         ctx.session,
         request.protocol_version,
         ctx.request_state,
         ctx.input_responses,
         tool,
-        digest,
+        as_json,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "MAX_ARGUMENTS_BYTES",
     "MAX_CONTENT_BYTES",
     "MAX_FIELDS",
     "MAX_MESSAGE",
@@ -33,6 +34,9 @@ MAX_OPTIONS: Final = 500
 """Choices of one field (``enum``, ``oneOf``, ``anyOf``) that our client asks."""
 MAX_MESSAGE: Final = 10_000
 """Characters of an elicitation ``message`` that our client shows."""
+MAX_ARGUMENTS_BYTES: Final = 1024 * 1024
+"""Bytes of a tool call's arguments, as canonical JSON, that a 2026-07-28 round binds its
+state to (legacy calls never read them)."""
 MAX_STATE: Final = 1024 * 1024
 """Characters of a ``requestState`` our server opens (the SDK's seal around it included)."""
 QUOTE: Final = 40

@@ -59,7 +59,7 @@ from .._core import (
     resume,
 )
 from ..wire import decode_answer, encode_answer
-from ._limits import MAX_STATE
+from ._limits import MAX_ARGUMENTS_BYTES, MAX_STATE
 from ._server import (
     ACTIVE_ROUND,
     INPUT_REQUIRED_VERSION,
@@ -176,12 +176,24 @@ class Call:
     request_state: str | None
     input_responses: Mapping[str, object] | None
     tool: str
-    arguments: str
-    """The SHA-256 of the call's arguments as canonical JSON: a state binds to it."""
+    arguments: Callable[[], object]
+    """The call's arguments as JSON, read only on 2026-07-28 (a state binds to them)."""
+
+    def digest(self) -> str:
+        """The SHA-256 of the arguments as canonical JSON; ``BAD_REQUEST`` past
+        :data:`~interaction.mcp._limits.MAX_ARGUMENTS_BYTES`."""
+        return arguments_digest(self.arguments())
 
 
 def arguments_digest(arguments: object) -> str:
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    if len(text) > MAX_ARGUMENTS_BYTES:
+        raise UserInteractionError(
+            f"the tool's arguments are {len(text)} bytes long as JSON; at most"
+            f" {MAX_ARGUMENTS_BYTES} are read",
+            ErrorCode.BAD_REQUEST,
+            path="arguments",
+        )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
@@ -193,7 +205,7 @@ def _call_of(ctx: Context[Any, Any]) -> Call:
         ctx.request_state,
         ctx.input_responses,
         str(params.get("name")),
-        arguments_digest(params.get("arguments") or {}),
+        lambda: params.get("arguments") or {},
     )
 
 
@@ -299,7 +311,7 @@ class InputRequiredBridge:
             "n": secrets.token_hex(16),
             "exp": self._time() + self.ttl,
             "t": call.tool,
-            "a": call.arguments,
+            "a": call.digest(),
             "outcomes": [_encode_outcome(entry) for entry in outcomes],
             "pending": [key, digest],
         }
@@ -330,7 +342,7 @@ class InputRequiredBridge:
         if (
             payload.get("v") != STATE_VERSION
             or payload.get("t") != call.tool
-            or payload.get("a") != call.arguments
+            or payload.get("a") != call.digest()
         ):
             raise forged
         expires = float(payload["exp"])
@@ -399,6 +411,7 @@ class InputRequiredBridge:
         self, call: Call, tool: Callable[[], Awaitable[R]]
     ) -> R | mcp_types.InputRequiredResult:
         try:
+            call.digest()  # arguments past the limit are refused before the tool runs
             state = await self.open(call)
         except UserInteractionError as error:  # a protocol error, not the tool's result
             raise MCPError(
@@ -542,7 +555,7 @@ class InteractiveMCPServer(MCPServer[Any]):
                 context.request_state,
                 context.input_responses,
                 name,
-                arguments_digest(arguments),
+                lambda: arguments,
             )
 
         return await self.bridge.run(read, lambda: run(name, arguments, context))
