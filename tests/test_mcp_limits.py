@@ -315,3 +315,9 @@ def test_quote_cuts_to_the_bound_and_says_how_long_the_text_was() -> None:
     assert _limits.quote("short") == "'short'"
     assert _limits.quote("q" * QUOTE) == repr("q" * QUOTE)
     assert _limits.quote("q" * (QUOTE + 1)) == f"{'q' * QUOTE!r}… ({QUOTE + 1} characters)"
+
+
+def test_content_that_is_not_json_is_judged_by_its_fields_not_its_size() -> None:
+    """``form_to_answer`` is public: a direct caller may pass values JSON cannot hold."""
+    error = refused(TEXT, {"name": {1, 2}})
+    assert error.message == "elicitation: content.name: expected a string, got set"
