@@ -580,3 +580,27 @@ async def test_every_request_says_which_server_asks_in_its_provenance() -> None:
     await elicitation_callback(provider)(nameless, form({"t": {"type": "string"}}))
     assert provider.last_request.provenance is None
     assert provider.last_request.questions[-1].question == "Send these answers to the MCP server?"
+
+
+async def test_a_url_that_cannot_be_parsed_or_opened_is_an_error_saying_so() -> None:
+    broken, _, _ = await url_answer({}, URL.model_copy(update={"url": "https://[::1/x"}))
+    assert broken == mcp_types.ErrorData(
+        code=mcp_types.INVALID_PARAMS,
+        message="interaction cannot ask this link: the URL 'https://[::1/x' is not a valid URL",
+    )
+    bad_host, _, _ = await url_answer({}, URL.model_copy(update={"url": "https://a..b/x"}))
+    assert bad_host == mcp_types.ErrorData(
+        code=mcp_types.INVALID_PARAMS,
+        message="interaction cannot ask this link: the URL's host 'a..b' is not a valid domain"
+        " name",
+    )
+
+    def fails(url: str) -> None:
+        raise OSError("no browser")
+
+    callback = elicitation_callback(
+        ScriptedProvider({"interaction.open": "Open the link"}), open_url=fails
+    )
+    assert await callback(context(), URL) == mcp_types.ErrorData(
+        code=mcp_types.INTERNAL_ERROR, message="interaction could not open the link: OSError"
+    )
