@@ -40,8 +40,10 @@ from interaction import (
     UserInteractionProvider,
 )
 from interaction.mcp import (
+    ElicitationProvider,
     elicitation_callback,
     fastmcp_elicitation_handler,
+    interactive,
 )
 from interaction.mcp._fastmcp import call_reader
 from interaction.mcp._server import NOT_SUSPENDABLE_FASTMCP
@@ -302,3 +304,29 @@ async def test_arguments_that_are_not_json_are_a_clear_type_error() -> None:
         "an @interactive FastMCP tool's arguments must be JSON-serializable (the request state"
         " is bound to them)"
     )
+
+
+async def test_the_fastmcp_handler_names_the_requesting_server() -> None:
+    server = FastMCP("named-server")
+
+    @server.tool
+    @interactive
+    async def ask_name(ctx: FastMCPContext) -> str:
+        import interaction
+
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            return str(await interaction.ask_text("Name?"))
+
+    for mode in ("auto", "legacy"):
+        provider = ScriptedProvider({"text": "Ada"})
+        handler = fastmcp_elicitation_handler(provider)
+        async with FastMCPClient(server, elicitation_handler=handler, mode=mode) as client:
+            block = (await client.call_tool("ask_name", {})).content[0]
+        assert isinstance(block, mcp_types.TextContent)
+        assert block.text == "Ada"
+        provenance = provider.last_request.provenance
+        assert provenance is not None
+        assert provenance.source == "named-server"
+        assert provider.last_request.questions[-1].question == (
+            "Send these answers to named-server?"
+        )

@@ -26,13 +26,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import mcp.types as mcp_types
+from mcp.client.context import ClientRequestContext
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core import UserInteractionProvider
-from ._client import answer_form
+from ._client import UrlOpener, answer_form, server_name
 from ._suspend import Call
 
 __all__ = [
@@ -43,8 +44,8 @@ __all__ = [
 ]
 
 FastMCPElicitationHandler: TypeAlias = Callable[
-    [str, Any, mcp_types.ElicitRequestParams, Any],
-    Awaitable[FastMCPElicitResult[dict[str, Any]]],
+    [str, object, mcp_types.ElicitRequestParams, object],
+    Awaitable[FastMCPElicitResult[dict[str, object]]],
 ]
 """A FastMCP client's ``elicitation_handler``: ``(message, response_type, params, context)``."""
 
@@ -100,7 +101,7 @@ def call_reader(
 
 
 def fastmcp_elicitation_handler(
-    provider: UserInteractionProvider | None = None,
+    provider: UserInteractionProvider | None = None, *, open_url: UrlOpener | None = None
 ) -> FastMCPElicitationHandler:
     """A FastMCP client ``elicitation_handler`` that asks a human through the seam.
 
@@ -112,16 +113,21 @@ def fastmcp_elicitation_handler(
 
     async def handler(
         message: str,
-        response_type: Any,
+        response_type: object,
         params: mcp_types.ElicitRequestParams,
-        context: Any,
-    ) -> FastMCPElicitResult[dict[str, Any]]:
+        context: object,
+    ) -> FastMCPElicitResult[dict[str, object]]:
         del message, response_type
-        result = await answer_form(params, provider)
+        # FastMCP passes the SDK's ClientRequestContext through as it is.
+        server = server_name(context) if isinstance(context, ClientRequestContext) else None
+        result = await answer_form(params, provider, server, open_url)
         if isinstance(result, mcp_types.ErrorData):
             # FastMCP's client turns a handler's exception into an error response whose
             # message is the exception's (its code is INTERNAL_ERROR): the refusal's reason.
             raise FastMCPElicitationError(result.message)
-        return FastMCPElicitResult(action=result.action, content=result.content)
+        content: dict[str, object] | None = (
+            None if result.content is None else dict(result.content.items())
+        )
+        return FastMCPElicitResult(action=result.action, content=content)
 
     return handler
