@@ -8,6 +8,7 @@ under another secret.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import subprocess
@@ -78,7 +79,7 @@ async def first_round(url: str) -> str:
     return first.request_state
 
 
-async def answer(url: str, state: str, **content: str) -> mcp_types.CallToolResult | str:
+async def answer(url: str, state: str, **content: str) -> str:
     """The next round at ``url``: its result, or the message of the error it is refused with."""
     async with Client(url, elicitation_callback=never) as client:
         try:
@@ -123,6 +124,12 @@ async def test_two_workers_behind_one_redis_refuse_the_second_redemption(
         assert await answer(two.url, state, confirm="Yes") == "next:ask2"
         assert await answer(one.url, state, confirm="No") == USED
         assert await answer(two.url, state, confirm="No") == USED
+        # At the same moment on both workers: exactly one redemption wins.
+        state = await first_round(two.url)
+        raced = await asyncio.gather(
+            answer(one.url, state, confirm="No"), answer(two.url, state, confirm="No")
+        )
+        assert sorted(raced) == sorted(["not published", USED])
 
 
 async def test_without_a_shared_store_a_restart_forgets_what_was_spent(
