@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 __all__ = ["MemorySpentStore", "SpentStateStore", "SpentStoreUnavailable"]
 
@@ -22,7 +22,6 @@ class SpentStoreUnavailable(Exception):
     Its message says where the store is, never its credentials."""
 
 
-@runtime_checkable
 class SpentStateStore(Protocol):
     """Where the nonces of redeemed request states are kept until their states expire.
 
