@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any, cast
 
 import mcp.types as mcp_types
@@ -26,7 +27,7 @@ from interaction import (
     provide,
     wire,
 )
-from interaction.mcp import ElicitationProvider, elicitation_callback, request_to_form
+from interaction.mcp import ASK_DECLINED, ElicitationProvider, elicitation_callback, request_to_form
 from interaction.testing import BlockingProvider, ScriptedProvider
 
 from .helpers import import_error_without
@@ -104,25 +105,17 @@ async def test_a_server_tool_asks_a_batch_and_the_clients_callback_answers() -> 
         ]
     }
     seen = scripted.last_request.questions
-    assert [q.id for q in seen] == [
-        "pkg",
-        "pkg__other",
-        "checks",
-        "checks__other",
-        "notes",
-        "plan",
-        "plan__other",
-    ]
+    # Our server's "Other" fields are folded into their choices: one question each.
+    assert [q.id for q in seen] == ["pkg", "checks", "notes", "plan", "interaction.send"]
     assert seen[0].question == "Tools: Which package manager?"
     assert [o.label for o in seen[0].options] == ["pnpm (Recommended) — fast", "npm"]
-    assert seen[2].multi_select
-    assert seen[4].detail == "Free text."
+    assert seen[1].multi_select
+    assert seen[2].detail == "Free text."
+    assert seen[4].question == "Send these answers to asker?"
 
 
 async def test_other_text_replaces_a_single_choice_and_accompanies_a_multi_choice() -> None:
-    scripted = ScriptedProvider(
-        {"pkg": "npm", "pkg__other": "bun", "checks": ["lint"], "checks__other": "fuzzing"}
-    )
+    scripted = ScriptedProvider({"pkg": "bun", "checks": ["lint", "fuzzing"]})
     text = await call(make_server(), elicitation_callback=elicitation_callback(scripted))
     answers = json.loads(text)["answers"]
     assert answers[0] == {"id": "pkg", "selected": [], "custom": "bun"}
@@ -138,15 +131,23 @@ async def test_a_client_without_the_callback_is_no_provider_not_a_hang() -> None
     )
 
 
-@pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_decline_and_cancel_are_ask_cancelled(action: str) -> None:
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("decline", "error:ASK_DECLINED:the user declined to answer ask_user_question"),
+        ("cancel", "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"),
+    ],
+)
+async def test_decline_is_ask_declined_and_cancel_is_ask_cancelled(
+    action: str, expected: str
+) -> None:
     async def refuse(
         context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult:
         return mcp_types.ElicitResult(action=action)  # type: ignore[arg-type]
 
-    text = await call(make_server(), elicitation_callback=refuse)
-    assert text.startswith("error:ASK_CANCELLED:")
+    assert await call(make_server(), elicitation_callback=refuse) == expected
+    assert ASK_DECLINED == "ASK_DECLINED"
 
 
 async def test_a_dismissal_on_the_client_side_is_cancel() -> None:
@@ -217,7 +218,9 @@ def test_the_form_has_titled_enums_arrays_strings_and_no_required_field() -> Non
         "title": "Anything else?",
         "description": "Free text.",
         "type": "string",
+        "maxLength": 10_000,
     }
+    assert properties["checks"]["maxItems"] == 3
     assert properties["plan__other"]["type"] == "string"
     assert schema["required"] == []
 
@@ -238,7 +241,13 @@ async def answer_form(
     params: mcp_types.ElicitRequestParams, provider: ScriptedProvider
 ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
     callback = elicitation_callback(provider)
-    return await callback(cast(ClientRequestContext, None), params)
+    return await callback(context(), params)
+
+
+def context(name: str = "tests-server") -> ClientRequestContext:
+    """What the callback reads of a client request context: the session's server info."""
+    session = SimpleNamespace(server_info=mcp_types.Implementation(name=name, version="1"))
+    return cast(ClientRequestContext, SimpleNamespace(session=session, request_id=1))
 
 
 async def test_every_field_kind_becomes_a_question_and_its_value_fits() -> None:
@@ -311,21 +320,12 @@ async def test_an_answer_that_does_not_fit_is_asked_again() -> None:
     result = await answer_form(params, provider)
     assert result == mcp_types.ElicitResult(action="accept", content={"name": "Al", "age": 40})
     second = provider.requests[1].questions
-    assert [q.id for q in second] == ["name", "age"]
+    assert [q.id for q in second] == ["name", "age", "interaction.send"]
     assert str(second[0].detail).startswith("Please answer again: this field is required.")
     assert str(second[1].detail).startswith("Please answer again: enter a whole number.")
 
 
-async def test_url_mode_and_unexpressible_schemas_are_refused_with_a_reason() -> None:
-    url = mcp_types.ElicitRequestURLParams(
-        message="Log in", url="https://example.invalid/login", elicitation_id="1"
-    )
-    refused = await answer_form(url, ScriptedProvider())
-    assert isinstance(refused, mcp_types.ErrorData)
-    assert (
-        refused.message
-        == "interaction answers form elicitations only; URL-mode elicitation is declined"
-    )
+async def test_unexpressible_schemas_are_refused_with_a_reason() -> None:
     for properties, reason in (
         ({"where": {"type": "object", "properties": {}}}, "field 'where' has type \"object\""),
         (
@@ -347,15 +347,13 @@ async def test_url_mode_and_unexpressible_schemas_are_refused_with_a_reason() ->
 async def test_the_provider_in_context_answers_when_none_is_given() -> None:
     with provide(ScriptedProvider({"color": "red"})):
         result = await elicitation_callback()(
-            cast(ClientRequestContext, None), form({"color": {"type": "string", "enum": ["red"]}})
+            context(), form({"color": {"type": "string", "enum": ["red"]}})
         )
     assert result == mcp_types.ElicitResult(action="accept", content={"color": "red"})
 
 
 async def test_no_provider_on_the_client_side_is_an_error_not_a_guess() -> None:
-    result = await elicitation_callback()(
-        cast(ClientRequestContext, None), form({"x": {"type": "string"}})
-    )
+    result = await elicitation_callback()(context(), form({"x": {"type": "string"}}))
     assert isinstance(result, mcp_types.ErrorData)
     assert result.message == "no user-interaction provider is registered (NO_PROVIDER)"
 

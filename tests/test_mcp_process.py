@@ -262,10 +262,12 @@ async def test_our_callback_answers_a_fastmcp_servers_elicit_of_every_type() -> 
         for kind, script, _ in KINDS:  # one server process for all of them
             switch.script = script
             results[kind] = json.loads(text_of(await client.call_tool("elicit", {"kind": kind})))
-            assert [q.id for q in switch.requests[-1].questions] == list(script)
+            asked = [q.id for q in switch.requests[-1].questions]
+            assert asked == [*script, "interaction.send"]
     assert results == {kind: data for kind, _, data in KINDS}
-    model = switch.requests[-1].questions
+    *model, decision = switch.requests[-1].questions
     assert [q.question for q in model] == ["Name", "Age", "Ratio", "Vip", "Size"]
+    assert decision.question == "Send these answers to fastmcp-elicit-fixture?"
     assert [o.label for o in model[4].options] == ["s", "m"]
 
 

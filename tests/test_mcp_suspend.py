@@ -24,6 +24,8 @@ from interaction.mcp import (
     ElicitationProvider,
     InputRequiredBridge,
     InteractiveMCPServer,
+    MemorySpentStore,
+    _spent,
     _suspend,
     elicitation_callback,
     interactive,
@@ -279,7 +281,7 @@ async def test_after_a_cancel_the_calls_later_asks_are_cancelled_too_on_2026_07_
     assert len(calls) == (1 if mode == "auto" else 2)
 
 
-async def test_a_declined_text_question_is_ask_cancelled() -> None:
+async def test_a_declined_text_question_is_ask_declined() -> None:
     async def script(
         context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult:
@@ -290,7 +292,7 @@ async def test_a_declined_text_question_is_ask_cancelled() -> None:
 
     async with Client(make_server(), elicitation_callback=script) as client:
         text = text_of(await client.call_tool("release", {"version": "2.0"}))
-    assert text == "error:ASK_CANCELLED:the user dismissed ask_user_question without answering"
+    assert text == "error:ASK_DECLINED:the user declined to answer ask_user_question"
 
 
 async def test_without_the_bridge_or_the_capability_it_is_no_provider_saying_what_lacks() -> None:
@@ -690,9 +692,14 @@ class Clock:
         return self.now
 
 
-def refusal(bridge: InputRequiredBridge, nonce: str, expires: float) -> str:
+def a_call(state: str | None = None) -> _suspend.Call:
+    """A call of tool ``t`` as the bridge reads it (no session: these tests never ask)."""
+    return _suspend.Call(cast(ServerSession, None), "2026-07-28", state, None, "t", dict)
+
+
+async def refusal(bridge: InputRequiredBridge, state: str) -> str:
     with pytest.raises(UserInteractionError) as refused:
-        bridge._spend(nonce, expires)
+        await bridge.open(a_call(state))
     assert refused.value.code == ErrorCode.BAD_REQUEST
     return refused.value.message
 
@@ -701,40 +708,43 @@ EXPIRED = "the request state has expired; call the tool again without it"
 USED = "the request state was already used; call the tool again without it"
 
 
-def test_spent_nonces_are_forgotten_from_the_front_up_to_the_first_live_one(
+async def test_spent_nonces_are_forgotten_from_the_front_up_to_the_first_live_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = Clock(1000.0)
-    monkeypatch.setattr(_suspend, "time", clock)
-    bridge = InputRequiredBridge(ttl=10)
-    bridge._spend("a", 1010.0)
-    bridge._spend("b", 1012.0)
-    bridge._spend("late", 1011.0)  # opened out of the order it was sealed in
+    monkeypatch.setattr(_spent, "time", clock)
+    store = MemorySpentStore()
+    assert await store.spend("a", 1010.0)
+    assert await store.spend("b", 1012.0)
+    assert await store.spend("late", 1011.0)  # opened out of the order it was sealed in
     clock.now = 1011.5
-    bridge._spend("c", 1021.5)
+    assert await store.spend("c", 1021.5)
     # "a" expired and is forgotten; "b" is live, so the scan stops there and "late",
     # expired behind it, is forgotten later, never early.
-    assert list(bridge._spent) == ["b", "late", "c"]
-    assert refusal(bridge, "late", 1011.0) == EXPIRED
-    assert refusal(bridge, "b", 1012.0) == USED
+    assert ("a" in store, "b" in store, "late" in store, len(store)) == (False, True, True, 3)
+    assert not await store.spend("b", 1012.0)
     clock.now = 1030.0
-    bridge._spend("d", 1040.0)
-    assert list(bridge._spent) == ["d"]
+    assert await store.spend("d", 1040.0)
+    assert ("d" in store, len(store)) == (True, 1)
 
 
-def test_a_clock_stepped_back_never_makes_a_forgotten_nonce_usable_again(
+async def test_a_clock_stepped_back_never_makes_a_forgotten_state_usable_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = Clock(1000.0)
     monkeypatch.setattr(_suspend, "time", clock)
-    bridge = InputRequiredBridge(ttl=10)
-    bridge._spend("a", 1010.0)
+    monkeypatch.setattr(_spent, "time", clock)
+    store = MemorySpentStore()
+    bridge = InputRequiredBridge(ttl=10, store=store)
+    first = bridge.seal(a_call(), [], "ask1", "digest")
+    await bridge.open(a_call(first))
     clock.now = 1010.5
-    bridge._spend("b", 1020.5)
-    assert "a" not in bridge._spent  # forgotten as expired
-    clock.now = 1001.0  # the wall clock steps back: "a"'s state looks valid again
-    assert refusal(bridge, "a", 1010.0) == EXPIRED
-    assert refusal(bridge, "b", 1020.5) == USED
+    second = bridge.seal(a_call(), [], "ask1", "digest")
+    await bridge.open(a_call(second))
+    assert len(store) == 1  # the first state's nonce is forgotten as expired
+    clock.now = 1001.0  # the wall clock steps back: the first state looks valid again
+    assert await refusal(bridge, first) == EXPIRED
+    assert await refusal(bridge, second) == USED
 
 
 async def test_after_a_clock_step_back_new_calls_still_take_their_rounds(

@@ -7,6 +7,11 @@
 - Client side (:mod:`interaction.mcp._client`): :func:`elicitation_callback` answers a
   server's form elicitation with the provider active in context (terminal, console, web
   relay): pass it as an MCP client's ``elicitation_callback``.
+- At most once (:mod:`interaction.mcp._spent`): a :class:`SpentStateStore` records each
+  redeemed request state; ``RedisSpentStore`` (extra ``[redis]``) shares it.
+- FastMCP (:mod:`interaction.mcp._fastmcp`, extra ``[fastmcp]``): ``@interactive`` and
+  ``ElicitationProvider.from_context`` take FastMCP tools; ``fastmcp_elicitation_handler``
+  answers on a FastMCP client (loaded on first use).
 
 What a form cannot carry is listed in docs/mcp.md.
 """
@@ -19,8 +24,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         'interaction.mcp needs the MCP SDK: pip install "interaction-seam[mcp]"'
     ) from exc
 
-from ._client import MAX_TRIES, ElicitationCallback, elicitation_callback
+from typing import TYPE_CHECKING
+
+from ._client import MAX_TRIES, ElicitationCallback, UrlOpener, elicitation_callback
 from ._server import (
+    ASK_DECLINED,
     ELICITATION_VERSION,
     INPUT_REQUIRED_VERSION,
     TITLED_VERSION,
@@ -29,19 +37,58 @@ from ._server import (
     form_to_answer,
     request_to_form,
 )
-from ._suspend import InputRequiredBridge, InteractiveMCPServer, interactive
+from ._spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
+from ._suspend import SECRET_VARIABLE, InputRequiredBridge, InteractiveMCPServer, interactive
+
+if TYPE_CHECKING:
+    from ._fastmcp import (
+        FastMCPElicitationError,
+        FastMCPElicitationHandler,
+        fastmcp_elicitation_handler,
+    )
+    from ._redis_store import RedisSpentStore
+
+_LAZY = {
+    "FastMCPElicitationError": "_fastmcp",
+    "FastMCPElicitationHandler": "_fastmcp",
+    "fastmcp_elicitation_handler": "_fastmcp",
+    "RedisSpentStore": "_redis_store",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The names that need another extra (``[fastmcp]``, ``[redis]``), imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "ASK_DECLINED",
     "ELICITATION_VERSION",
     "INPUT_REQUIRED_VERSION",
     "MAX_TRIES",
+    "SECRET_VARIABLE",
     "TITLED_VERSION",
     "ElicitationCallback",
     "ElicitationProvider",
+    "FastMCPElicitationError",
+    "FastMCPElicitationHandler",
     "FormField",
     "InputRequiredBridge",
     "InteractiveMCPServer",
+    "MemorySpentStore",
+    "RedisSpentStore",
+    "SpentStateStore",
+    "SpentStoreUnavailable",
+    "UrlOpener",
     "elicitation_callback",
+    "fastmcp_elicitation_handler",
     "form_to_answer",
     "interactive",
     "request_to_form",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import mcp.types as mcp_types
 from mcp.server.mcpserver import Context
@@ -27,6 +28,12 @@ from .._core import (
     json_type,
 )
 from ..wire import JSONObject
+from ._limits import MAX_CONTENT_BYTES, MAX_TEXT, QUOTE, quote
+
+ASK_DECLINED: Final = "ASK_DECLINED"
+"""The code of the ``UserInteractionError`` an ask raises when the MCP client's user
+declined it (``decline``, distinct from ``cancel``'s ``ASK_CANCELLED``)."""
+DECLINED_MESSAGE: Final = "the user declined to answer ask_user_question"
 
 OTHER_SUFFIX: Final = "__other"
 OTHER_TITLE: Final = OTHER_LABEL
@@ -58,11 +65,30 @@ NO_BACK_CHANNEL: Final = (
     "the MCP client cannot answer questions: this connection has no channel for"
     " server-to-client requests, so elicitation/create cannot reach it"
 )
-NOT_SUSPENDABLE: Final = (
+_NOT_PUSHABLE: Final = (
     f"the MCP client cannot answer questions pushed during a tool call: it speaks protocol"
     f" {INPUT_REQUIRED_VERSION} or later, where a server asks through an input-required result;"
-    " serve it from an interaction.mcp.InteractiveMCPServer (or with @interaction.mcp.interactive)"
 )
+NOT_SUSPENDABLE: Final = (
+    _NOT_PUSHABLE + " serve it from an interaction.mcp.InteractiveMCPServer"
+    " (or with @interaction.mcp.interactive)"
+)
+NOT_SUSPENDABLE_FASTMCP: Final = (
+    _NOT_PUSHABLE + " put @interaction.mcp.interactive under the FastMCP tool's @server.tool"
+)
+
+Host: TypeAlias = Literal["mcp", "fastmcp"]
+"""Which server framework a provider's tool runs on: its advice names that one's remedy."""
+
+
+class ToolContext(Protocol):
+    """A FastMCP tool's ``Context`` as :meth:`ElicitationProvider.from_context` reads it."""
+
+    @property
+    def session(self) -> ServerSession: ...
+
+    @property
+    def request_id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +162,7 @@ def request_to_form(
         if item.detail:
             prop["description"] = item.detail
         if not item.options:
-            properties[key] = {**prop, "type": "string"}
+            properties[key] = {**prop, "type": "string", "maxLength": MAX_TEXT}
             fields.append(FormField(item, key, None))
             continue
         option_keys: tuple[str, ...] = ()
@@ -147,6 +173,7 @@ def request_to_form(
                 "type": "array",
                 "items": {"anyOf": choices},
                 "uniqueItems": True,
+                "maxItems": len(item.options),
             }
         elif item.multi_select:
             option_keys = tuple(keys.make(f"{key}__{n}") for n in range(1, len(item.options) + 1))
@@ -170,7 +197,11 @@ def request_to_form(
                 "enumNames": [_option_title(o) for o in item.options],
             }
         other_key = keys.make(key + OTHER_SUFFIX)
-        properties[other_key] = {"type": "string", "title": f"{OTHER_TITLE} — {item.question}"}
+        properties[other_key] = {
+            "type": "string",
+            "title": f"{OTHER_TITLE} — {item.question}",
+            "maxLength": MAX_TEXT,
+        }
         fields.append(FormField(item, key, other_key, option_keys))
     if len(request.questions) == 1:
         only = request.questions[0]
@@ -183,18 +214,48 @@ def request_to_form(
 
 
 def _bad(key: str, problem: str) -> UserInteractionError:
-    return fault(ErrorCode.BAD_ANSWER, f"content.{key}", problem, source="elicitation")
+    where = key if len(key) <= QUOTE else f"{key[:QUOTE]}…"
+    return fault(ErrorCode.BAD_ANSWER, f"content.{where}", problem, source="elicitation")
+
+
+def _checked_text(key: str, value: str) -> str:
+    if len(value) > MAX_TEXT:
+        raise _bad(key, f"the text is {len(value)} characters long; at most {MAX_TEXT} are read")
+    return value
 
 
 def _text_value(content: Mapping[str, object], key: str | None) -> str | None:
-    if key is None:
+    if key is None or key not in content:
         return None
-    value = content.get(key)
-    if value is None or value == "":
+    value = content[key]
+    if value == "":
         return None
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # null too: a skip leaves the field out
         raise _bad(key, f"expected a string, got {json_type(value)}")
-    return value if value.strip() else None
+    return _checked_text(key, value) if value.strip() else None
+
+
+def _labels(question: AskUserQuestionItem, key: str, values: Sequence[str]) -> tuple[str, ...]:
+    """The chosen labels, as sent; one longer than every option (and than ``QUOTE``) cannot
+    be one, and is refused here with a bounded quote (the seam's own refusal, for the
+    others, quotes the label whole)."""
+    if len(values) > len(question.options):
+        raise _bad(
+            key, f"expected at most {len(question.options)} option labels, got {len(values)}"
+        )
+    longest = max(QUOTE, *(len(option.label) for option in question.options))
+    for value in values:
+        if len(value) > longest:
+            raise _bad(key, f"the form offers no option {quote(value)}")
+    return tuple(values)
+
+
+def _content_size(content: Mapping[str, object]) -> int:
+    try:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON (a direct call, not off the wire): no size
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _with_other(
@@ -223,6 +284,14 @@ def form_to_answer(
     A content key the form did not ask for is ``BAD_ANSWER``: a client that renamed a
     field must not turn an answer into a silent skip.
     """
+    size = _content_size(content)
+    if size > MAX_CONTENT_BYTES:
+        raise fault(
+            ErrorCode.BAD_ANSWER,
+            "content",
+            f"the content is {size} bytes long; at most {MAX_CONTENT_BYTES} are read",
+            source="elicitation",
+        )
     sent: set[str] = set()
     for field in fields:
         sent.update(field.option_keys or (field.key,))
@@ -242,7 +311,7 @@ def form_to_answer(
             selected = []
             for option, key in zip(question.options, field.option_keys, strict=True):
                 flag = content.get(key)
-                if flag is not None and not isinstance(flag, bool):
+                if key in content and not isinstance(flag, bool):
                     raise _bad(key, f"expected a boolean, got {json_type(flag)}")
                 if flag:
                     selected.append(option.label)
@@ -250,16 +319,16 @@ def form_to_answer(
             continue
         value = content.get(field.key)
         if question.multi_select:
-            if value is None:
+            if field.key not in content:
                 value = []
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _bad(field.key, "expected an array of option labels")
-            items.append(_with_other(question, tuple(value), other))
+            items.append(_with_other(question, _labels(question, field.key, value), other))
         else:
-            if value is not None and value != "" and not isinstance(value, str):
+            if field.key in content and not isinstance(value, str):
                 raise _bad(field.key, f"expected an option label, got {json_type(value)}")
             chosen = (value,) if isinstance(value, str) and value else ()
-            items.append(_with_other(question, chosen, other))
+            items.append(_with_other(question, _labels(question, field.key, chosen), other))
     return AskUserQuestionAnswer(items)
 
 
@@ -279,13 +348,15 @@ def outcome(
     """The answer an elicitation result gives, or the error it is.
 
     ``accept`` is the content's answer; ``decline`` on a yes/no form is a skip, which
-    ``confirm()`` reads as "no"; any other ``decline``, and every ``cancel``, is
+    ``confirm()`` reads as "no"; any other ``decline`` is ``ASK_DECLINED``; ``cancel`` is
     ``ASK_CANCELLED``.
     """
     if result.action == "accept":
         return form_to_answer(fields, result.content or {})
-    if result.action == "decline" and is_yes_no(request):
-        return AskUserQuestionAnswer([AskUserQuestionAnswerItem(request.questions[0].id)])
+    if result.action == "decline":
+        if is_yes_no(request):
+            return AskUserQuestionAnswer([AskUserQuestionAnswerItem(request.questions[0].id)])
+        raise UserInteractionError(DECLINED_MESSAGE, ASK_DECLINED)
     raise cancelled_error()
 
 
@@ -325,21 +396,31 @@ class ElicitationProvider:
     tool served with :func:`interactive` on a 2026-07-28 connection it suspends the ask,
     and the tool answers with an input-required result. ``accept`` gives the answer
     (checked by the seam); ``decline`` on a yes/no question is a skip (``confirm()`` is
-    ``False``), any other ``decline`` and every ``cancel`` is ``ASK_CANCELLED``; a client
+    ``False``), any other ``decline`` is :data:`ASK_DECLINED`, ``cancel`` is
+    ``ASK_CANCELLED``; a client
     that cannot be asked is ``NO_PROVIDER`` with what it lacks. An abort or timeout of the
     request's signal cancels a pending push.
     """
 
     def __init__(
-        self, session: ServerSession, related_request_id: mcp_types.RequestId | None = None
+        self,
+        session: ServerSession,
+        related_request_id: mcp_types.RequestId | None = None,
+        *,
+        host: Host = "mcp",
     ) -> None:
         self.session = session
         self.related_request_id = related_request_id
+        self.host: Host = host
 
     @classmethod
-    def from_context(cls, ctx: Context[Any, Any]) -> ElicitationProvider:
-        """The provider for the client that called the tool whose context is ``ctx``."""
-        return cls(ctx.request_context.session, ctx.request_id)
+    def from_context(cls, ctx: Context[Any, Any] | ToolContext) -> ElicitationProvider:
+        """The provider for the client that called the tool whose context is ``ctx``: an
+        ``MCPServer`` tool's (``mcp.server.mcpserver.Context``) or a FastMCP tool's
+        (``fastmcp.Context``)."""
+        if isinstance(ctx, Context):
+            return cls(ctx.request_context.session, ctx.request_id)
+        return cls(ctx.session, ctx.request_id, host="fastmcp")
 
     @property
     def protocol_version(self) -> str:
@@ -350,12 +431,14 @@ class ElicitationProvider:
         version = self.protocol_version
         if not _at_least(version, ELICITATION_VERSION):
             return old_protocol_message(version)
+        if not _at_least(version, INPUT_REQUIRED_VERSION) and not self.session.can_send_request:
+            # First: without a channel (stateless HTTP) the capabilities declared at
+            # initialize are not known on this connection either.
+            return NO_BACK_CHANNEL
         if not supports_form_elicitation(self.session):
             return NO_ELICITATION
         if not self.session.can_send_request:
-            return (
-                NOT_SUSPENDABLE if _at_least(version, INPUT_REQUIRED_VERSION) else NO_BACK_CHANNEL
-            )
+            return NOT_SUSPENDABLE_FASTMCP if self.host == "fastmcp" else NOT_SUSPENDABLE
         return None
 
     def supports_elicitation(self) -> bool:

@@ -13,10 +13,11 @@ asks is ``BAD_ANSWER`` too. On older connections the tool runs once and the prov
 pushes, as before.
 
 The ``request_state`` is the outcomes so far (answers and refusals), signed with
-HMAC-SHA256 under a key only the server holds, bound to the tool and its arguments, with
-an expiry and a single-use nonce: a forged, altered, expired, misdirected or replayed
-state is ``BAD_REQUEST``, never an answer. (The SDK's own ``RequestStateBoundary`` also
-seals it; this does not rely on it.)
+HMAC-SHA256 under a key derived from the deployment's one secret, bound to the tool and
+its arguments, with an expiry and a nonce that the :class:`~interaction.mcp.SpentStateStore`
+lets be redeemed once: a forged, altered, expired, misdirected or replayed state is
+``BAD_REQUEST``, never an answer. (The SDK's own ``RequestStateBoundary`` also seals it,
+under another key derived from the same secret; this does not rely on it.)
 """
 
 from __future__ import annotations
@@ -27,17 +28,21 @@ import functools
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
+import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
 
 import mcp.types as mcp_types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 from .._core import (
@@ -54,6 +59,7 @@ from .._core import (
     resume,
 )
 from ..wire import decode_answer, encode_answer
+from ._limits import MAX_ARGUMENTS_BYTES, MAX_STATE
 from ._server import (
     ACTIVE_ROUND,
     INPUT_REQUIRED_VERSION,
@@ -63,6 +69,7 @@ from ._server import (
     request_to_form,
     supports_form_elicitation,
 )
+from ._spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 
 __all__ = ["InputRequiredBridge", "InteractiveMCPServer", "interactive"]
 
@@ -73,7 +80,16 @@ STATE_VERSION: Final = 2  # 2: outcomes, answers and refusals (1 held answers on
 BAD_STATE: Final = "the request state is not one this server issued for this tool call"
 USED_STATE: Final = "the request state was already used; call the tool again without it"
 EXPIRED_STATE: Final = "the request state has expired; call the tool again without it"
-NO_CONTEXT: Final = "an @interactive tool takes the MCP Context as a parameter"
+UNCHECKED_STATE: Final = "the request state could not be checked against the spent-state store"
+NO_CONTEXT: Final = (
+    "an @interactive tool takes the MCP Context (mcp.server.mcpserver.Context or"
+    " fastmcp.Context) as a parameter"
+)
+MIN_SECRET: Final = 32
+SDK_TTL_MARGIN: Final = 60.0
+"""Seconds the SDK's seal outlives the bridge's state, so the bridge judges expiry first."""
+SECRET_VARIABLE: Final = "INTERACTION_MCP_SECRET"
+"""The environment variable :meth:`InputRequiredBridge.from_env` reads by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +167,48 @@ class _State:
     pending_digest: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What the bridge reads of one tool call, whichever server framework serves it."""
+
+    session: ServerSession
+    version: str
+    request_state: str | None
+    input_responses: Mapping[str, object] | None
+    tool: str
+    arguments: Callable[[], object]
+    """The call's arguments as JSON, read only on 2026-07-28 (a state binds to them)."""
+
+    def digest(self) -> str:
+        """The SHA-256 of the arguments as canonical JSON; ``BAD_REQUEST`` past
+        :data:`~interaction.mcp._limits.MAX_ARGUMENTS_BYTES`."""
+        return arguments_digest(self.arguments())
+
+
+def arguments_digest(arguments: object) -> str:
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    if len(text) > MAX_ARGUMENTS_BYTES:
+        raise UserInteractionError(
+            f"the tool's arguments are {len(text)} bytes long as JSON; at most"
+            f" {MAX_ARGUMENTS_BYTES} are read",
+            ErrorCode.BAD_REQUEST,
+            path="arguments",
+        )
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _call_of(ctx: Context[Any, Any]) -> Call:
+    params: Mapping[str, Any] = ctx.request_context.params or {}
+    return Call(
+        ctx.request_context.session,
+        ctx.protocol_version or "",
+        ctx.request_state,
+        ctx.input_responses,
+        str(params.get("name")),
+        lambda: params.get("arguments") or {},
+    )
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
@@ -159,58 +217,118 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _call_identity(ctx: Context[Any, Any]) -> tuple[str, str]:
-    params: Mapping[str, Any] = ctx.request_context.params or {}
-    name = params.get("name")
-    arguments = json.dumps(params.get("arguments") or {}, sort_keys=True, separators=(",", ":"))
-    return str(name), hashlib.sha256(arguments.encode()).hexdigest()
+def _derive(secret: bytes, purpose: bytes) -> bytes:
+    return hmac.new(secret, b"interaction.mcp/" + purpose, hashlib.sha256).digest()
+
+
+def _secret_bytes(secret: bytes | str) -> bytes:
+    raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+    if len(raw) < MIN_SECRET:
+        raise ValueError(
+            f"the request-state secret must be at least {MIN_SECRET} bytes"
+            ' (make one with: python -c "import secrets; print(secrets.token_hex(32))")'
+        )
+    return raw
 
 
 class InputRequiredBridge:
     """Serves tools whose asks must work on every protocol generation.
 
-    ``key`` (at least 32 bytes) signs the ``request_state``; by default a key made now and
-    held only by this process, which suits stdio and single-worker servers. Servers behind
-    several workers pass the same key to each. ``ttl`` is how long a state stays valid.
+    ``secret`` (at least 32 bytes; a ``str`` is taken as UTF-8) is the one secret of a
+    deployment: the bridge signs its ``request_state`` under a key derived from it, and
+    :meth:`request_state_security` gives the SDK's request-state sealing another key
+    derived from it (an :class:`InteractiveMCPServer` installs that on its own). By
+    default a secret made now and held only by this process, which suits stdio and
+    single-worker servers that never restart mid-call. ``ttl`` is how long a state stays
+    valid. ``store`` keeps the nonces of redeemed states, so a state is redeemed at most
+    once: by default in this process (:class:`MemorySpentStore`); a deployment that
+    restarts or runs several workers shares one (``RedisSpentStore``) and the secret.
     """
 
-    def __init__(self, key: bytes | None = None, *, ttl: float = 600.0) -> None:
-        if key is not None and len(key) < 32:
-            raise ValueError("the request-state key must be at least 32 bytes")
-        if not ttl > 0:
-            raise ValueError("the request-state ttl must be positive")
-        self._key = key if key is not None else os.urandom(32)
-        self._ttl = ttl
-        # nonce -> expiry, in the order spent; an OrderedDict, whose first key is found in
-        # O(1) however many were deleted before it (a dict's scan would grow with them).
-        self._spent: OrderedDict[str, float] = OrderedDict()
+    def __init__(
+        self,
+        secret: bytes | str | None = None,
+        *,
+        ttl: float = 600.0,
+        store: SpentStateStore | None = None,
+    ) -> None:
+        if not (math.isfinite(ttl) and ttl > 0):
+            raise ValueError("the request-state ttl must be a positive number of seconds")
+        self.shared = secret is not None
+        """Whether the secret was given (and so may be shared), not made by this process."""
+        raw = _secret_bytes(secret) if secret is not None else os.urandom(32)
+        self._key = _derive(raw, b"bridge-state")
+        self._sdk_key = _derive(raw, b"sdk-request-state")
+        self.ttl = ttl
+        self.store: SpentStateStore = store if store is not None else MemorySpentStore()
         self._now = 0.0  # the latest time.time() seen: see _time
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(
+        cls,
+        variable: str = SECRET_VARIABLE,
+        *,
+        ttl: float = 600.0,
+        store: SpentStateStore | None = None,
+    ) -> InputRequiredBridge:
+        """A bridge whose secret is the environment variable ``variable``.
+
+        ``ValueError`` (naming the variable, never its value) when it is unset or short.
+        """
+        value = os.environ.get(variable)
+        if not value:
+            raise ValueError(
+                f"the environment variable {variable} (the request-state secret) is not set"
+            )
+        if len(value.encode("utf-8")) < MIN_SECRET:
+            raise ValueError(
+                f"the environment variable {variable} must hold at least {MIN_SECRET} bytes"
+            )
+        return cls(value, ttl=ttl, store=store)
+
+    def request_state_security(self, *, audience: str | None = None) -> RequestStateSecurity:
+        """The SDK's ``RequestStateSecurity`` under a key derived from this bridge's secret.
+
+        Pass it as ``request_state_security=`` to an ``MCPServer`` or ``FastMCP`` whose tools
+        use this bridge (:class:`InteractiveMCPServer` does it itself), so a restarted
+        process or another worker with the same secret opens both layers of a state. Its
+        ``ttl`` is the bridge's plus :data:`SDK_TTL_MARGIN`, so the bridge's expiry, with
+        its clearer message, comes first.
+        """
+        return RequestStateSecurity(
+            keys=[self._sdk_key], ttl=self.ttl + SDK_TTL_MARGIN, audience=audience
+        )
 
     # ---------------------------------------------------------------------- the state
 
     def _sign(self, body: bytes) -> str:
         return hmac.new(self._key, body, hashlib.sha256).hexdigest()
 
-    def seal(self, ctx: Context[Any, Any], outcomes: list[_Outcome], key: str, digest: str) -> str:
-        tool, arguments = _call_identity(ctx)
+    def seal(self, call: Call, outcomes: list[_Outcome], key: str, digest: str) -> str:
         payload = {
             "v": STATE_VERSION,
             "n": secrets.token_hex(16),
-            "exp": self._time() + self._ttl,
-            "t": tool,
-            "a": arguments,
+            "exp": self._time() + self.ttl,
+            "t": call.tool,
+            "a": call.digest(),
             "outcomes": [_encode_outcome(entry) for entry in outcomes],
             "pending": [key, digest],
         }
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode("ascii")
         return f"{_b64(body)}.{self._sign(body)}"
 
-    def open(self, ctx: Context[Any, Any]) -> _State:
-        """The verified state the client echoed (empty on the first round)."""
-        token = ctx.request_state
+    async def open(self, call: Call) -> _State:
+        """The verified state the client echoed (empty on the first round), now spent."""
+        token = call.request_state
         if token is None:
             return _State((), None, None)
+        if len(token) > MAX_STATE:
+            raise UserInteractionError(
+                f"the request state is {len(token)} characters long; at most {MAX_STATE} are read",
+                ErrorCode.BAD_REQUEST,
+                path="requestState",
+            )
         forged = UserInteractionError(BAD_STATE, ErrorCode.BAD_REQUEST, path="requestState")
         encoded, dot, signature = token.partition(".")
         try:
@@ -221,93 +339,91 @@ class InputRequiredBridge:
         if not dot or not hmac.compare_digest(self._sign(body).encode("ascii"), given):
             raise forged
         payload = json.loads(body)
-        tool, arguments = _call_identity(ctx)
         if (
             payload.get("v") != STATE_VERSION
-            or payload.get("t") != tool
-            or payload.get("a") != arguments
+            or payload.get("t") != call.tool
+            or payload.get("a") != call.digest()
         ):
             raise forged
-        self._spend(payload["n"], payload["exp"])
+        expires = float(payload["exp"])
+        if not self._time() < expires:
+            raise UserInteractionError(EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
+        try:
+            fresh = await self.store.spend(str(payload["n"]), expires)
+        except SpentStoreUnavailable as exc:
+            raise _StoreFailed(f"{UNCHECKED_STATE}: {exc}") from None
+        except Exception as exc:
+            raise _StoreFailed(f"{UNCHECKED_STATE}: {type(exc).__name__}") from None
+        if not fresh:
+            raise UserInteractionError(USED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
         outcomes = tuple(_decode_outcome(entry) for entry in payload["outcomes"])
         key, digest = payload["pending"]
         return _State(outcomes, str(key), str(digest))
 
     def _time(self) -> float:
         """The latest wall-clock reading seen: it never goes back, even when the clock does
-        (so a state sealed after a step back is not born expired)."""
+        (so a state sealed after a step back is not born expired, and one judged expired
+        stays expired)."""
         with self._lock:
-            return self._tick()
-
-    def _tick(self) -> float:
-        """:meth:`_time`, for a caller that holds ``_lock``."""
-        self._now = max(self._now, time.time())
-        return self._now
-
-    def _spend(self, nonce: str, expires: float) -> None:
-        """Use ``nonce`` once, or refuse its state as expired or already used.
-
-        Time here is the latest clock reading seen, so a clock stepped backwards cannot
-        revive a state whose nonce was already forgotten as expired. States are opened in
-        about the order they were sealed, so their expiries come nearly in order: forgetting
-        the expired ones from the front, up to the first live one, costs O(1) amortised.
-        One that expires out of order is forgotten a little late, never early.
-        """
-        with self._lock:
-            now = self._tick()
-            if not now < expires:
-                raise UserInteractionError(
-                    EXPIRED_STATE, ErrorCode.BAD_REQUEST, path="requestState"
-                )
-            spent = self._spent
-            while spent:
-                oldest = next(iter(spent))
-                if spent[oldest] > now:
-                    break
-                del spent[oldest]
-            if nonce in spent:
-                raise UserInteractionError(USED_STATE, ErrorCode.BAD_REQUEST, path="requestState")
-            spent[nonce] = expires
+            self._now = max(self._now, time.time())
+            return self._now
 
     # ----------------------------------------------------------------------- the tool
 
     def __call__(
         self, tool: Callable[P, Awaitable[R]]
     ) -> Callable[P, Coroutine[Any, Any, R | mcp_types.InputRequiredResult]]:
-        """Wrap an MCP tool (one that takes the ``Context``) so its asks work on 2026-07-28."""
+        """Wrap an MCP tool (one that takes the ``Context``) so its asks work on 2026-07-28.
+
+        The tool may be an ``MCPServer`` tool (``mcp.server.mcpserver.Context``) or a
+        ``FastMCP`` one (``fastmcp.Context``).
+        """
 
         @functools.wraps(tool)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | mcp_types.InputRequiredResult:
-            ctx = next((v for v in (*args, *kwargs.values()) if isinstance(v, Context)), None)
-            if ctx is None:
+            values = (*args, *kwargs.values())
+            ctx = next((v for v in values if isinstance(v, Context)), None)
+            if ctx is not None:
+                return await self.run(lambda: _call_of(ctx), lambda: tool(*args, **kwargs))
+            fast = _fastmcp_call(tool, args, kwargs)
+            if fast is None:
                 raise TypeError(NO_CONTEXT)
-            return await self.run(ctx, lambda: tool(*args, **kwargs))
+            return await self.run(fast, lambda: tool(*args, **kwargs))
 
         return wrapper
 
     async def run(
-        self, ctx: Context[Any, Any], call: Callable[[], Awaitable[R]]
+        self, call: Callable[[], Call | None], tool: Callable[[], Awaitable[R]]
     ) -> R | mcp_types.InputRequiredResult:
-        """One tool call, ``call()``: as it is on a legacy connection, in rounds on 2026-07-28."""
-        version = ctx.protocol_version or ""
-        if version < INPUT_REQUIRED_VERSION or ACTIVE_ROUND.get() is not None:
-            # Legacy: the provider pushes. Already in a round (an @interactive tool on an
-            # InteractiveMCPServer): that round owns the state.
-            return await call()
-        return await self._round(ctx, version, call)
+        """One tool call, ``tool()``: as it is on a legacy connection, in rounds on 2026-07-28.
+
+        ``call()`` reads the call (``None`` outside a request: the tool just runs).
+        """
+        if ACTIVE_ROUND.get() is not None:
+            # An @interactive tool on an InteractiveMCPServer: that round owns the state.
+            return await tool()
+        current = call()
+        if current is None or current.version < INPUT_REQUIRED_VERSION:
+            return await tool()  # legacy: the provider pushes
+        return await self._round(current, tool)
 
     async def _round(
-        self, ctx: Context[Any, Any], version: str, call: Callable[[], Awaitable[R]]
+        self, call: Call, tool: Callable[[], Awaitable[R]]
     ) -> R | mcp_types.InputRequiredResult:
         try:
-            state = self.open(ctx)
+            call.digest()  # arguments past the limit are refused before the tool runs
+            state = await self.open(call)
         except UserInteractionError as error:  # a protocol error, not the tool's result
             raise MCPError(
                 mcp_types.INVALID_PARAMS, error.message, {"code": str(error.code)}
             ) from None
+        except _StoreFailed as failed:
+            raise MCPError(
+                mcp_types.INTERNAL_ERROR, str(failed), {"code": str(ErrorCode.PROVIDER_FAILED)}
+            ) from None
         pending = None
         if state.pending_key is not None and state.pending_digest is not None:
-            response = (ctx.input_responses or {}).get(state.pending_key)
+            response = (call.input_responses or {}).get(state.pending_key)
             if response is not None and not isinstance(response, mcp_types.ElicitResult):
                 raise MCPError(
                     mcp_types.INVALID_PARAMS,
@@ -323,17 +439,17 @@ class InputRequiredBridge:
                 break
             answers.append(entry)
         replay = deque(state.outcomes[len(answers) :])
-        suspension = Suspension(ctx.request_context.session, version, pending, replay)
+        suspension = Suspension(call.session, call.version, pending, replay)
         token = ACTIVE_ROUND.set(suspension)
         try:
             with resume(answers):
-                return await call()
+                return await tool()
         except Exception as exc:
             suspended = _suspension(exc)
             if suspended is None:
                 raise
             request = suspended.request
-            message, schema, _ = request_to_form(request, version)
+            message, schema, _ = request_to_form(request, call.version)
             outcomes = [*answers, *suspension.collected]
             key = f"ask{len(outcomes) + 1}"
             form = mcp_types.ElicitRequest(
@@ -341,10 +457,29 @@ class InputRequiredBridge:
             )
             return mcp_types.InputRequiredResult(
                 input_requests={key: form},
-                request_state=self.seal(ctx, outcomes, key, suspended.digest),
+                request_state=self.seal(call, outcomes, key, suspended.digest),
             )
         finally:
             ACTIVE_ROUND.reset(token)
+
+
+class _StoreFailed(Exception):
+    """The spent-state store could not record a state: it is refused, not redeemed."""
+
+
+def _fastmcp_call(
+    tool: Callable[..., object], args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> Callable[[], Call | None] | None:
+    """How to read a FastMCP tool call, when one of the arguments is a ``fastmcp.Context``.
+
+    FastMCP is only consulted when it is already imported (a FastMCP tool is running):
+    ``interaction.mcp`` does not need it installed.
+    """
+    if "fastmcp" not in sys.modules:
+        return None
+    from ._fastmcp import call_reader
+
+    return call_reader(tool, args, kwargs)
 
 
 def _encode_outcome(entry: _Outcome) -> list[object]:
@@ -382,7 +517,7 @@ def _suspension(exc: BaseException) -> AskSuspended | None:
 
 
 interactive: Final = InputRequiredBridge()
-"""The default bridge, under a key made when the process starts: ``@interactive``."""
+"""The default bridge, under a secret made when the process starts: ``@interactive``."""
 
 
 class InteractiveMCPServer(MCPServer[Any]):
@@ -391,13 +526,17 @@ class InteractiveMCPServer(MCPServer[Any]):
     Tools are written and registered as on ``MCPServer``; a tool that asks through
     :class:`ElicitationProvider` pushes its questions on legacy connections and answers
     in input-required rounds on 2026-07-28 ones. ``bridge`` signs the request state (by
-    default :data:`interactive`, under a key made when the process starts; servers behind
-    several workers pass an :class:`InputRequiredBridge` with a shared key).
+    default :data:`interactive`, under a secret made when the process starts). A bridge
+    built with a secret also configures the SDK's request-state sealing from it (unless
+    ``request_state_security`` is given), so the one secret is all that restarted
+    processes and other workers must share.
     """
 
     def __init__(
         self, *args: Any, bridge: InputRequiredBridge = interactive, **kwargs: Any
     ) -> None:
+        if bridge.shared and kwargs.get("request_state_security") is None:
+            kwargs["request_state_security"] = bridge.request_state_security()
         super().__init__(*args, **kwargs)
         self.bridge = bridge
 
@@ -407,4 +546,16 @@ class InteractiveMCPServer(MCPServer[Any]):
         if context is None:  # a direct call, as the SDK's own tests make: no connection
             return await super().call_tool(name, arguments)
         run = super().call_tool
-        return await self.bridge.run(context, lambda: run(name, arguments, context))
+
+        def read() -> Call:
+            assert context is not None
+            return Call(
+                context.request_context.session,
+                context.protocol_version or "",
+                context.request_state,
+                context.input_responses,
+                name,
+                lambda: arguments,
+            )
+
+        return await self.bridge.run(read, lambda: run(name, arguments, context))
