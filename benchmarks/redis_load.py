@@ -58,7 +58,7 @@ def host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str
     assert child.stderr is not None
     line = child.stderr.readline().decode()
     url = line.removeprefix("interaction: answer at ").strip()
-    base, _, token = url.partition("/?token=")
+    base, _, token = url.partition("/#token=")
     return child, base, token
 
 

@@ -923,7 +923,7 @@ def _redis_host(url: str, prefix: str) -> tuple[subprocess.Popen[bytes], str, st
     )
     assert child.stderr is not None
     line = child.stderr.readline().decode()
-    base, _, token = line.removeprefix("interaction: answer at ").strip().partition("/?token=")
+    base, _, token = line.removeprefix("interaction: answer at ").strip().partition("/#token=")
     return child, base, token
 
 
