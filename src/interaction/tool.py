@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._core import (
@@ -24,10 +25,8 @@ from ._core import (
     check_caller,
     check_questions,
     fault,
-    frozen_dataclass,
     json_type,
     problem_of,
-    set_field,
 )
 from .wire import JSONObject, dumps
 
@@ -61,7 +60,7 @@ TOOL_DESCRIPTION: Final = (
 )
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolLimits:
     """Bounds on what one model call may ask; lengths are in characters.
 
@@ -76,27 +75,19 @@ class ToolLimits:
     max_description: int = 300
     max_question: int = 1000
 
-    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
-        self,
-        max_questions: int = 4,
-        max_options: int = 6,
-        max_header: int = 40,
-        max_label: int = 80,
-        max_description: int = 300,
-        max_question: int = 1000,
-    ) -> None:
-        for name, value in (
-            ("max_questions", max_questions),
-            ("max_options", max_options),
-            ("max_header", max_header),
-            ("max_label", max_label),
-            ("max_description", max_description),
-            ("max_question", max_question),
+    def __post_init__(self) -> None:
+        for name in (
+            "max_questions",
+            "max_options",
+            "max_header",
+            "max_label",
+            "max_description",
+            "max_question",
         ):
+            value = getattr(self, name)
             # Each bound goes into the JSON Schema the model reads: a whole number, not NaN.
             if type(value) is not int or value < 1:
                 raise ValueError(f"ToolLimits.{name} must be a positive int, got {value!r}")
-            set_field(self, name, value)
 
 
 DEFAULT_LIMITS: Final = ToolLimits()
@@ -319,7 +310,7 @@ def request_from_arguments(
 # ---------------------------------------------------------------------------- results
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the tool host hands back to the model.
 
@@ -328,10 +319,6 @@ class ToolResult:
 
     content: str
     error: Mapping[str, str] | None = None
-
-    def __init__(self, content: str, error: Mapping[str, str] | None = None) -> None:
-        set_field(self, "content", content)
-        set_field(self, "error", error)
 
     @property
     def is_error(self) -> bool:

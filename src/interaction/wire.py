@@ -44,7 +44,6 @@ from ._core import (
     json_type,
     problem_of,
     questions_from_json,
-    stored_request,
     thaw,
 )
 
@@ -356,7 +355,7 @@ def decode_request(data: object) -> AskUserQuestionRequest:
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
         if "provenance" not in parsed:
-            return stored_request(fast)
+            return AskUserQuestionRequest(fast)
         d = _Decoder(ErrorCode.BAD_REQUEST)
         return AskUserQuestionRequest(
             fast, provenance=_decode_provenance(d, parsed["provenance"], "provenance")
