@@ -28,7 +28,7 @@ from ._core import (
     json_type,
     problem_of,
 )
-from .wire import JSONObject, dumps
+from .wire import MAX_JSON_DEPTH, JSONObject, dumps, json_too_deep
 
 if TYPE_CHECKING:
     from ._core import AbortSignal, Agent, AskUserQuestionAnswer
@@ -193,11 +193,16 @@ def _fault(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_REQUEST, path, problem, source=TOOL_NAME, advice=_RETRY_ADVICE)
 
 
-def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
+_TOO_DEEP: Final = f"nested too deeply (more than {MAX_JSON_DEPTH} levels)"
+
+
+def _loads(text: str, path: str, what: str) -> object:
+    if json_too_deep(text):
+        raise _fault(path, f"expected {what}, got JSON {_TOO_DEEP}")
     try:
         return json.loads(text)
-    except RecursionError:  # 2 KB of brackets is enough to exhaust the stack
-        raise _fault(path, f"expected {what}, got JSON nested too deeply") from None
+    except RecursionError:  # a caller already deep in its stack
+        raise _fault(path, f"expected {what}, got JSON {_TOO_DEEP}") from None
     except ValueError:
         raise _fault(path, f"expected {what}, got a string that is not JSON") from None
 
@@ -286,10 +291,12 @@ def request_from_arguments(
     """
     arguments = as_plain(arguments)
     if isinstance(arguments, str | bytes | bytearray):
+        if json_too_deep(bytes(arguments) if isinstance(arguments, bytearray) else arguments):
+            raise _fault("arguments", f"are not valid JSON: {_TOO_DEEP}")
         try:
             arguments = json.loads(arguments)
-        except RecursionError:
-            raise _fault("arguments", "are not valid JSON: nested too deeply") from None
+        except RecursionError:  # a caller already deep in its stack
+            raise _fault("arguments", f"are not valid JSON: {_TOO_DEEP}") from None
         except ValueError:
             raise _fault("arguments", "are not valid JSON") from None
     if not isinstance(arguments, dict):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -51,6 +52,7 @@ __all__ = [
     "ANSWER_SCHEMA",
     "MAX_ASKED_AT",
     "MAX_DIGITS",
+    "MAX_JSON_DEPTH",
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
@@ -62,6 +64,7 @@ __all__ = [
     "encode_answer",
     "encode_provenance",
     "encode_request",
+    "json_too_deep",
     "request_schema",
 ]
 
@@ -75,6 +78,15 @@ quadratic work of converting it."""
 
 MAX_ASKED_AT: Final = 40
 """The most characters a provenance's ``askedAt`` text may hold."""
+
+MAX_JSON_DEPTH: Final = 256
+"""How deeply JSON text may nest arrays and objects, the same on every Python: ``json``'s
+parser recurses once per level, and how deep it gets before a ``RecursionError`` depends on
+the version and on the caller's stack (3.11 stops near 1,000 levels, 3.13 goes further). A
+request's own structure is 4 levels, plus 64 in an unknown intent's fields."""
+
+_STRING_OR_BRACKET: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""A JSON string (skipped whole) or one bracket."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -184,6 +196,31 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+def json_too_deep(text: str | bytes) -> bool:
+    """Whether JSON ``text`` nests arrays and objects more than :data:`MAX_JSON_DEPTH` deep.
+
+    Brackets inside strings do not count. Text with no more opening brackets than the limit,
+    nearly every document, is answered by counting them. Bytes are read as UTF-8 (in another
+    encoding, the ASCII brackets count all the same).
+    """
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH:
+            return False
+        text = text.decode("utf-8", "replace")
+    elif text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return False
+
+
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")  # Python's json reads it, JSON has none
 
@@ -199,7 +236,11 @@ class _Decoder:
         data = as_plain(data)
         if isinstance(data, str | bytes | bytearray | memoryview):
             try:
-                text = bytes(data) if isinstance(data, memoryview) else data
+                text = bytes(data) if isinstance(data, memoryview | bytearray) else data
+                if json_too_deep(text):
+                    raise self.fail(
+                        root, f"not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep)"
+                    )
                 return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
             except _TooManyDigits as exc:
                 bound = exc.args[0]
@@ -300,6 +341,8 @@ def _loads_plain(data: bytes | str) -> object:
     byte skip that. Anything else, a BOM, another encoding, leading white space, gets
     ``None`` here and ``json.loads`` in the detailed decode, so the outcome is the same.
     """
+    if json_too_deep(data):
+        return None
     try:
         text = data.decode() if isinstance(data, bytes) else data
         value, end = _JSON.raw_decode(text)
