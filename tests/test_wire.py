@@ -299,7 +299,7 @@ def test_the_json_depth_limit_is_the_same_on_every_python(as_bytes: bool) -> Non
     assert past.code == ErrorCode.BAD_ANSWER
     assert past.message == "answer: not valid JSON (nested more than 256 levels deep)"
     # Brackets inside strings are text, not nesting; an escaped quote does not end one.
-    in_strings = decode(_nested(wire.MAX_JSON_DEPTH, '["\\\"' + "[{" * 300 + '"]'))
+    in_strings = decode(_nested(wire.MAX_JSON_DEPTH, '["\\"' + "[{" * 300 + '"]'))
     assert in_strings.path == "answers[0].custom"
     assert wire.json_too_deep("[" * 257 + "]" * 257)
     assert not wire.json_too_deep('["' + "[" * 300 + '"]')
