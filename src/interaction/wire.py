@@ -341,12 +341,16 @@ def _loads_plain(data: bytes | str) -> object:
     byte skip that. Anything else, a BOM, another encoding, leading white space, gets
     ``None`` here and ``json.loads`` in the detailed decode, so the outcome is the same.
     """
-    if json_too_deep(data):
-        return None
     try:
         text = data.decode() if isinstance(data, bytes) else data
+    except ValueError:  # UnicodeDecodeError
+        return None
+    # Counting the brackets first spares nearly every document json_too_deep's call.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_too_deep(text):
+        return None
+    try:
         value, end = _JSON.raw_decode(text)
-    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
+    except (ValueError, RecursionError):  # JSONDecodeError
         return None
     if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON's own white space only
         return None
