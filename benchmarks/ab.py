@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -172,6 +173,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a few rounds")
     args = parser.parse_args()
     before = load(args.checkout.resolve())
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     rows = measure(before, args.checkout.resolve(), args.quick)
     print("| case | before | after | reference | its median | before ratio | after ratio |")
     print("|---|---:|---:|---|---:|---:|---:|")

@@ -80,20 +80,21 @@ def commit() -> str:
     return described.stdout.strip()
 
 
-def record(rows: list[Row]) -> None:
+def record(rows: list[Row], load: float) -> None:
     """Replace RESULTS.md's current record with ``rows`` and add their headlines to its
-    history table."""
+    history table; ``load`` is the machine's 1-minute load average when the run began."""
     now = datetime.now(UTC)
     version = commit()
     machine = (
-        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},"
-        f" interaction {interaction.__version__}, pydantic {pydantic.VERSION},"
-        f" msgspec {msgspec.__version__}"
+        f"{platform.machine()}, {os.cpu_count()} cores (load {load:.1f} at the start),"
+        f" Python {platform.python_version()}, interaction {interaction.__version__},"
+        f" pydantic {pydantic.VERSION}, msgspec {msgspec.__version__}"
     )
     text = RESULTS.read_text("utf-8")
     above, _, _ = text.partition(RECORD_HEADING)
     history_line = (
-        f"| {now:%Y-%m-%d %H:%M} | {version} | {platform.python_version()} | {headlines(rows)} |"
+        f"| {now:%Y-%m-%d %H:%M} | {version} | {platform.python_version()} | {load:.1f} |"
+        f" {headlines(rows)} |"
     )
     lines = above.rstrip("\n").split("\n")
     start = lines.index(HISTORY_HEADING)
@@ -119,6 +120,7 @@ def main() -> int:
     if unknown := sorted(set(args.areas) - set(AREAS)):
         parser.error(f"no such area: {', '.join(unknown)} (the areas: {', '.join(AREAS)})")
     chosen = args.areas or list(AREAS)
+    load = os.getloadavg()[0]
     rows: list[Row] = []
     for area in AREAS:
         if area in chosen:
@@ -129,7 +131,7 @@ def main() -> int:
     if args.quick:
         return 0
     if set(chosen) == set(AREAS):
-        record(rows)
+        record(rows, load)
         print(f"recorded in {RESULTS}", file=sys.stderr)
     else:
         print("not recorded: the record is a full run of every area", file=sys.stderr)
