@@ -220,8 +220,7 @@ def resume(answers: Iterable[ResumedAnswer]) -> Iterator[Resumption]:
 
 
 current_resumption: Final = _resumption_var.get
-"""The resumption active in this context, or ``None``: the variable's own C getter, for
-``ask()``, which reads it on every call."""
+"""The resumption active in this context, or ``None`` (the variable's ``get``)."""
 
 
 def take_resumed(request: AskUserQuestionRequest) -> AskUserQuestionAnswer | None:
