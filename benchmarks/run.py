@@ -22,6 +22,8 @@ Each area is one file beside this one, which reads on its own: ``core.py``, ``we
 
 A full run of every area replaces RESULTS.md's "Current record" section (everything from
 that heading to the end) and adds one line to its history table; older records stay in git.
+To compare another checkout's core with this one in one interleaved run (before and after a
+change), use ``benchmarks/ab.py``.
 """
 
 from __future__ import annotations
