@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import os
 import threading
-import warnings
-import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -448,10 +444,8 @@ async def test_options_with_descriptions_reach_the_provider(provider: ScriptedPr
 
 # ------------------------------------------------------------------- the asking task
 # ask() must find the task it runs in: it refuses to run outside one, and an abort or a
-# disposal cancels that task. On Python 3.11 it finds the task by the running loop's
-# async-generator hook (_task_the_long_way says why); these hold it to asyncio's answer
-# wherever the two could part: another thread's loop, a loop run inside another, a loop
-# callback, trio as a guest, a forked child.
+# disposal cancels that task. These hold it to asyncio's answer in another thread's loop,
+# a loop callback and trio run as a guest.
 
 
 class _TaskWitness:
@@ -508,23 +502,6 @@ async def test_each_threads_loop_finds_its_own_task() -> None:
     assert [task.get_loop() is here for task in tasks] == [True, False, False, True]
 
 
-async def test_a_loop_run_inside_another_finds_its_own_task() -> None:
-    witness = _TaskWitness()
-    outer = asyncio.get_running_loop()
-    inner = asyncio.new_event_loop()
-    with provide(witness):
-        await ask(AskUserQuestionRequest([pkg_question()]))
-        asyncio.events._set_running_loop(None)  # what asyncio refuses to do on its own
-        try:
-            inner.run_until_complete(ask(AskUserQuestionRequest([pkg_question()])))
-        finally:
-            asyncio.events._set_running_loop(outer)
-            inner.close()
-        await ask(AskUserQuestionRequest([pkg_question()]))
-    tasks = witness.running_tasks()
-    assert [task.get_loop() for task in tasks] == [outer, inner, outer]
-
-
 async def test_ask_from_a_loop_callback_outside_any_task_is_refused(
     provider: ScriptedProvider,
 ) -> None:
@@ -558,42 +535,3 @@ async def test_trio_run_as_a_guest_on_this_loop_is_refused(provider: ScriptedPro
     )
     assert await refusal == ASYNCIO_REQUIRED_MESSAGE
     assert len(provider.requests) == 1
-
-
-def test_a_forked_child_cannot_ask_on_its_parents_loop() -> None:
-    provider = ScriptedProvider({"pkg": "npm"})
-
-    async def ask_then_fork() -> int:
-        with provide(provider):
-            await ask(AskUserQuestionRequest([pkg_question()]))  # the parent's loop is found
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork beside threads
-                pid = os.fork()
-            if pid:
-                return pid
-            # The child answers by its exit status and never returns into pytest, nor runs
-            # the parent's loop: it steps the ask by hand.
-            status = 1
-            try:
-                status = 0 if _first_step_of_an_ask() == ASYNCIO_REQUIRED_MESSAGE else 2
-            finally:
-                os._exit(status)
-
-    pid = asyncio.run(ask_then_fork())
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert len(provider.requests) == 1
-
-
-def test_a_finished_loop_is_not_kept_alive_by_ask() -> None:
-    async def one_ask() -> None:
-        with provide(ScriptedProvider({"pkg": "npm"})):
-            await ask(AskUserQuestionRequest([pkg_question()]))
-
-    loop = asyncio.new_event_loop()
-    loop.run_until_complete(one_ask())
-    loop.close()
-    finished = weakref.ref(loop)
-    del loop
-    gc.collect()
-    assert finished() is None

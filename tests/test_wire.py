@@ -277,6 +277,34 @@ def test_deeply_nested_json_is_refused_cleanly() -> None:
     assert info.value.code == ErrorCode.BAD_REQUEST
 
 
+def _nested(levels: int, inner: str = "[]") -> str:
+    """An answer whose ``custom`` value nests ``levels`` levels deep in all (the document's
+    own object, ``answers`` and its item make three)."""
+    value = "[" * (levels - 4) + inner + "]" * (levels - 4)
+    return f'{{"answers": [{{"id": "a", "selected": [], "custom": {value}}}]}}'
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["text", "bytes"])
+def test_the_json_depth_limit_is_the_same_on_every_python(as_bytes: bool) -> None:
+    # Python's parser gives up at a depth that depends on its version and the stack; the
+    # wire refuses past MAX_JSON_DEPTH levels itself, before parsing.
+    def decode(text: str) -> UserInteractionError:
+        with pytest.raises(UserInteractionError) as info:
+            wire.decode_answer(text.encode() if as_bytes else text)
+        return info.value
+
+    at_limit = decode(_nested(wire.MAX_JSON_DEPTH))  # parsed: a fault of its content
+    assert at_limit.message == "answers[0].custom: expected a string, got array"
+    past = decode(_nested(wire.MAX_JSON_DEPTH + 1))
+    assert past.code == ErrorCode.BAD_ANSWER
+    assert past.message == "answer: not valid JSON (nested more than 256 levels deep)"
+    # Brackets inside strings are text, not nesting; an escaped quote does not end one.
+    in_strings = decode(_nested(wire.MAX_JSON_DEPTH, '["\\"' + "[{" * 300 + '"]'))
+    assert in_strings.path == "answers[0].custom"
+    assert wire.json_too_deep("[" * 257 + "]" * 257)
+    assert not wire.json_too_deep('["' + "[" * 300 + '"]')
+
+
 @pytest.fixture(params=["default", "unlimited"])
 def int_digits_limit(request: pytest.FixtureRequest) -> Iterator[None]:
     """The interpreter's bound on int conversion as shipped, and turned off (0)."""

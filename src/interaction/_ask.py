@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
-import weakref
-from asyncio import current_task, get_running_loop
-from collections.abc import Callable, Mapping
-from sys import get_asyncgen_hooks
 from typing import Final, NoReturn
 
 from ._answer_checks import fit_answer, fit_in_detail, is_clean_answer
@@ -53,18 +47,10 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     exception, when it has one, is raised instead). Needs an asyncio event loop
     (``RuntimeError`` otherwise).
     """
-    # Every ask makes the calls below, so each is the cheapest form: inline, or a C getter.
-    if _FIND_LOOP_BY_HOOK:  # Python 3.11: see _task_the_long_way
-        hook = get_asyncgen_hooks()[0]
-        if hook is not None and hook is _confirmed_hook():
-            task = _tasks_by_loop.get(hook.__self__)  # type: ignore[attr-defined]
-        else:
-            task = _task_the_long_way(hook)
-    else:
-        try:
-            task = current_task()
-        except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
-            task = None
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
+        task = None
     if task is None:
         raise RuntimeError(ASYNCIO_REQUIRED_MESSAGE)
     check_request(request)
@@ -107,66 +93,6 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     if type(answer) is AskUserQuestionAnswer and is_clean_answer(request, answer):
         return answer  # fit_answer's fast pass, inline
     return fit_in_detail(request, answer)
-
-
-# ------------------------------------------------------------ the asking task on 3.11
-
-_FIND_LOOP_BY_HOOK: Final = sys.version_info < (3, 12)
-if sys.version_info < (3, 12):
-    # What 3.11's current_task(loop) reads, without its call: 3.11's asyncio takes only
-    # security fixes now, so its private name stays.
-    _tasks_by_loop: Final[Mapping[object, asyncio.Task[object]]] = vars(asyncio.tasks)[
-        "_current_tasks"
-    ]
-
-
-def _no_hook() -> None:
-    return None
-
-
-_confirmed_hook: Callable[[], object] = _no_hook
-"""A weak reference to the first async-generator hook of the loop last found running."""
-
-
-def _task_the_long_way(hook: object) -> asyncio.Task[object] | None:
-    """``asyncio.current_task()``, or ``None`` with no running loop; confirms ``hook``.
-
-    ``ask()`` needs its task, to refuse other event loops and to cancel the provider on an
-    abort or a disposal. On Python 3.12 and later ``asyncio.current_task()`` is a C function
-    that finds the running loop in the thread state. On 3.11 it is a Python function around
-    ``get_running_loop()``, whose fork check makes a ``getpid()`` system call on every call:
-    a tenth of a whole ask (issue #11, benchmark case (a)).
-
-    So on 3.11 ``ask()`` recognises the running loop by another mark, one that asyncio keeps
-    per thread at no system call: the first async-generator hook. A loop's ``run_forever``
-    installs a fresh bound method of the loop as this thread's hook for exactly as long as
-    it runs; a nested loop installs its own and puts the outer one back. Once this function
-    has confirmed, through ``get_running_loop()``, that a hook belongs to the running loop,
-    it keeps a weak reference to it, and while that very object is this thread's hook its
-    loop is still this thread's running loop. Anything else (another loop's hook, trio's,
-    none, a dead reference) takes this long way. A forked child forgets the hook, as
-    asyncio's own fork check would. Only a loop that marks itself running without
-    installing a hook, started through asyncio's private ``_set_running_loop`` inside
-    another loop's run, could pass unseen; asyncio refuses to run a loop inside another.
-    """
-    global _confirmed_hook  # noqa: PLW0603 - one slot, written here and at a fork
-    try:
-        loop = get_running_loop()
-    except RuntimeError:  # no running asyncio loop: trio, curio, a bare coroutine.send()
-        return None
-    if hook is not None and getattr(hook, "__self__", None) is loop:
-        with contextlib.suppress(TypeError):  # a hook that cannot be weakly referenced
-            _confirmed_hook = weakref.ref(hook)
-    return current_task(loop)
-
-
-def _forget_hook() -> None:
-    global _confirmed_hook  # noqa: PLW0603 - one slot, written here and above
-    _confirmed_hook = _no_hook
-
-
-if _FIND_LOOP_BY_HOOK and hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_hook)
 
 
 class _Stop:

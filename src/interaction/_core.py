@@ -12,12 +12,6 @@ internal tools the codec, the tool and the relay share with ``ask()``:
   ``check_request``, for a codec that has no signal or agent to check;
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
-- ``frozen_dataclass`` and ``set_field``: the vocabulary's way to declare a frozen,
-  slotted dataclass that compiles no methods and loads no ``dataclasses`` at import
-  (``__init__`` written out, storing each field with ``set_field``); mypy reads it as
-  ``@dataclass``;
-- ``stored_request``: ``AskUserQuestionRequest(questions)`` built faster, for the decoder
-  that makes one per request;
 - ``check_provenance`` and ``MAX_PROVENANCE_TEXT``: the provenance check ``ask()`` makes,
   for the codec that reads one off the wire, and its length bound;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
@@ -49,7 +43,6 @@ from ._errors import (
     json_type,
     problem_of,
 )
-from ._frozen import frozen_dataclass, set_field
 from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
 from ._presentation import (
     OTHER_LABEL,
@@ -77,7 +70,6 @@ from ._types import (
     UnknownIntent,
     UserInteractionProvider,
     as_plain,
-    stored_request,
     thaw,
 )
 
@@ -130,7 +122,6 @@ __all__ = [
     "current_provider",
     "escape_controls",
     "fault",
-    "frozen_dataclass",
     "is_plan_review",
     "json_type",
     "label_key",
@@ -142,9 +133,7 @@ __all__ = [
     "request_digest",
     "resume",
     "review_plan",
-    "set_field",
     "short_repr",
     "split_recommended",
-    "stored_request",
     "thaw",
 ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._ask import ask
 from ._errors import bad_request, type_name
-from ._frozen import frozen_dataclass, set_field
 from ._types import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
@@ -119,7 +119,7 @@ async def ask_text(
     return item.custom
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class PlanVerdict:
     """The outcome of a plan review.
 
@@ -130,13 +130,6 @@ class PlanVerdict:
     approved: bool
     choice: str | None = None
     feedback: str | None = None
-
-    def __init__(
-        self, approved: bool, choice: str | None = None, feedback: str | None = None
-    ) -> None:
-        set_field(self, "approved", approved)
-        set_field(self, "choice", choice)
-        set_field(self, "feedback", feedback)
 
 
 async def review_plan(

@@ -77,8 +77,8 @@ _provider_var: Final[contextvars.ContextVar[Registration | None]] = contextvars.
 
 
 registration_in_context: Final = _provider_var.get
-"""This context's registration, disposed or not: the variable's own C getter, for
-``ask()``, which reads it on every call and looks at its ``provider`` anyway."""
+"""This context's registration, disposed or not (the variable's ``get``), for ``ask()``,
+which looks at its ``provider`` itself."""
 
 
 def current_registration() -> Registration | None:

@@ -26,11 +26,9 @@ from ._types import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
-    OptionDraft,
     PermissionIntent,
     PlanReviewIntent,
     UnknownIntent,
-    stored_item,
 )
 
 __all__ = ["check_caller", "check_questions", "check_request", "questions_from_json"]
@@ -312,13 +310,7 @@ def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
                 return None
         elif "description" in value:
             return None
-        # Drafted (see the note above _types.OptionDraft) inline: a call per option was ~4%
-        # of an 8x6 decode.
-        option = OptionDraft()
-        option.label = label
-        option.description = description
-        option.__class__ = AskUserQuestionOption  # type: ignore[assignment]  # same slots
-        options.append(option)  # type: ignore[arg-type]  # an AskUserQuestionOption now
+        options.append(AskUserQuestionOption(label, description))
     if len(keys) != len(options):
         return None
     return tuple(options)
@@ -380,7 +372,7 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
             options = built
         elif "options" in value:
             return None
-        items.append(stored_item(qid, text, detail, header, options, multi, None))
+        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
     if len(ids) != len(items):
         return None
     return tuple(items)

@@ -21,6 +21,7 @@ import contextvars
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Final
 
 from ._errors import (
@@ -31,7 +32,6 @@ from ._errors import (
     UserInteractionError,
     type_name,
 )
-from ._frozen import frozen_dataclass, set_field
 from ._request_checks import check_questions
 from ._types import (
     AskUserQuestionAnswer,
@@ -151,16 +151,12 @@ def request_digest(request: AskUserQuestionRequest) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ResumedAnswer:
     """The answer collected for a suspended request, known by the request's digest."""
 
     digest: str
     answer: AskUserQuestionAnswer
-
-    def __init__(self, digest: str, answer: AskUserQuestionAnswer) -> None:
-        set_field(self, "digest", digest)
-        set_field(self, "answer", answer)
 
 
 class Resumption:
@@ -224,8 +220,7 @@ def resume(answers: Iterable[ResumedAnswer]) -> Iterator[Resumption]:
 
 
 current_resumption: Final = _resumption_var.get
-"""The resumption active in this context, or ``None``: the variable's own C getter, for
-``ask()``, which reads it on every call."""
+"""The resumption active in this context, or ``None`` (the variable's ``get``)."""
 
 
 def take_resumed(request: AskUserQuestionRequest) -> AskUserQuestionAnswer | None:

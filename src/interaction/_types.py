@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass, field
 from types import MappingProxyType
-from typing import ClassVar, Final, Literal, Protocol, TypeAlias
+from typing import ClassVar, Final, Literal, Protocol, TypeAlias, TypeVar
 
 # AbortSignal and Agent are imported at run time, not only for mypy, so that
 # typing.get_type_hints() resolves every field of AskUserQuestionRequest (it raised
@@ -14,7 +14,6 @@ from typing import ClassVar, Final, Literal, Protocol, TypeAlias
 from ._abort import AbortSignal
 from ._agents import Agent
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
-from ._frozen import field, frozen_dataclass, slot_setters
 from ._provenance import Provenance
 from ._text_policy import SURROGATE, UNSAFE, describe_char
 
@@ -26,26 +25,17 @@ __all__ = [
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
     "JSONValue",
-    "OptionDraft",
     "PermissionIntent",
     "PlanReviewIntent",
     "UnknownIntent",
     "UserInteractionProvider",
     "as_plain",
-    "stored_item",
-    "stored_request",
 ]
 
 JSONValue: TypeAlias = (
     "str | int | float | bool | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
 )
 """A JSON value as the wire carries it (frozen: arrays are tuples, objects read-only)."""
-
-
-_SEQUENCES: Final = frozenset({list, tuple})
-"""What the constructors store as a tuple (``tuple(x) if type(x) in _SEQUENCES else x``,
-written out in each ``__init__``): a list or tuple. Anything else, subclasses too (one may
-override ``__iter__`` to lie or raise), is left for validation to name."""
 
 
 MAX_INTENT_DEPTH: Final = 64
@@ -132,35 +122,47 @@ def thaw(value: object) -> object:
     return value
 
 
-@frozen_dataclass(frozen=True, slots=True)
+_T = TypeVar("_T")
+
+
+def _frozen_for_every_name(cls: type[_T]) -> type[_T]:
+    """Make assigning or deleting any attribute of ``cls``'s objects a ``FrozenInstanceError``.
+
+    ``@dataclass(frozen=True, slots=True)`` raises it for a field, but for any other name
+    Python 3.11 to 3.13 raise a confusing ``TypeError`` (CPython issue gh-105936, fixed in
+    3.14, where every name raises it as here).
+    """
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self: object, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    cls.__setattr__ = __setattr__  # type: ignore[method-assign]
+    cls.__delattr__ = __delattr__  # type: ignore[method-assign]
+    return cls
+
+
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionOption:
     """One selectable answer; ``label`` is both what the user sees and the selected value."""
 
     label: str
     description: str | None = None
 
-    def __init__(self, label: str, description: str | None = None) -> None:
-        _OPTION_LABEL(self, label)
-        _OPTION_DESCRIPTION(self, description)
 
-
-_OPTION_LABEL, _OPTION_DESCRIPTION = slot_setters(AskUserQuestionOption)
-
-
-@frozen_dataclass(frozen=True, slots=True)
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class PlanReviewIntent:
     """The question reviews the plan in its ``detail``; ``approve`` names the approving option."""
 
     approve: str
     kind: ClassVar[Literal["plan-review"]] = "plan-review"
 
-    def __init__(self, approve: str) -> None:
-        _PLAN_APPROVE(self, approve)
 
-
-(_PLAN_APPROVE,) = slot_setters(PlanReviewIntent)
-
-
+@_frozen_for_every_name
 @dataclass(frozen=True, slots=True)
 class PermissionIntent:
     """The question asks whether ``tool`` may run with the input its ``detail`` shows.
@@ -186,10 +188,8 @@ def _no_fields() -> Mapping[str, JSONValue]:
     return MappingProxyType({})
 
 
-_NO_FIELDS: Final = _no_fields()  # read-only, so one default serves every call
-
-
-@frozen_dataclass(frozen=True, slots=True)
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class UnknownIntent:
     """An intent tag this version does not know, kept verbatim so it round-trips.
 
@@ -204,12 +204,12 @@ class UnknownIntent:
     kind: str
     fields: Mapping[str, JSONValue] = field(default_factory=_no_fields)
 
-    def __init__(self, kind: str, fields: Mapping[str, JSONValue] = _NO_FIELDS) -> None:
+    def __post_init__(self) -> None:
+        kind, fields = self.kind, self.fields
         if type(kind) is str and kind == PlanReviewIntent.kind:  # it would come back as one
             raise _bad_intent_field("intent.kind", "plan-review is PlanReviewIntent's kind")
         if type(kind) is str and kind == PermissionIntent.kind:
             raise _bad_intent_field("intent.kind", "permission is PermissionIntent's kind")
-        _UNKNOWN_KIND(self, kind)
         if not isinstance(fields, Mapping):
             raise _bad_intent_field("intent.fields", f"expected an object, got {type_name(fields)}")
         try:
@@ -220,7 +220,7 @@ class UnknownIntent:
             raise _bad_intent_field(
                 "intent.fields", f"could not be read: {type(exc).__name__}"
             ) from None
-        _UNKNOWN_FIELDS(self, frozen)
+        object.__setattr__(self, "fields", frozen)  # a frozen dataclass's own way to store
 
     def __hash__(self) -> int:
         return hash((self.kind, _hashable(self.fields)))
@@ -230,14 +230,17 @@ class UnknownIntent:
         return (UnknownIntent, (self.kind, thaw(self.fields)))
 
 
-_UNKNOWN_KIND, _UNKNOWN_FIELDS = slot_setters(UnknownIntent)
-
-
 AskUserQuestionIntent: TypeAlias = PlanReviewIntent | PermissionIntent | UnknownIntent
 """A caller-declared presentation intent; it shapes presentation only, never the answer."""
 
 
-@frozen_dataclass(frozen=True, slots=True)
+# The classes below store a list given for a sequence field as a tuple (``__post_init__``),
+# so a value is immutable all the way down. Anything else is stored as given, subclasses of
+# list and tuple too (one may override ``__iter__`` to lie or raise), for validation to name.
+
+
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionItem:
     """One question; ``id`` is echoed in its answer so batched questions stay routable."""
 
@@ -249,89 +252,13 @@ class AskUserQuestionItem:
     multi_select: bool = False
     intent: AskUserQuestionIntent | None = None
 
-    def __init__(  # noqa: PLR0917  # positional, as the dataclass it stands for
-        self,
-        id: str,
-        question: str,
-        detail: str | None = None,
-        header: str | None = None,
-        options: Sequence[AskUserQuestionOption] = (),
-        multi_select: bool = False,
-        intent: AskUserQuestionIntent | None = None,
-    ) -> None:
-        _ITEM_ID(self, id)
-        _ITEM_QUESTION(self, question)
-        _ITEM_DETAIL(self, detail)
-        _ITEM_HEADER(self, header)
-        _ITEM_OPTIONS(self, tuple(options) if type(options) in _SEQUENCES else options)
-        _ITEM_MULTI_SELECT(self, multi_select)
-        _ITEM_INTENT(self, intent)
+    def __post_init__(self) -> None:
+        if type(self.options) is list:
+            object.__setattr__(self, "options", tuple(self.options))
 
 
-(
-    _ITEM_ID,
-    _ITEM_QUESTION,
-    _ITEM_DETAIL,
-    _ITEM_HEADER,
-    _ITEM_OPTIONS,
-    _ITEM_MULTI_SELECT,
-    _ITEM_INTENT,
-) = slot_setters(AskUserQuestionItem)
-
-
-# The wire decoder builds an object for every option, question and request it reads. A class
-# call costs its ``__init__`` frame plus one C call per field (the frozen ``__setattr__``
-# shuts out plain stores). Drafts make the same objects in about half that time for an
-# option and a third for a question: a draft is a class with the same slots and no frozen
-# ``__setattr__``; it takes plain slot stores, then becomes the vocabulary class by assigning
-# ``__class__``, before anyone else sees it. CPython allows that assignment only between
-# classes of one memory layout (it compares the slots every time), so a draft that drifted
-# from its class fails loudly; ``tests/test_types.py`` holds the drafted objects to the
-# constructed ones. ``stored_item`` and ``stored_request`` take the arguments as
-# ``__init__`` stores them (``options`` a tuple); ``_request_checks`` fills an
-# ``OptionDraft`` inline, where a call per option costs.
-
-
-class OptionDraft:
-    __slots__ = ("description", "label")
-    label: str
-    description: str | None
-
-
-class _ItemDraft:
-    __slots__ = ("detail", "header", "id", "intent", "multi_select", "options", "question")
-    id: str
-    question: str
-    detail: str | None
-    header: str | None
-    options: tuple[AskUserQuestionOption, ...]
-    multi_select: bool
-    intent: AskUserQuestionIntent | None
-
-
-def stored_item(  # noqa: PLR0917  # positional, as the constructor it stands for
-    id: str,
-    question: str,
-    detail: str | None,
-    header: str | None,
-    options: tuple[AskUserQuestionOption, ...],
-    multi_select: bool,
-    intent: AskUserQuestionIntent | None,
-) -> AskUserQuestionItem:
-    """``AskUserQuestionItem(...)`` of the same arguments, built faster (see above)."""
-    item = _ItemDraft()
-    item.id = id
-    item.question = question
-    item.detail = detail
-    item.header = header
-    item.options = options
-    item.multi_select = multi_select
-    item.intent = intent
-    item.__class__ = AskUserQuestionItem  # type: ignore[assignment]  # the same slots
-    return item  # type: ignore[return-value]  # an AskUserQuestionItem now
-
-
-@frozen_dataclass(frozen=True, slots=True)
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionRequest:
     """A request for a human answer.
 
@@ -349,49 +276,13 @@ class AskUserQuestionRequest:
     key: str | None = field(default=None, compare=False)
     provenance: Provenance | None = field(default=None, compare=False)
 
-    def __init__(
-        self,
-        questions: Sequence[AskUserQuestionItem],
-        agent: Agent | None = None,
-        signal: AbortSignal | None = None,
-        key: str | None = None,
-        provenance: Provenance | None = None,
-    ) -> None:
-        _REQUEST_QUESTIONS(self, tuple(questions) if type(questions) in _SEQUENCES else questions)
-        _REQUEST_AGENT(self, agent)
-        _REQUEST_SIGNAL(self, signal)
-        _REQUEST_KEY(self, key)
-        _REQUEST_PROVENANCE(self, provenance)
+    def __post_init__(self) -> None:
+        if type(self.questions) is list:
+            object.__setattr__(self, "questions", tuple(self.questions))
 
 
-(
-    _REQUEST_QUESTIONS,
-    _REQUEST_AGENT,
-    _REQUEST_SIGNAL,
-    _REQUEST_KEY,
-    _REQUEST_PROVENANCE,
-) = slot_setters(AskUserQuestionRequest)
-
-
-class _RequestDraft:
-    __slots__ = ("agent", "key", "provenance", "questions", "signal")
-    questions: tuple[AskUserQuestionItem, ...]
-    agent: Agent | None
-    signal: AbortSignal | None
-    key: str | None
-    provenance: Provenance | None
-
-
-def stored_request(questions: tuple[AskUserQuestionItem, ...]) -> AskUserQuestionRequest:
-    """``AskUserQuestionRequest(questions)``, built faster (see ``OptionDraft``)."""
-    request = _RequestDraft()
-    request.questions = questions
-    request.agent = request.signal = request.key = request.provenance = None
-    request.__class__ = AskUserQuestionRequest  # type: ignore[assignment]  # the same slots
-    return request  # type: ignore[return-value]  # an AskUserQuestionRequest now
-
-
-@frozen_dataclass(frozen=True, slots=True)
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswerItem:
     """The answer to one question: selected option labels and an optional free-text answer.
 
@@ -402,33 +293,21 @@ class AskUserQuestionAnswerItem:
     selected: Sequence[str] = ()
     custom: str | None = None
 
-    def __init__(
-        self,
-        id: str,
-        selected: Sequence[str] = (),
-        custom: str | None = None,
-    ) -> None:
-        _ANSWER_ITEM_ID(self, id)
-        _ANSWER_ITEM_SELECTED(self, tuple(selected) if type(selected) in _SEQUENCES else selected)
-        _ANSWER_ITEM_CUSTOM(self, custom)
+    def __post_init__(self) -> None:
+        if type(self.selected) is list:
+            object.__setattr__(self, "selected", tuple(self.selected))
 
 
-_ANSWER_ITEM_ID, _ANSWER_ITEM_SELECTED, _ANSWER_ITEM_CUSTOM = slot_setters(
-    AskUserQuestionAnswerItem
-)
-
-
-@frozen_dataclass(frozen=True, slots=True)
+@_frozen_for_every_name
+@dataclass(frozen=True, slots=True)
 class AskUserQuestionAnswer:
     """The human's answer: one item per question id."""
 
     answers: Sequence[AskUserQuestionAnswerItem]
 
-    def __init__(self, answers: Sequence[AskUserQuestionAnswerItem]) -> None:
-        _ANSWER_ANSWERS(self, tuple(answers) if type(answers) in _SEQUENCES else answers)
-
-
-(_ANSWER_ANSWERS,) = slot_setters(AskUserQuestionAnswer)
+    def __post_init__(self) -> None:
+        if type(self.answers) is list:
+            object.__setattr__(self, "answers", tuple(self.answers))
 
 
 class UserInteractionProvider(Protocol):

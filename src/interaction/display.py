@@ -21,9 +21,7 @@ from ._core import (
     PlanReviewIntent,
     Provenance,
     escape_controls,
-    frozen_dataclass,
     is_plan_review,
-    set_field,
     split_recommended,
 )
 
@@ -134,7 +132,7 @@ class PermissionView:
     summary: str
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class OptionView:
     """One option as every UI shows it; ``label`` is still the value to answer with."""
 
@@ -149,24 +147,8 @@ class OptionView:
     role: Role | None = None
     """In a permission prompt, what choosing this option does."""
 
-    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
-        self,
-        label: str,
-        text: str,
-        recommended: bool,
-        description: str | None,
-        primary: bool,
-        role: Role | None = None,
-    ) -> None:
-        set_field(self, "label", label)
-        set_field(self, "text", text)
-        set_field(self, "recommended", recommended)
-        set_field(self, "description", description)
-        set_field(self, "primary", primary)
-        set_field(self, "role", role)
 
-
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class QuestionView:
     """One question as every UI shows it: escaped text and options in display order."""
 
@@ -182,28 +164,8 @@ class QuestionView:
     permission: PermissionView | None = None
     """Set when the question is presented as a permission prompt."""
 
-    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
-        self,
-        id: str,
-        question: str,
-        header: str | None,
-        detail: str | None,
-        options: tuple[OptionView, ...],
-        multi_select: bool,
-        other: str | None,
-        permission: PermissionView | None = None,
-    ) -> None:
-        set_field(self, "id", id)
-        set_field(self, "question", question)
-        set_field(self, "header", header)
-        set_field(self, "detail", detail)
-        set_field(self, "options", options)
-        set_field(self, "multi_select", multi_select)
-        set_field(self, "other", other)
-        set_field(self, "permission", permission)
 
-
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestView:
     """What a UI draws for one request, built once by :func:`present`."""
 
@@ -211,16 +173,6 @@ class RequestView:
     plan_review: bool
     provenance: ProvenanceView | None = None
     """Where the request comes from, when it says so."""
-
-    def __init__(
-        self,
-        questions: tuple[QuestionView, ...],
-        plan_review: bool,
-        provenance: ProvenanceView | None = None,
-    ) -> None:
-        set_field(self, "questions", questions)
-        set_field(self, "plan_review", plan_review)
-        set_field(self, "provenance", provenance)
 
     def to_json(self) -> dict[str, object]:
         """The view as JSON data, for a page that only renders (camelCase keys)."""

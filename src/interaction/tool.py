@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._core import (
@@ -25,12 +26,19 @@ from ._core import (
     check_questions,
     escape_controls,
     fault,
-    frozen_dataclass,
     json_type,
     problem_of,
-    set_field,
 )
-from .wire import ODD_KEY, JSONObject, _bounded_int, _TooManyDigits, dumps, odd_key
+from .wire import (
+    MAX_JSON_DEPTH,
+    ODD_KEY,
+    JSONObject,
+    _bounded_int,
+    _TooManyDigits,
+    dumps,
+    json_too_deep,
+    odd_key,
+)
 
 if TYPE_CHECKING:
     from ._core import AbortSignal, Agent, AskUserQuestionAnswer
@@ -62,7 +70,7 @@ TOOL_DESCRIPTION: Final = (
 )
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolLimits:
     """Bounds on what one model call may ask; lengths are in characters.
 
@@ -77,27 +85,19 @@ class ToolLimits:
     max_description: int = 300
     max_question: int = 1000
 
-    def __init__(  # noqa: PLR0917 - the fields, in order, as a dataclass takes them
-        self,
-        max_questions: int = 4,
-        max_options: int = 6,
-        max_header: int = 40,
-        max_label: int = 80,
-        max_description: int = 300,
-        max_question: int = 1000,
-    ) -> None:
-        for name, value in (
-            ("max_questions", max_questions),
-            ("max_options", max_options),
-            ("max_header", max_header),
-            ("max_label", max_label),
-            ("max_description", max_description),
-            ("max_question", max_question),
+    def __post_init__(self) -> None:
+        for name in (
+            "max_questions",
+            "max_options",
+            "max_header",
+            "max_label",
+            "max_description",
+            "max_question",
         ):
+            value = getattr(self, name)
             # Each bound goes into the JSON Schema the model reads: a whole number, not NaN.
             if type(value) is not int or value < 1:
                 raise ValueError(f"ToolLimits.{name} must be a positive int, got {value!r}")
-            set_field(self, name, value)
 
 
 DEFAULT_LIMITS: Final = ToolLimits()
@@ -203,11 +203,16 @@ def _fault(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_REQUEST, path, problem, source=TOOL_NAME, advice=_RETRY_ADVICE)
 
 
-def _loads(text: str | bytes | bytearray, path: str, what: str) -> object:
+_TOO_DEEP: Final = f"nested too deeply (more than {MAX_JSON_DEPTH} levels)"
+
+
+def _loads(text: str, path: str, what: str) -> object:
+    if json_too_deep(text):
+        raise _fault(path, f"expected {what}, got JSON {_TOO_DEEP}")
     try:
         return json.loads(text, parse_int=_bounded_int)
-    except RecursionError:  # 2 KB of brackets is enough to exhaust the stack
-        raise _fault(path, f"expected {what}, got JSON nested too deeply") from None
+    except RecursionError:  # a caller already deep in its stack
+        raise _fault(path, f"expected {what}, got JSON {_TOO_DEEP}") from None
     except _TooManyDigits as exc:
         problem = f"expected {what}, got JSON holding an integer of more than {exc} digits"
         raise _fault(path, problem) from None
@@ -314,10 +319,12 @@ def _request_from_arguments(
 ) -> AskUserQuestionRequest:
     arguments = as_plain(arguments)
     if isinstance(arguments, str | bytes | bytearray):
+        if json_too_deep(bytes(arguments) if isinstance(arguments, bytearray) else arguments):
+            raise _fault("arguments", f"are not valid JSON: {_TOO_DEEP}")
         try:
             arguments = json.loads(arguments, parse_int=_bounded_int)
-        except RecursionError:
-            raise _fault("arguments", "are not valid JSON: nested too deeply") from None
+        except RecursionError:  # a caller already deep in its stack
+            raise _fault("arguments", f"are not valid JSON: {_TOO_DEEP}") from None
         except _TooManyDigits as exc:
             problem = f"are not valid JSON: holds an integer of more than {exc} digits"
             raise _fault("arguments", problem) from None
@@ -341,7 +348,7 @@ def _request_from_arguments(
 # ---------------------------------------------------------------------------- results
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the tool host hands back to the model.
 
@@ -350,10 +357,6 @@ class ToolResult:
 
     content: str
     error: Mapping[str, str] | None = None
-
-    def __init__(self, content: str, error: Mapping[str, str] | None = None) -> None:
-        set_field(self, "content", content)
-        set_field(self, "error", error)
 
     @property
     def is_error(self) -> bool:

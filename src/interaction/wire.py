@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -44,7 +45,6 @@ from ._core import (
     json_type,
     problem_of,
     questions_from_json,
-    stored_request,
     thaw,
 )
 
@@ -53,6 +53,7 @@ __all__ = [
     "MAX_ASKED_AT",
     "MAX_DIGITS",
     "MAX_INTENT_SIZE",
+    "MAX_JSON_DEPTH",
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
@@ -64,6 +65,7 @@ __all__ = [
     "encode_answer",
     "encode_provenance",
     "encode_request",
+    "json_too_deep",
     "request_schema",
 ]
 
@@ -82,6 +84,15 @@ MAX_INTENT_SIZE: Final = 65_536
 """The most an unknown intent's fields may hold, counted in characters of its keys and
 strings, and one for every other value: a larger intent is refused (``BAD_INTENT``) before
 it is copied."""
+
+MAX_JSON_DEPTH: Final = 256
+"""How deeply JSON text may nest arrays and objects, the same on every Python: ``json``'s
+parser recurses once per level, and how deep it gets before a ``RecursionError`` depends on
+the version and on the caller's stack (3.11 stops near 1,000 levels, 3.13 goes further). A
+request's own structure is 4 levels, plus 64 in an unknown intent's fields."""
+
+_STRING_OR_BRACKET: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""A JSON string (skipped whole) or one bracket."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -191,6 +202,31 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+def json_too_deep(text: str | bytes) -> bool:
+    """Whether JSON ``text`` nests arrays and objects more than :data:`MAX_JSON_DEPTH` deep.
+
+    Brackets inside strings do not count. Text with no more opening brackets than the limit,
+    nearly every document, is answered by counting them. Bytes are read as UTF-8 (in another
+    encoding, the ASCII brackets count all the same).
+    """
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH:
+            return False
+        text = text.decode("utf-8", "replace")
+    elif text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return False
+
+
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")  # Python's json reads it, JSON has none
 
@@ -206,7 +242,11 @@ class _Decoder:
         data = as_plain(data)
         if isinstance(data, str | bytes | bytearray | memoryview):
             try:
-                text = bytes(data) if isinstance(data, memoryview) else data
+                text = bytes(data) if isinstance(data, memoryview | bytearray) else data
+                if json_too_deep(text):
+                    raise self.fail(
+                        root, f"not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep)"
+                    )
                 return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
             except _TooManyDigits as exc:
                 bound = exc.args[0]
@@ -357,8 +397,14 @@ def _loads_plain(data: bytes | str) -> object:
     """
     try:
         text = data.decode() if isinstance(data, bytes) else data
+    except ValueError:  # UnicodeDecodeError
+        return None
+    # Counting the brackets first spares nearly every document json_too_deep's call.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_too_deep(text):
+        return None
+    try:
         value, end = _JSON.raw_decode(text)
-    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
+    except (ValueError, RecursionError):  # JSONDecodeError
         return None
     if end != len(text) and text[end:].strip(" \t\n\r"):  # JSON's own white space only
         return None
@@ -422,7 +468,7 @@ def _decode_request(data: object) -> AskUserQuestionRequest:
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
         if "provenance" not in parsed:
-            return stored_request(fast)
+            return AskUserQuestionRequest(fast)
         d = _Decoder(ErrorCode.BAD_REQUEST)
         return AskUserQuestionRequest(
             fast, provenance=_decode_provenance(d, parsed["provenance"], "provenance")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from prompt_toolkit.utils import get_cwidth
-
-from .._core import frozen_dataclass, set_field
 
 __all__ = ["Fragments", "Line", "fit", "plain", "wrap"]
 
@@ -24,7 +23,7 @@ Fragments: TypeAlias = list[tuple[str, str]]
 _WORDS: Final = re.compile(r"\S+|\s+")
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     """One logical line: wrapped rows start with ``indent``, then with ``hang``.
 
@@ -35,14 +34,6 @@ class Line:
     indent: str = ""
     hang: str = ""
     reflow: bool = True
-
-    def __init__(
-        self, fragments: Fragments, indent: str = "", hang: str = "", reflow: bool = True
-    ) -> None:
-        set_field(self, "fragments", fragments)
-        set_field(self, "indent", indent)
-        set_field(self, "hang", hang)
-        set_field(self, "reflow", reflow)
 
 
 def plain(fragments: Fragments) -> str:

@@ -20,7 +20,7 @@ from typing import Final
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.utils import get_cwidth
 
-from .._core import AskUserQuestionAnswerItem, escape_controls, frozen_dataclass, set_field
+from .._core import AskUserQuestionAnswerItem, escape_controls
 from ..display import ROLE_NAMES, QuestionView
 from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
@@ -76,18 +76,11 @@ class Viewport:
         self.detail_top = _FAR  # clamped to the last page by the next paint
 
 
-@frozen_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Screen:
     above: list[Fragments]
     field_prompt: Fragments
     below: list[Fragments]
-
-    def __init__(
-        self, above: list[Fragments], field_prompt: Fragments, below: list[Fragments]
-    ) -> None:
-        set_field(self, "above", above)
-        set_field(self, "field_prompt", field_prompt)
-        set_field(self, "below", below)
 
 
 def joined(rows: Sequence[Fragments]) -> FormattedText:
