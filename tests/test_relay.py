@@ -469,6 +469,26 @@ async def test_resuming_after_a_position_replays_exactly_what_followed(
     assert len(set(positions)) == 3
 
 
+async def test_a_replay_across_a_settle_gives_the_request_then_the_outcome(
+    make_backend: BackendFactory,
+) -> None:
+    """Resumed from before an ask that was settled since, every backend replays both events
+    (the Redis relay, read from its store, gave ``resolved`` alone)."""
+    backend = await make_backend()
+    with provide(backend):
+        start = (await backend.snapshot()).position
+        task, requested = await begin(backend)
+        await backend.submit(requested.id, Answer([Item("pkg", ["npm"])]))
+        assert (await task).answers == (Item("pkg", ["npm"]),)
+    # Another process on the same store reads it from there; the in-memory relay is its own.
+    reader = backend if isinstance(backend, Relay) else await make_backend()
+    events = reader.events(start)
+    replayed = await take(events, 2)
+    await events.aclose()
+    assert replayed == [requested, RelayEvent("resolved", requested.id, outcome="answered")]
+    assert replayed[0].position == requested.position
+
+
 @pytest.mark.parametrize("position", ["", "garbage", "0", "x.1", "\n", "9" * 40, "1-1-1"])
 async def test_a_position_it_cannot_replay_from_is_stale(
     backend: RelayBackend, position: str

@@ -30,8 +30,8 @@ from .._shared_relay import LocalWaiters, Waiter, not_pending, stale
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot
 from ..wire import decode_answer, dumps
 from . import _scripts
-from ._stream import call, client, entries, key_of, strings, text, unavailable
-from ._tail import TAIL_BLOCK_MS, Tail
+from ._stream import call, client, entries, key_of, readable, strings, text, unavailable
+from ._tail import TAIL_BLOCK_MS, Tail, log
 
 __all__ = ["RedisRelay"]
 
@@ -258,6 +258,12 @@ class RedisRelay:
         questions: list[PendingQuestion] = []
         for index in range(1, len(reply) - 1, 2):
             question_id = reply[index]
+            if not (readable(question_id) and readable(reply[index + 1])):
+                log.warning(
+                    "question %r is left out: its request holds bytes that are not UTF-8",
+                    question_id,
+                )
+                continue
             with contextlib.suppress(UserInteractionError):  # an unreadable one is left out
                 questions.append(
                     PendingQuestion(
@@ -305,7 +311,7 @@ class RedisRelay:
     async def lookup(self, question_id: str) -> PendingQuestion | None:
         await self.connect()
         state, stored = await self._fields(question_id, "state", "request")
-        if state != "pending" or stored is None:
+        if state != "pending" or stored is None or not readable(stored):
             return None
         try:
             return PendingQuestion(question_id, self._tail.requests.remember(question_id, stored))

@@ -13,10 +13,20 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from .._core import UserInteractionError
+from .._core import SURROGATE, UserInteractionError
 from ..relay import RELAY_UNAVAILABLE
 
-__all__ = ["StreamState", "call", "client", "entries", "key_of", "strings", "text", "unavailable"]
+__all__ = [
+    "StreamState",
+    "call",
+    "client",
+    "entries",
+    "key_of",
+    "readable",
+    "strings",
+    "text",
+    "unavailable",
+]
 
 _T = TypeVar("_T")
 _POSITION: Final = re.compile(r"(\d{1,20})-(\d{1,20})")
@@ -26,6 +36,13 @@ CONNECTIONS: Final = 16
 def key_of(position: str) -> tuple[int, int] | None:
     match = _POSITION.fullmatch(position)
     return None if match is None else (int(match[1]), int(match[2]))
+
+
+def readable(value: str) -> bool:
+    """Whether a reply's text was UTF-8 in the store. The clients decode with
+    ``surrogateescape``, so other bytes arrive as lone surrogates (which no JSON encoder
+    writes) instead of stopping the read that met them."""
+    return value.isascii() or SURROGATE.search(value) is None
 
 
 def text(value: object) -> str | None:
@@ -92,7 +109,7 @@ class StreamState:
 
 
 def client(url: str, timeout: float) -> aioredis.Redis:
-    """A client that fails at once when the store is away.
+    """A client that fails at once when the store is away, and reads any bytes.
 
     One immediate retry on a connection error: after the server restarted, a pooled
     connection is dead and the retry takes a fresh one. The scripts are safe to run twice
@@ -104,6 +121,7 @@ def client(url: str, timeout: float) -> aioredis.Redis:
         max_connections=CONNECTIONS,
         timeout=timeout,
         decode_responses=True,
+        encoding_errors="surrogateescape",
         socket_timeout=timeout,
         socket_connect_timeout=2.0,
         retry=Retry(NoBackoff(), 1),

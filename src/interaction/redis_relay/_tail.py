@@ -15,11 +15,11 @@ from redis.exceptions import RedisError, ResponseError
 from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
 from ..relay import PendingQuestion, RelayEvent
-from ._stream import StreamState, call, entries, key_of, text, unavailable
+from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
 
-__all__ = ["Checked", "Tail"]
+__all__ = ["Checked", "Tail", "log"]
 
-_log: Final = logging.getLogger("interaction.redis_relay")
+log: Final = logging.getLogger("interaction.redis_relay")
 
 READ_COUNT: Final = 500
 TAIL_BLOCK_MS: Final = 5_000
@@ -88,6 +88,7 @@ class Tail:
         outcome and answer, never its own.
         """
         kinds = ("requested", "resolved")
+        found = [(position, self._readable(position, fields)) for position, fields in found]
         ids = list(dict.fromkeys(f.get("id", "") for _, f in found if f.get("kind") in kinds))
         replies = await self.stored(ids, "state", "request", "answer")
         stored = dict(zip(ids, replies, strict=True))
@@ -103,9 +104,6 @@ class Tail:
                 continue
             if kind == "requested" and request != fields.get("request"):
                 why = "was not asked with that request"
-            elif kind == "requested" and state != "pending":  # settled since: nothing to show
-                checked.append((position, {}, None))
-                continue
             elif kind == "resolved" and state == "pending":
                 why = "is still pending"
             else:
@@ -115,9 +113,18 @@ class Tail:
                     kept = {**fields, "outcome": outcome, "answer": answer or ""}
                 checked.append((position, kept, state))
                 continue
-            _log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
+            log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
             checked.append((position, {}, None))
         return checked
+
+    @staticmethod
+    def _readable(position: str, fields: Mapping[str, str]) -> Mapping[str, str]:
+        """The fields, or none when one is not UTF-8 text (but for a ``resolved`` entry's
+        answer, which is taken from the hash: the asker refuses a bad one there)."""
+        if all(readable(k) and (k == "answer" or readable(v)) for k, v in fields.items()):
+            return fields
+        log.warning("ignored the stream entry %s: it holds bytes that are not UTF-8", position)
+        return {}
 
     async def stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
         """``HMGET`` of each question's hash, in one round trip, one reply per id.
@@ -136,7 +143,7 @@ class Tail:
             if isinstance(reply, list):
                 stored.append([text(value) for value in reply])
             else:  # a ResponseError in its place: WRONGTYPE
-                _log.warning("question %r is not stored as a question: %s", question_id, reply)
+                log.warning("question %r is not stored as a question: %s", question_id, reply)
                 stored.append([None] * len(names))
         return stored
 
