@@ -63,7 +63,13 @@ class PostgresServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._as_user: list[str] = []
         if os.geteuid() == 0:
-            user = pwd.getpwnam("postgres")
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "PostgreSQL refuses to run as root, and there is no postgres user to run"
+                    " it as (Debian's postgresql package makes one)"
+                ) from None
             os.chown(self.directory, user.pw_uid, user.pw_gid)
             self._as_user = [
                 "setpriv",
