@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import psycopg
 import pytest
@@ -164,7 +164,7 @@ class Backends:
         self.made: list[RelayBackend] = []
         self.migrated = False
 
-    async def make(self, **options: int) -> RelayBackend:
+    async def make(self, **options: Any) -> RelayBackend:
         backend: RelayBackend
         if self.kind == "memory":
             backend = Relay(**options)
