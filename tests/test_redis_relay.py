@@ -1,7 +1,7 @@
 """The Redis relay's own failures, on a real ``redis-server``: dead askers and their leases,
 resume keys, a Redis restart with AOF, web hosts that die, several processes at once.
 
-The behaviour it shares with the in-memory relay is tested in test_relay.py, on both.
+The behaviour it shares with the other backends is tested in test_relay_contract.py.
 """
 
 from __future__ import annotations
@@ -531,56 +531,6 @@ async def test_an_answer_trimmed_away_before_its_asker_read_it_still_arrives(
     assert 120 <= len(stream) < 602
     assert event.id not in {(fields or {}).get("id") for _, fields in stream}  # trimmed
     await relay.aclose()
-
-
-async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdraws_it(
-    redis_server: RedisServer,
-) -> None:
-    space = prefix()
-    relay = RedisRelay(redis_server.url, prefix=space)
-    with provide(relay):
-        start = await relay.snapshot()
-        events = relay.events(start.position)
-        keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="step-1")
-        task = asyncio.create_task(ask(keyed))
-        (first,) = await collect(events, requested(1))
-        task.cancel()  # the host shuts down: not the step's signal
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert [q.id for q in (await relay.snapshot()).questions] == [first.id]
-
-        again = asyncio.create_task(ask(keyed))  # the same key takes the same question up
-        await relay.submit(first.id, Answer([Item("q", custom="yes")]))
-        assert (await again).answers == (Item("q", custom="yes"),)
-        # Asked once more with that key (a replayed step), the stored answer comes at once.
-        assert (await ask(keyed)).answers == (Item("q", custom="yes"),)
-
-        controller = AbortController()
-        signalled = AskUserQuestionRequest(
-            [AskUserQuestionItem("q", "Roll back?")], key="step-2", signal=controller.signal
-        )
-        task = asyncio.create_task(ask(signalled))
-        seen = await collect(events, requested(1))
-        second = next(e for e in seen if e.kind == "requested")
-        controller.abort()
-        with pytest.raises(UserInteractionError) as info:
-            await task
-        assert info.value.code == ErrorCode.ASK_ABORTED
-        rest = await collect(events, lambda got: any(e.id == second.id for e in got))
-        assert rest[-1] == RelayEvent("resolved", second.id, outcome="aborted")
-        assert [e.kind for e in seen + rest].count("requested") == 1  # nothing asked anew
-
-        shutdown = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE], key="step-3")))
-        (third,) = [e for e in await collect(events, requested(1)) if e.kind == "requested"]
-        await events.aclose()
-    await relay.aclose()  # closing keeps a keyed question for the restarted asker
-    with pytest.raises(UserInteractionError) as closed:
-        await shutdown
-    assert closed.value.code == ErrorCode.ASK_ABORTED
-    other = RedisRelay(redis_server.url, prefix=space)
-    assert [q.id for q in (await other.snapshot()).questions] == [third.id]
-    await other.dismiss(third.id)
-    await other.aclose()
 
 
 async def test_a_killed_askers_plain_questions_are_withdrawn_its_keyed_ones_wait_for_it(

@@ -520,3 +520,51 @@ async def test_events_no_relay_wrote_settle_nothing_and_stop_nothing(shared: Bac
         await replayed.aclose()
         await still_answers(backend, "After?")
     await hand.aclose()
+
+
+async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdraws_it(
+    shared: Backends,
+) -> None:
+    """A keyed ask outlives its task and its relay (a restarted asker takes it up again);
+    only its signal withdraws it. A plain ask is withdrawn however it ends."""
+    relay = await shared.make()
+    with provide(relay):
+        start = (await relay.snapshot()).position
+        events = relay.events(start)
+        keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="step-1")
+        task = asyncio.create_task(ask(keyed))
+        (first,) = await take(events, 1)
+        task.cancel()  # the host shuts down: not the step's signal
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [q.id for q in (await relay.snapshot()).questions] == [first.id]
+
+        again = asyncio.create_task(ask(keyed))  # the same key takes the same question up
+        await relay.submit(first.id, Answer([Item("q", custom="yes")]))
+        assert (await again).answers == (Item("q", custom="yes"),)
+        # Asked once more with that key (a replayed step), the stored answer comes at once.
+        assert (await ask(keyed)).answers == (Item("q", custom="yes"),)
+        assert await take(events, 1) == [RelayEvent("resolved", first.id, outcome="answered")]
+
+        controller = AbortController()
+        signalled = AskUserQuestionRequest(
+            [AskUserQuestionItem("q", "Roll back?")], key="step-2", signal=controller.signal
+        )
+        task = asyncio.create_task(ask(signalled))
+        (second,) = await take(events, 1)
+        controller.abort()
+        with pytest.raises(UserInteractionError) as info:
+            await task
+        assert info.value.code == ErrorCode.ASK_ABORTED
+        assert await take(events, 1) == [RelayEvent("resolved", second.id, outcome="aborted")]
+
+        shutdown = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE], key="step-3")))
+        (third,) = await take(events, 1)
+        await events.aclose()
+    await relay.aclose()  # closing keeps a keyed question for the restarted asker
+    with pytest.raises(UserInteractionError) as closed:
+        await shutdown
+    assert closed.value.code == ErrorCode.ASK_ABORTED
+    other = await shared.make()
+    assert [q.id for q in (await other.snapshot()).questions] == [third.id]
+    await other.dismiss(third.id)

@@ -159,6 +159,13 @@ class PostgresRelay:
         except (psycopg.Error, OSError) as exc:
             raise self._unavailable(exc) from None
         try:
+            encoding = await (await connection.execute("SHOW server_encoding")).fetchone()
+            if encoding is None or encoding[0] != "UTF8":
+                raise UserInteractionError(
+                    f"the database at {self.where} is not UTF-8 (its encoding is"
+                    f" {encoding and encoding[0]}): the relay needs a UTF8 database",
+                    RELAY_UNAVAILABLE,
+                )
             async with connection.transaction():
                 await connection.execute(
                     "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"interaction:{self.schema}"]
