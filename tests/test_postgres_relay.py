@@ -19,11 +19,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from playwright.async_api import Browser
 
 from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
+    AskUserQuestionOption,
     AskUserQuestionRequest,
     UserInteractionError,
     ask,
@@ -497,6 +499,37 @@ async def test_the_web_page_answers_through_serve_postgres(
                 again = await http.post(f"/api/questions/{question_id}/answer", json=body)
                 assert again.status_code == 409
     finally:
+        host.kill()
+        await host.wait()
+        await relay.aclose()
+
+
+async def test_a_browser_answers_on_the_page_of_serve_postgres(
+    postgres_server: PostgresServer, browser: Browser
+) -> None:
+    """The page itself (Debian's chromium): a question asked here appears on the page
+    another process serves from the database, and the click answers it."""
+    schema = f"b{secrets.token_hex(6)}"
+    host, url = await start_host(postgres_server, schema)
+    relay = PostgresRelay(postgres_server.url, schema=schema)
+    page = await browser.new_page()
+    try:
+        await page.goto(url)
+        await page.get_by_text("No question is waiting.").wait_for()
+        with provide(relay):
+            question = AskUserQuestionItem(
+                "pkg",
+                "Which package manager?",
+                options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")],
+            )
+            task = asyncio.create_task(ask(AskUserQuestionRequest([question])))
+            await page.get_by_test_id("question").wait_for()
+            await page.get_by_text("npm", exact=True).click()
+            await page.get_by_test_id("submit").click()
+            assert await asyncio.wait_for(task, WAIT) == Answer([Item("pkg", ["npm"])])
+        await page.get_by_text("No question is waiting.").wait_for()
+    finally:
+        await page.close()
         host.kill()
         await host.wait()
         await relay.aclose()
