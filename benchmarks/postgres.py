@@ -7,7 +7,9 @@ pending question. The load run is ``benchmarks/postgres_load.py``.
 Needs the ``postgres``, ``redis`` and ``web`` extras, PostgreSQL's server binaries (as the
 tests find them) and ``redis-server``. Every ratio compares subjects measured in the same
 run, taking turns round by round, as medians of rounds. The server runs with ``fsync``
-on, as a deployment would.
+on, as a deployment would; Redis runs without persistence, as in run.py's (m), so the
+trip is also measured with ``synchronous_commit=off`` (commits that do not wait for the
+disk's flush).
 """
 
 from __future__ import annotations
@@ -116,34 +118,47 @@ async def trips(
     return (time.perf_counter() - start) / number
 
 
+NO_FLUSH_WAIT = "options=-c%20synchronous_commit%3Doff"
+"""A connection setting (in the URL) that commits without waiting for the disk's flush."""
+
+
 async def round_trips(
     postgres_url: str, redis_url: str, number: int, repeat: int
-) -> tuple[float, float, float]:
-    """(p): seconds per question across hosts over Postgres and over Redis, and per bare
-    ``SELECT 1``, the three taking turns round by round."""
+) -> tuple[float, float, float, float]:
+    """(p): seconds per question across hosts over Postgres, the same with
+    ``synchronous_commit=off``, over Redis, and per bare ``SELECT 1``, the four taking
+    turns round by round."""
     schema = f"bench{os.getpid()}"
+    unflushed_url = f"{postgres_url}?{NO_FLUSH_WAIT}"
     postgres = PostgresRelay(postgres_url, schema=schema)
     await postgres.migrate()
     await postgres.connect()
+    unflushed = PostgresRelay(unflushed_url, schema=f"{schema}u")
+    await unflushed.migrate()
+    await unflushed.connect()
     redis = RedisRelay(redis_url, prefix=schema)
     await redis.connect()
     hosts = [
         await asyncio.to_thread(web_host, "--postgres", postgres_url, "--schema", schema),
         await asyncio.to_thread(web_host, "--redis", redis_url, "--prefix", schema),
+        await asyncio.to_thread(web_host, "--postgres", unflushed_url, "--schema", f"{schema}u"),
     ]
     bare = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
-    samples: list[list[float]] = [[], [], []]
+    samples: list[list[float]] = [[], [], [], []]
     try:
         async with (
             httpx.AsyncClient(base_url=hosts[0][1], headers=auth(hosts[0][2])) as to_postgres,
             httpx.AsyncClient(base_url=hosts[1][1], headers=auth(hosts[1][2])) as to_redis,
+            httpx.AsyncClient(base_url=hosts[2][1], headers=auth(hosts[2][2])) as to_unflushed,
             to_postgres.stream("GET", "/api/events") as postgres_events,
             to_redis.stream("GET", "/api/events") as redis_events,
+            to_unflushed.stream("GET", "/api/events") as unflushed_events,
         ):
             subjects: list[tuple[UserInteractionProvider, httpx.AsyncClient, AsyncIterator[str]]]
             subjects = [
                 (postgres, to_postgres, aiter(postgres_events.aiter_lines())),
                 (redis, to_redis, aiter(redis_events.aiter_lines())),
+                (unflushed, to_unflushed, aiter(unflushed_events.aiter_lines())),
             ]
 
             async def selects() -> float:
@@ -155,8 +170,8 @@ async def round_trips(
             for subject in subjects:  # warm both paths
                 await trips(*subject, number)
             for round_number in range(repeat):
-                for index in turns(3, round_number):
-                    sample = await (selects() if index == 2 else trips(*subjects[index], number))
+                for index in turns(4, round_number):
+                    sample = await (selects() if index == 3 else trips(*subjects[index], number))
                     samples[index].append(sample)
     finally:
         for child, _, _ in hosts:
@@ -164,9 +179,10 @@ async def round_trips(
             await asyncio.to_thread(child.wait)
         await bare.close()
         await postgres.aclose()
+        await unflushed.aclose()
         await redis.aclose()
-    over_postgres, over_redis, select = (statistics.median(s) for s in samples)
-    return over_postgres, over_redis, select
+    over_postgres, over_redis, not_flushed, select = (statistics.median(s) for s in samples)
+    return over_postgres, over_redis, not_flushed, select
 
 
 def auth(token: str) -> dict[str, str]:
@@ -222,7 +238,7 @@ def measure_postgres(quick: bool) -> list[Row]:
         RedisServer(Path(directory)) as redis_server,
     ):
         number, repeat = (5, 3) if quick else (100, 7)
-        over_postgres, over_redis, select = asyncio.run(
+        over_postgres, over_redis, not_flushed, select = asyncio.run(
             round_trips(database.url, redis_server.url, number, repeat)
         )
         case = "(p) one question across hosts over Postgres"
@@ -230,6 +246,17 @@ def measure_postgres(quick: bool) -> list[Row]:
         ms = over_postgres * 1e3
         rows.append(Row(case, subject, ms, "the same over Redis", over_redis * 1e3, "ms", "-"))
         rows.append(Row(case, subject, ms, "bare SELECT 1", select * 1e3, "ms", "-"))
+        rows.append(
+            Row(
+                case,
+                "the same, synchronous_commit=off",
+                not_flushed * 1e3,
+                "the same over Redis",
+                over_redis * 1e3,
+                "ms",
+                "-",
+            )
+        )
         for count in (1_000,) if quick else (10_000, 100_000):
             total, questions, own = asyncio.run(bytes_per_question(database.url, count))
             case = f"(q) Postgres storage per pending question at {count:,}"

@@ -5,7 +5,8 @@ Each function first locks the schema's one ``meta`` row (``FOR UPDATE``): writer
 turns, as Redis runs one script at a time, and event positions, handed out from a counter
 on that row while it is locked, are in commit order with no gaps (a sequence would hand
 them out in call order, and a reader could pass a number whose transaction commits
-later). ``migrate()`` runs :func:`statements` in one transaction, under an advisory lock,
+later). The lock row also counts the pending questions, so an ask checks
+``max_pending`` without counting rows; each heartbeat counts them again. ``migrate()`` runs :func:`statements` in one transaction, under an advisory lock,
 and records :data:`VERSION`; running it again changes nothing.
 """
 
@@ -46,7 +47,8 @@ def statements(schema: str) -> list[str]:
   one boolean PRIMARY KEY DEFAULT true CHECK (one),
   version integer NOT NULL,
   epoch text NOT NULL,
-  last_position bigint NOT NULL DEFAULT 0
+  last_position bigint NOT NULL DEFAULT 0,
+  pending integer NOT NULL DEFAULT 0
 )""",
         f"""CREATE TABLE IF NOT EXISTS {s}.questions (
   id text PRIMARY KEY,
@@ -108,6 +110,7 @@ BEGIN
   UPDATE {s}.questions SET state = p_outcome, answer = p_answer, claim = p_claim,
     settled = now_, expires = now_ + p_settled_ms * interval '1 millisecond'
     WHERE id = p_id;
+  UPDATE {s}.meta SET pending = pending - 1;
   pos := {s}.append_event('resolved', p_id, p_outcome);
   RETURN ARRAY['ok', pos::text];
 END $$""",
@@ -130,7 +133,7 @@ END $$""",
   p_id text, p_request text, p_owner text, p_lease_ms bigint, p_max_pending integer,
   p_lifetime_ms bigint, p_settled_ms bigint, p_key text, p_digest text)
 RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE old record; pos bigint; now_ timestamptz; pending integer;
+DECLARE old record; pos bigint; now_ timestamptz; n_pending integer;
 BEGIN
   PERFORM 1 FROM {s}.meta FOR UPDATE;
   IF EXISTS (SELECT 1 FROM {s}.questions WHERE id = p_id) THEN
@@ -158,8 +161,9 @@ BEGIN
       END IF;
     END IF;
   END IF;
-  SELECT count(*) INTO pending FROM {s}.questions WHERE state = 'pending';
-  IF pending >= p_max_pending THEN RETURN ARRAY['full']; END IF;
+  SELECT m.pending INTO n_pending FROM {s}.meta m;  -- less one replaced just now
+  IF n_pending >= p_max_pending THEN RETURN ARRAY['full']; END IF;
+  UPDATE {s}.meta SET pending = pending + 1;
   pos := {s}.append_event('requested', p_id, NULL);
   INSERT INTO {s}.questions (id, request, state, owner, position, asked, deadline, key, digest)
     VALUES (p_id, p_request, 'pending', p_owner, pos, now_,
@@ -203,6 +207,8 @@ BEGIN
   DELETE FROM {s}.questions WHERE id IN (
     SELECT id FROM {s}.questions WHERE expires < now_ LIMIT p_batch * 10);
   DELETE FROM {s}.events WHERE position <= last - p_history;
+  -- The count the asks keep (a row settled by another hand is not counted out there).
+  UPDATE {s}.meta SET pending = (SELECT count(*) FROM {s}.questions WHERE state = 'pending');
   RETURN ARRAY[n_dead, n_expired];
 END $$""",
     ]
