@@ -405,6 +405,38 @@ async def test_without_listen_the_relays_poll_and_lose_nothing(
         assert await listeners(postgres_server.url) == before + 1
 
 
+async def test_a_snapshot_ahead_of_the_tail_resumes_without_being_stale(
+    postgres_server: PostgresServer,
+) -> None:
+    """A snapshot may be newer than what the process's tail has read (here it polls, and
+    not yet): events after its position wait for the tail, they are not STALE_POSITION."""
+    async with migrated(postgres_server) as asker:
+        page = PostgresRelay(
+            postgres_server.url, schema=asker.schema, listen=False, poll_interval=1.0
+        )
+        await page.connect()
+        with provide(asker):
+            start = (await asker.snapshot()).position
+            events = asker.events(start)
+            task = asyncio.create_task(ask(free("Ahead?")))
+            (event,) = await collect(events, requested(1))
+            await events.aclose()
+            snapshot = await page.snapshot()  # its tail has not polled since the ask
+            assert [q.id for q in snapshot.questions] == [event.id]
+            ahead = page.events(snapshot.position)
+            step = asyncio.ensure_future(anext(ahead))
+            # Nothing has happened since: the step waits (it was STALE_POSITION at once).
+            done, _ = await asyncio.wait({step}, timeout=1.0)
+            assert not done
+            await asker.dismiss(event.id)
+            resolved = await asyncio.wait_for(step, WAIT)
+            assert resolved == RelayEvent("resolved", event.id, outcome="cancelled")
+            await ahead.aclose()
+            with pytest.raises(UserInteractionError):
+                await task
+        await page.aclose()
+
+
 async def test_settled_rows_expire_and_positions_beyond_the_history_are_stale(
     postgres_server: PostgresServer,
 ) -> None:

@@ -366,6 +366,7 @@ class PostgresRelay:
                 if rows:
                     self._absorb(rows)
                     if rows[0][0] != before + 1:  # deleted unread: what did they settle?
+                        self._buffer.reset(self._buffer.last)
                         await self._recheck()
                     if len(rows) == READ_COUNT:
                         continue
@@ -560,7 +561,9 @@ class PostgresRelay:
         if key is None:
             raise stale()
         rows = await self._read(key[0])
-        if not rows or rows[0][0] != key[0] + 1:  # what followed it was deleted
+        if not rows:  # nothing yet (the tail has not read up to a fresh snapshot's position)
+            return [], position
+        if rows[0][0] != key[0] + 1:  # what followed it was deleted
             raise stale()
         events = [event for row in rows if (event := self._event(row)) is not None]
         return events, self._position(rows[-1][0])
