@@ -207,12 +207,15 @@ async def bytes_per_question(url: str, count: int) -> tuple[float, float, float]
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
         empty, empty_questions = await one_row(db, size, schema)
         ask = f'SELECT "{schema}".ask(%s, %s, %s, %s, %s, %s, %s, NULL, NULL)'
-        async with db.transaction(), db.cursor() as cursor:  # one commit, the same rows
-            rows = [
-                (f"id{i:07d}", text, relay.owner, 3_600_000, count + 1, 86_400_000, 86_400_000)
-                for i in range(count)
-            ]
-            await cursor.executemany(ask, rows)
+        batch = 1_000  # asks per commit: fewer flushes, the same rows (one commit for all
+        # would keep every version of the lock row alive, and each ask would walk them)
+        for start in range(0, count, batch):
+            async with db.transaction(), db.cursor() as cursor:
+                rows = [
+                    (f"id{i:07d}", text, relay.owner, 3_600_000, count + 1, 86_400_000, 86_400_000)
+                    for i in range(start, min(count, start + batch))
+                ]
+                await cursor.executemany(ask, rows)
         await db.execute(f'ANALYZE "{schema}".questions, "{schema}".events')
         total, questions = await one_row(db, size, schema)
         await db.execute(f'DROP SCHEMA "{schema}" CASCADE')
