@@ -6,8 +6,9 @@ turns, as Redis runs one script at a time, and event positions, handed out from 
 on that row while it is locked, are in commit order with no gaps (a sequence would hand
 them out in call order, and a reader could pass a number whose transaction commits
 later). The lock row also counts the pending questions, so an ask checks
-``max_pending`` without counting rows; each heartbeat counts them again. ``migrate()`` runs :func:`statements` in one transaction, under an advisory lock,
-and records :data:`VERSION`; running it again changes nothing.
+``max_pending`` without counting rows; each heartbeat counts them again. ``migrate()``
+runs :func:`statements` in one transaction, under an advisory lock, and records
+:data:`VERSION`; running it again changes nothing.
 """
 
 from __future__ import annotations
