@@ -336,6 +336,12 @@ async def test_a_database_restart_mid_ask_says_unavailable_then_recovers() -> No
                 events = relay.events(start.position)
                 waiting = asyncio.create_task(ask(free("Pending across?")))
                 (event,) = await collect(events, requested(1))
+                # The event can arrive before the asker has read its own call's reply; a
+                # crash then loses that reply and the ask ends RELAY_UNAVAILABLE (as on
+                # Redis). Crash only once the ask waits for its answer.
+                async with asyncio.timeout(WAIT):
+                    while not relay._waiters.published(event.id):  # noqa: ASYNC110
+                        await asyncio.sleep(0.01)  # no event marks the reply's arrival
                 server.crash()  # every backend ends at once; recovery on the next start
                 with pytest.raises(UserInteractionError) as told:
                     await asyncio.wait_for(anext(events), WAIT)  # the tail lost the store
