@@ -1,7 +1,7 @@
 """The Redis relay's own failures, on a real ``redis-server``: dead askers and their leases,
 resume keys, a Redis restart with AOF, web hosts that die, several processes at once.
 
-The behaviour it shares with the in-memory relay is tested in test_relay.py, on both.
+The behaviour it shares with the other backends is tested in test_relay_contract.py.
 """
 
 from __future__ import annotations
@@ -318,6 +318,115 @@ async def test_a_hash_settled_without_an_entry_is_settled_for_the_asker_and_the_
     await relay.aclose()
 
 
+NOT_UTF8 = b"caf\xe9"  # Latin-1, not UTF-8
+
+
+def spoiled_request(question_id: str) -> bytes:
+    return b'{"questions":[{"id":"' + question_id.encode() + b'","question":"' + NOT_UTF8 + b'"}]}'
+
+
+async def still_answers(relay: RedisRelay, text: str) -> None:
+    """A new ask on ``relay`` is seen by its tail and answered: nothing stopped it."""
+    start = await relay.snapshot()
+    task = asyncio.create_task(ask(free(text)))
+    (event,) = [e for e in await asked(relay, start.position, 1) if e.kind == "requested"]
+    await relay.submit(event.id, Answer([Item("q", custom="on")]))
+    assert (await asyncio.wait_for(task, WAIT)).answers == (Item("q", custom="on"),)
+
+
+async def test_stream_entries_with_bytes_that_are_not_utf8_are_logged_and_passed_over(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One such entry stopped every process's tail (UnicodeDecodeError): open iterators
+    went quiet, askers heard only at their next heartbeat, and while it was the last entry
+    a new process could not even take a snapshot."""
+    relay = RedisRelay(redis_server.url, prefix=prefix(), lease_ttl=120)  # no beat in time
+    raw = aioredis.Redis.from_url(redis_server.url)  # bytes in, bytes out
+    stream = f"{{{relay.prefix}}}:events"
+    with provide(relay), caplog.at_level(logging.WARNING, logger="interaction.redis_relay"):
+        start = await relay.snapshot()
+        events = relay.events(start.position)
+        task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+        (event,) = await collect(events, requested(1))
+        own = event.id.encode()
+        hostile: list[Fields] = [
+            {"kind": "note", "text": NOT_UTF8},
+            {"kind": "resolved", "id": own, "outcome": NOT_UTF8},
+            {"kind": "resolved", "id": NOT_UTF8, "outcome": "answered"},
+            {"kind": "requested", "id": NOT_UTF8, "request": spoiled_request("q")},
+            {"kind": "requested", "id": own, "request": spoiled_request("pkg")},
+            {"kind": NOT_UTF8, "id": own, "outcome": "answered"},
+            {"kind": "note", "text": NOT_UTF8},  # the last entry, for a new process
+        ]
+        positions = set()
+        for fields in hostile:
+            position = await raw.xadd(stream, fields)
+            positions.add(position.decode() if isinstance(position, bytes) else position)
+        fresh = RedisRelay(redis_server.url, prefix=relay.prefix)  # reads the store
+        assert [q.id for q in (await fresh.snapshot()).questions] == [event.id]
+        await relay.submit(event.id, Answer([Item("pkg", ["npm"])]))
+        assert (await asyncio.wait_for(task, WAIT)).answers == (Item("pkg", ["npm"]),)
+        resolved = RelayEvent("resolved", event.id, outcome="answered")
+        assert await collect(events, lambda got: len(got) == 1) == [resolved]
+        await events.aclose()
+        replayed = fresh.events(start.position)
+        assert await collect(replayed, lambda got: len(got) == 2) == [event, resolved]
+        await replayed.aclose()
+        await still_answers(relay, "After the bytes?")
+    warned = {
+        m.split()[4].rstrip(":")
+        for r in caplog.records
+        if (m := r.getMessage()).endswith("holds bytes that are not UTF-8")
+    }
+    assert warned == positions
+    await fresh.aclose()
+    await raw.aclose()
+    await relay.aclose()
+
+
+async def test_a_stored_request_or_answer_that_is_not_utf8_is_refused_never_raised(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hash whose request held such bytes made every snapshot() raise UnicodeDecodeError;
+    an answer with them stopped the tail. Now the question is left out (and logged), a
+    claim on it is NOT_PENDING, and the asker refuses the answer (BAD_ANSWER)."""
+    relay = RedisRelay(redis_server.url, prefix=prefix(), lease_ttl=120)  # no beat in time
+    raw = aioredis.Redis.from_url(redis_server.url)
+    base = f"{{{relay.prefix}}}:"
+    with provide(relay), caplog.at_level(logging.WARNING, logger="interaction.redis_relay"):
+        start = await relay.snapshot()
+        spoiled = asyncio.create_task(ask(free("Spoiled?")))
+        answered = asyncio.create_task(ask(free("Answered?")))
+        ids = texts(await asked(relay, start.position, 2))
+        await raw.hset(base + "q:" + ids["Spoiled?"], "request", spoiled_request("q"))
+        fresh = RedisRelay(redis_server.url, prefix=relay.prefix)  # nothing cached
+        assert [q.id for q in (await fresh.snapshot()).questions] == [ids["Answered?"]]
+        assert await fresh.lookup(ids["Spoiled?"]) is None
+        with pytest.raises(UserInteractionError) as refused:
+            await fresh.submit(ids["Spoiled?"], Answer([Item("q", custom="x")]))
+        assert refused.value.code == NOT_PENDING
+        bad = b'{"answers":[{"id":"q","selected":[],"custom":"' + NOT_UTF8 + b'"}]}'
+        qid = ids["Answered?"]
+        await raw.hset(base + "q:" + qid, mapping={"state": "answered", "answer": bad})
+        entry: Fields = {"kind": "resolved", "id": qid, "outcome": "answered", "answer": bad}
+        await raw.xadd(base + "events", entry)
+        with pytest.raises(UserInteractionError) as unreadable:
+            await asyncio.wait_for(answered, WAIT)
+        assert unreadable.value.code == ErrorCode.BAD_ANSWER
+        await still_answers(relay, "After the bytes?")
+        spoiled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await spoiled
+    warned = [r.getMessage() for r in caplog.records]
+    assert (
+        f"question {ids['Spoiled?']!r} is left out: its request holds bytes that are not UTF-8"
+        in warned
+    )
+    await fresh.aclose()
+    await raw.aclose()
+    await relay.aclose()
+
+
 async def test_a_late_answer_over_the_web_to_a_withdrawn_question_says_so(
     redis_server: RedisServer,
 ) -> None:
@@ -422,56 +531,6 @@ async def test_an_answer_trimmed_away_before_its_asker_read_it_still_arrives(
     assert 120 <= len(stream) < 602
     assert event.id not in {(fields or {}).get("id") for _, fields in stream}  # trimmed
     await relay.aclose()
-
-
-async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdraws_it(
-    redis_server: RedisServer,
-) -> None:
-    space = prefix()
-    relay = RedisRelay(redis_server.url, prefix=space)
-    with provide(relay):
-        start = await relay.snapshot()
-        events = relay.events(start.position)
-        keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="step-1")
-        task = asyncio.create_task(ask(keyed))
-        (first,) = await collect(events, requested(1))
-        task.cancel()  # the host shuts down: not the step's signal
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert [q.id for q in (await relay.snapshot()).questions] == [first.id]
-
-        again = asyncio.create_task(ask(keyed))  # the same key takes the same question up
-        await relay.submit(first.id, Answer([Item("q", custom="yes")]))
-        assert (await again).answers == (Item("q", custom="yes"),)
-        # Asked once more with that key (a replayed step), the stored answer comes at once.
-        assert (await ask(keyed)).answers == (Item("q", custom="yes"),)
-
-        controller = AbortController()
-        signalled = AskUserQuestionRequest(
-            [AskUserQuestionItem("q", "Roll back?")], key="step-2", signal=controller.signal
-        )
-        task = asyncio.create_task(ask(signalled))
-        seen = await collect(events, requested(1))
-        second = next(e for e in seen if e.kind == "requested")
-        controller.abort()
-        with pytest.raises(UserInteractionError) as info:
-            await task
-        assert info.value.code == ErrorCode.ASK_ABORTED
-        rest = await collect(events, lambda got: any(e.id == second.id for e in got))
-        assert rest[-1] == RelayEvent("resolved", second.id, outcome="aborted")
-        assert [e.kind for e in seen + rest].count("requested") == 1  # nothing asked anew
-
-        shutdown = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE], key="step-3")))
-        (third,) = [e for e in await collect(events, requested(1)) if e.kind == "requested"]
-        await events.aclose()
-    await relay.aclose()  # closing keeps a keyed question for the restarted asker
-    with pytest.raises(UserInteractionError) as closed:
-        await shutdown
-    assert closed.value.code == ErrorCode.ASK_ABORTED
-    other = RedisRelay(redis_server.url, prefix=space)
-    assert [q.id for q in (await other.snapshot()).questions] == [third.id]
-    await other.dismiss(third.id)
-    await other.aclose()
 
 
 async def test_a_killed_askers_plain_questions_are_withdrawn_its_keyed_ones_wait_for_it(

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -21,21 +20,17 @@ from interaction import (
     ask,
     provide,
 )
-from interaction.redis_relay import RedisRelay
 from interaction.relay import (
     NOT_PENDING,
     RELAY_FULL,
     STALE_POSITION,
     WITHDRAWN_KEPT,
     Relay,
-    RelayBackend,
     RelayEvent,
     Subscription,
 )
 
-from .redis_server import RedisServer, redis_server
-
-__all__ = ["redis_server"]  # a fixture, used through make_backend
+from .relay_helpers import begin, first_event, take
 
 Item = AskUserQuestionAnswerItem
 Answer = AskUserQuestionAnswer
@@ -255,275 +250,6 @@ async def test_answer_racing_the_askers_cancel_is_not_pending_and_resolved_once(
     relay.close()
     kinds = [event.kind async for event in subscription]
     assert kinds == ["requested", "resolved"]
-
-
-# ---------------------------------------------------------------------------------------
-# The shared behaviour: the same tests over every RelayBackend, through its async interface.
-
-BackendFactory = Callable[..., Awaitable[RelayBackend]]
-
-
-@pytest.fixture(params=["memory", "redis"])
-async def make_backend(request: pytest.FixtureRequest) -> AsyncIterator[BackendFactory]:
-    """Builds backends of one kind (``max_pending`` and friends as keywords); closes them.
-
-    The Redis relays of one test share a fresh prefix on one real ``redis-server``.
-    """
-    made: list[RelayBackend] = []
-    prefix = f"t{secrets.token_hex(6)}"
-
-    async def make(**options: int) -> RelayBackend:
-        backend: RelayBackend
-        if request.param == "memory":
-            backend = Relay(**options)
-        else:
-            server: RedisServer = request.getfixturevalue("redis_server")
-            backend = RedisRelay(server.url, prefix=prefix, **options)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
-
-
-@pytest.fixture
-async def backend(make_backend: BackendFactory) -> AsyncIterator[RelayBackend]:
-    backend = await make_backend()
-    with provide(backend):
-        yield backend
-
-
-async def first_event(backend: RelayBackend, after: str) -> RelayEvent:
-    iterator = backend.events(after)
-    try:
-        return await asyncio.wait_for(anext(iterator), 10)
-    finally:
-        await iterator.aclose()
-
-
-async def take(iterator: AsyncGenerator[RelayEvent, None], count: int) -> list[RelayEvent]:
-    return [await asyncio.wait_for(anext(iterator), 10) for _ in range(count)]
-
-
-async def begin(
-    backend: RelayBackend, *questions: AskUserQuestionItem, signal: AbortSignal | None = None
-) -> tuple[asyncio.Task[Answer], RelayEvent]:
-    """Start an ask and return it with its ``requested`` event, seen through events()."""
-    before = (await backend.snapshot()).position
-    task = asyncio.create_task(ask(AskUserQuestionRequest(questions or [SINGLE], signal=signal)))
-    event = await first_event(backend, before)
-    assert event.kind == "requested"
-    assert event.question is not None
-    return task, event
-
-
-async def test_every_backend_is_a_relay_backend(backend: RelayBackend) -> None:
-    assert isinstance(backend, RelayBackend)
-
-
-async def test_an_answer_settles_the_ask_and_the_events_tell_it_in_order(
-    backend: RelayBackend,
-) -> None:
-    start_at = (await backend.snapshot()).position
-    task, requested = await begin(backend)
-    assert requested.question is not None
-    assert requested.question.request.questions == (SINGLE,)
-    assert await backend.lookup(requested.id) == requested.question
-    snapshot = await backend.snapshot()
-    assert [q.id for q in snapshot.questions] == [requested.id]
-    assert snapshot.position == requested.position  # nothing happened since
-    answer = await backend.submit(requested.id, Answer([Item("pkg", ["npm"])]))
-    assert answer.answers == (Item("pkg", ["npm"]),)
-    assert (await task).answers == (Item("pkg", ["npm"]),)
-    events = backend.events(start_at)
-    seen = await take(events, 2)
-    await events.aclose()
-    assert seen == [requested, RelayEvent("resolved", requested.id, outcome="answered")]
-    assert seen[0].position == requested.position
-    assert seen[1].position not in {"", requested.position}
-    assert (await backend.snapshot()).questions == ()
-    assert (await backend.snapshot()).position == seen[1].position
-    assert await backend.lookup(requested.id) is None
-
-
-@pytest.mark.parametrize(
-    "forged",
-    [
-        Answer([Item("ghost")]),
-        Answer([Item("pkg", ["yarn"])]),
-        None,
-        Answer([]),
-        Answer([Item("pkg", ["npm", "npm"])]),
-        Answer([Item("pkg", ["npm", "pnpm"])]),
-        Answer([Item("pkg", custom=" ")]),
-        Answer([Item("pkg", ["npm"], "also")]),
-        {"answers": [{"id": "pkg", "selected": ["yarn"]}]},
-    ],
-)
-async def test_a_forged_answer_is_refused_and_leaves_the_question_pending(
-    backend: RelayBackend, forged: object
-) -> None:
-    task, requested = await begin(backend)
-    with pytest.raises(UserInteractionError) as info:
-        await backend.submit(requested.id, forged)
-    assert info.value.code == ErrorCode.BAD_ANSWER
-    assert [q.id for q in (await backend.snapshot()).questions] == [requested.id]
-    await backend.submit(requested.id, Answer([Item("pkg", ["pnpm"])]))
-    assert (await task).answers == (Item("pkg", ["pnpm"]),)
-
-
-async def test_an_unknown_id_is_not_pending_on_every_backend(backend: RelayBackend) -> None:
-    for settle in (
-        backend.submit("nope", Answer([Item("pkg")])),
-        backend.dismiss("nope"),
-    ):
-        with pytest.raises(UserInteractionError) as info:
-            await settle
-        assert info.value.code == NOT_PENDING
-        assert info.value.message == (
-            "question 'nope' is not pending (unknown, or already settled)"
-        )
-    assert await backend.lookup("nope") is None
-
-
-async def test_of_two_claims_at_once_exactly_one_wins(backend: RelayBackend) -> None:
-    task, requested = await begin(backend)
-
-    async def claim(answer: Answer) -> str:
-        try:
-            await backend.submit(requested.id, answer)
-        except UserInteractionError as error:
-            return error.code
-        return "accepted"
-
-    results = await asyncio.gather(
-        claim(Answer([Item("pkg", ["pnpm"])])), claim(Answer([Item("pkg", ["npm"])]))
-    )
-    assert sorted(results) == [NOT_PENDING, "accepted"]
-    winner = ["pnpm", "npm"][results.index("accepted")]
-    assert (await task).answers == (Item("pkg", [winner]),)
-    with pytest.raises(UserInteractionError) as late:
-        await backend.dismiss(requested.id)
-    assert late.value.code == NOT_PENDING
-
-
-async def test_dismiss_cancels_the_ask_once(backend: RelayBackend) -> None:
-    task, requested = await begin(backend)
-    await backend.dismiss(requested.id)
-    with pytest.raises(UserInteractionError) as info:
-        await task
-    assert info.value.code == ErrorCode.ASK_CANCELLED
-    assert await first_event(backend, requested.position) == RelayEvent(
-        "resolved", requested.id, outcome="cancelled"
-    )
-    with pytest.raises(UserInteractionError) as late:
-        await backend.submit(requested.id, Answer([Item("pkg", ["npm"])]))
-    assert late.value.code == NOT_PENDING
-
-
-@pytest.mark.parametrize("by_timeout", [False, True])
-async def test_the_askers_abort_or_timeout_withdraws_it_on_every_backend(
-    backend: RelayBackend, by_timeout: bool
-) -> None:
-    controller = AbortController()
-    signal = AbortSignal.timeout(0.2) if by_timeout else controller.signal
-    task, requested = await begin(backend, signal=signal)
-    controller.abort()
-    with pytest.raises(UserInteractionError) as info:
-        await task
-    assert info.value.code == (ErrorCode.ASK_TIMEOUT if by_timeout else ErrorCode.ASK_ABORTED)
-    assert await first_event(backend, requested.position) == RelayEvent(
-        "resolved", requested.id, outcome="aborted"
-    )
-    assert (await backend.snapshot()).questions == ()
-    for claim in (
-        backend.submit(requested.id, Answer([Item("pkg", ["npm"])])),
-        backend.dismiss(requested.id),
-    ):
-        with pytest.raises(UserInteractionError) as late:
-            await claim
-        assert late.value.code == NOT_PENDING
-        assert late.value.message == (
-            f"question {requested.id!r} is not pending (withdrawn by the asker)"
-        )
-
-
-async def test_resuming_after_a_position_replays_exactly_what_followed(
-    backend: RelayBackend,
-) -> None:
-    """Last-Event-ID: a client that saw an event resumes right after it, nothing lost."""
-    first, one = await begin(backend)
-    second, two = await begin(backend)
-    await backend.submit(one.id, Answer([Item("pkg", ["npm"])]))
-    events = backend.events(one.position)
-    replay = await take(events, 2)
-    assert replay == [two, RelayEvent("resolved", one.id, outcome="answered")]
-    await backend.dismiss(two.id)  # a live event on the same iterator
-    assert await take(events, 1) == [RelayEvent("resolved", two.id, outcome="cancelled")]
-    await events.aclose()
-    assert (await first).answers == (Item("pkg", ["npm"]),)
-    with pytest.raises(UserInteractionError):
-        await second
-    positions = [one.position, *(e.position for e in replay)]
-    assert len(set(positions)) == 3
-
-
-@pytest.mark.parametrize("position", ["", "garbage", "0", "x.1", "\n", "9" * 40, "1-1-1"])
-async def test_a_position_it_cannot_replay_from_is_stale(
-    backend: RelayBackend, position: str
-) -> None:
-    with pytest.raises(UserInteractionError) as info:
-        await first_event(backend, position)
-    assert info.value.code == STALE_POSITION
-    assert info.value.message == (
-        "the relay cannot replay events from that position; take a fresh snapshot"
-    )
-
-
-async def test_a_position_from_another_relay_is_stale(make_backend: BackendFactory) -> None:
-    one, other = await make_backend(), await make_backend()
-    if not isinstance(one, Relay):  # relays sharing one store share their positions
-        return
-    with pytest.raises(UserInteractionError) as info:
-        await first_event(other, (await one.snapshot()).position)
-    assert info.value.code == STALE_POSITION
-
-
-async def test_over_max_pending_an_ask_is_refused_on_every_backend(
-    make_backend: BackendFactory,
-) -> None:
-    backend = await make_backend(max_pending=2)
-    with provide(backend):
-        tasks = [(await begin(backend))[0] for _ in range(2)]
-        with pytest.raises(UserInteractionError) as info:
-            await ask(AskUserQuestionRequest([SINGLE]))
-        assert info.value.code == RELAY_FULL
-        assert info.value.message == "the relay already holds 2 pending questions"
-        assert len((await backend.snapshot()).questions) == 2
-        await backend.aclose()
-    for task in tasks:
-        with pytest.raises(UserInteractionError) as closed:
-            await task
-        assert closed.value.code == ErrorCode.ASK_ABORTED
-
-
-async def test_aclose_aborts_its_askers_and_ends_its_iterators(
-    make_backend: BackendFactory,
-) -> None:
-    backend = await make_backend()
-    with provide(backend):
-        task, requested = await begin(backend)
-        events = backend.events(requested.position)
-        await backend.aclose()
-        with pytest.raises(UserInteractionError) as info:
-            await task
-    assert info.value.code == ErrorCode.ASK_ABORTED
-    rest = [event async for event in events]
-    assert rest == [RelayEvent("resolved", requested.id, outcome="aborted")]
-    with pytest.raises(UserInteractionError) as closed:
-        await backend.ask(AskUserQuestionRequest([SINGLE]))
-    assert closed.value.code == ErrorCode.ASK_ABORTED
 
 
 async def test_a_closed_relays_questions_read_as_withdrawn_and_only_the_recent_ones() -> None:

@@ -41,6 +41,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
+    from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
     from .relay import RelayBackend
     from .web import WebServer
@@ -167,10 +168,22 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str], limits: 
 
 
 async def _serve_shared(
-    relay: RedisRelay, host: str, port: int, allow_hosts: Sequence[str], limits: _Limits
+    relay: RedisRelay | PostgresRelay,
+    host: str,
+    port: int,
+    allow_hosts: Sequence[str],
+    limits: _Limits,
+    *,
+    migrate: bool = False,
 ) -> None:
-    """The page over the questions in Redis, asked by any process on the same store."""
+    """The page over the questions in Redis or Postgres, asked by any process on the same
+    store; ``migrate`` creates the Postgres relay's tables first."""
     try:
+        if migrate:
+            from .postgres_relay import PostgresRelay
+
+            if isinstance(relay, PostgresRelay):
+                await relay.migrate()
         await relay.connect()
         async with limits.server(relay, host, port, allow_hosts) as server:
             print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -211,20 +224,44 @@ def _redis_relay(url: str, prefix: str) -> RedisRelay:
         ) from None
 
 
+def _postgres_relay(url: str, schema: str) -> PostgresRelay:
+    """The relay of ``--postgres URL``; a bad URL or schema is a ValueError that says so
+    (without the URL, which may hold a password)."""
+    from .postgres_relay import PostgresRelay
+
+    try:
+        return PostgresRelay(url, schema=schema)
+    except ValueError as exc:
+        if "schema" in str(exc):
+            raise ValueError(f"--schema: {exc}") from None
+        raise ValueError(
+            "--postgres is not a PostgreSQL URL or connection string:"
+            " use postgresql://USER@HOST:PORT/DB"
+        ) from None
+
+
 def _serve(
     host: str,
     port: int,
     allow_hosts: Sequence[str] = (),
+    *,
     redis_url: str | None = None,
     prefix: str = "interaction",
-    *,
     limits: _Limits | None = None,
+    postgres_url: str | None = None,
+    schema: str = "interaction",
+    migrate: bool = False,
 ) -> int:
+    if migrate and postgres_url is None:
+        print("interaction: --migrate needs --postgres URL", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         import interaction.web
 
         if redis_url is not None:
-            import interaction.redis_relay  # noqa: F401
+            import interaction.redis_relay
+        if postgres_url is not None:
+            import interaction.postgres_relay  # noqa: F401
     except ImportError as exc:
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -236,17 +273,20 @@ def _serve(
         print(f"interaction: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        if redis_url is None:
-            serving = _serve_demo(host, port, allow_hosts, limits)
+        if postgres_url is not None:
+            relay = _postgres_relay(postgres_url, schema)
+            serving = _serve_shared(relay, host, port, allow_hosts, limits, migrate=migrate)
+        elif redis_url is not None:
+            redis_relay = _redis_relay(redis_url, prefix)
+            serving = _serve_shared(redis_relay, host, port, allow_hosts, limits)
         else:
-            relay = _redis_relay(redis_url, prefix)
-            serving = _serve_shared(relay, host, port, allow_hosts, limits)
+            serving = _serve_demo(host, port, allow_hosts, limits)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
             asyncio.run(serving)
-    except ValueError as exc:  # a bad --allow-host, --redis or --prefix
+    except ValueError as exc:  # a bad --allow-host, --redis, --prefix, --postgres or --schema
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except UserInteractionError as error:  # Redis cannot be reached
+    except UserInteractionError as error:  # the store cannot be reached
         print(f"interaction: {error.message} ({error.code})", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # the port is taken, the host unknown or not ours
@@ -289,10 +329,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
-    serve.add_argument(
+    stores = serve.add_mutually_exclusive_group()
+    stores.add_argument(
         "--redis",
         metavar="URL",
         help="serve the questions held in Redis at URL (asked by any process), no demo",
+    )
+    stores.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="serve the questions held in PostgreSQL at URL (asked by any process), no demo",
     )
     serve.add_argument(
         "--prefix",
@@ -319,6 +365,16 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help="time for a request's head and body to arrive (default 10)",
+    )
+    serve.add_argument(
+        "--schema",
+        default="interaction",
+        help="the Postgres schema the askers use (default interaction)",
+    )
+    serve.add_argument(
+        "--migrate",
+        action="store_true",
+        help="with --postgres: create or update the relay's tables first (idempotent)",
     )
     serve.add_argument(
         "--allow-host",
@@ -361,12 +417,14 @@ _HELP: Final = {
         "Serve the web answering page, with the demo asked again and again; each answer is"
         " printed as JSON. With --redis, serve the questions pending in Redis instead,"
         " asked by any process with a RedisRelay on the same store (several hosts may"
-        " serve them at once). Ctrl-C stops.",
+        " serve them at once); with --postgres, those in PostgreSQL (PostgresRelay)."
+        " Ctrl-C stops.",
         [
             "interaction serve",
             "interaction serve --port 0",
             "interaction serve --host 0.0.0.0",
             "interaction serve --redis redis://127.0.0.1:6379/0",
+            "interaction serve --postgres postgresql://app@db.internal/app --migrate",
         ],
     ),
     "schema": (
@@ -433,7 +491,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         limits = _Limits(args.max_connections, args.max_streams, args.request_timeout)
-        return _serve(args.host, args.port, args.allow_host, args.redis, args.prefix, limits=limits)
+        return _serve(
+            args.host,
+            args.port,
+            args.allow_host,
+            redis_url=args.redis,
+            prefix=args.prefix,
+            limits=limits,
+            postgres_url=args.postgres,
+            schema=args.schema,
+            migrate=args.migrate,
+        )
     if args.command == "schema":
         if args.which is None:
             print(

@@ -1,0 +1,313 @@
+"""The Postgres relay beside the Redis relay: (p) one question across hosts, (q) bytes per
+pending question. The load run is ``benchmarks/postgres_load.py``.
+
+    python benchmarks/postgres.py           # the full run (prints the rows)
+    python benchmarks/postgres.py --quick   # a few iterations (CI keeps it alive)
+
+Needs the ``postgres``, ``redis`` and ``web`` extras, PostgreSQL's server binaries (as the
+tests find them) and ``redis-server``. Every ratio compares subjects measured in the same
+run, taking turns round by round, as medians of rounds. The server runs with ``fsync``
+on, as a deployment would; Redis runs without persistence, as in run.py's (m), so the
+trip is also measured with ``synchronous_commit=off`` (commits that do not wait for the
+disk's flush).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.postgres_server import PostgresServer
+from tests.redis_server import RedisServer
+
+import interaction
+from interaction import (
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    UserInteractionProvider,
+    wire,
+)
+from interaction.postgres_relay import PostgresRelay
+from interaction.redis_relay import RedisRelay
+
+# Child interpreters run as an installed package does (reading and writing bytecode).
+CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    case: str
+    subject: str
+    value: float
+    reference: str
+    reference_value: float
+    unit: Literal["ms", "KiB"]
+    target: str
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.reference_value
+
+
+def turns(count: int, round_number: int) -> Sequence[int]:
+    """Forward one round, backward the next: no subject always goes first."""
+    order = range(count)
+    return order if round_number % 2 == 0 else order[::-1]
+
+
+def request_1x3() -> AskUserQuestionRequest:
+    """The benchmarks' usual request: 1 question x 3 options."""
+    return AskUserQuestionRequest(
+        [
+            AskUserQuestionItem(
+                "q0",
+                "Question number 0: which one should the agent use?",
+                header="Topic 0",
+                options=[
+                    AskUserQuestionOption("Option 0 (Recommended)", "Because 0"),
+                    AskUserQuestionOption("Option 1", "Because 1"),
+                    AskUserQuestionOption("Option 2", "Because 2"),
+                ],
+            )
+        ]
+    )
+
+
+def web_host(*store: str) -> tuple[subprocess.Popen[bytes], str, str]:
+    """An ``interaction serve`` process on a shared store (host B): its base URL and token."""
+    argv = [sys.executable, "-m", "interaction", "serve", *store, "--port", "0"]
+    child = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=CHILD_ENV)
+    assert child.stderr is not None
+    line = child.stderr.readline().decode()
+    base, _, token = line.removeprefix("interaction: answer at ").strip().partition("/#token=")
+    return child, base, token
+
+
+async def trips(
+    relay: UserInteractionProvider, http: httpx.AsyncClient, lines: AsyncIterator[str], number: int
+) -> float:
+    """Mean seconds of one question: asked here (host A), its ``requested`` event read from
+    host B's stream, the answer POSTed to B, the ask returned here."""
+    request = request_1x3()
+    body = {"answers": [{"id": "q0", "selected": ["Option 1"]}]}
+    start = time.perf_counter()
+    with interaction.provide(relay):
+        for _ in range(number):
+            settled = asyncio.create_task(interaction.ask(request))
+            while (await anext(lines)) != "event: requested":
+                pass
+            qid = json.loads((await anext(lines)).removeprefix("data: "))["id"]
+            await http.post(f"/api/questions/{qid}/answer", json=body)
+            await settled
+    return (time.perf_counter() - start) / number
+
+
+NO_FLUSH_WAIT = "options=-c%20synchronous_commit%3Doff"
+"""A connection setting (in the URL) that commits without waiting for the disk's flush."""
+
+
+async def round_trips(
+    postgres_url: str, redis_url: str, number: int, repeat: int
+) -> tuple[float, float, float, float]:
+    """(p): seconds per question across hosts over Postgres, the same with
+    ``synchronous_commit=off``, over Redis, and per bare ``SELECT 1``, the four taking
+    turns round by round."""
+    schema = f"bench{os.getpid()}"
+    unflushed_url = f"{postgres_url}?{NO_FLUSH_WAIT}"
+    postgres = PostgresRelay(postgres_url, schema=schema)
+    await postgres.migrate()
+    await postgres.connect()
+    unflushed = PostgresRelay(unflushed_url, schema=f"{schema}u")
+    await unflushed.migrate()
+    await unflushed.connect()
+    redis = RedisRelay(redis_url, prefix=schema)
+    await redis.connect()
+    hosts = [
+        await asyncio.to_thread(web_host, "--postgres", postgres_url, "--schema", schema),
+        await asyncio.to_thread(web_host, "--redis", redis_url, "--prefix", schema),
+        await asyncio.to_thread(web_host, "--postgres", unflushed_url, "--schema", f"{schema}u"),
+    ]
+    bare = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
+    samples: list[list[float]] = [[], [], [], []]
+    try:
+        async with (
+            httpx.AsyncClient(base_url=hosts[0][1], headers=auth(hosts[0][2])) as to_postgres,
+            httpx.AsyncClient(base_url=hosts[1][1], headers=auth(hosts[1][2])) as to_redis,
+            httpx.AsyncClient(base_url=hosts[2][1], headers=auth(hosts[2][2])) as to_unflushed,
+            to_postgres.stream("GET", "/api/events") as postgres_events,
+            to_redis.stream("GET", "/api/events") as redis_events,
+            to_unflushed.stream("GET", "/api/events") as unflushed_events,
+        ):
+            subjects: list[tuple[UserInteractionProvider, httpx.AsyncClient, AsyncIterator[str]]]
+            subjects = [
+                (postgres, to_postgres, aiter(postgres_events.aiter_lines())),
+                (redis, to_redis, aiter(redis_events.aiter_lines())),
+                (unflushed, to_unflushed, aiter(unflushed_events.aiter_lines())),
+            ]
+
+            async def selects() -> float:
+                start = time.perf_counter()
+                for _ in range(number):
+                    await bare.execute("SELECT 1")
+                return (time.perf_counter() - start) / number
+
+            for subject in subjects:  # warm both paths
+                await trips(*subject, number)
+            for round_number in range(repeat):
+                for index in turns(4, round_number):
+                    sample = await (selects() if index == 3 else trips(*subjects[index], number))
+                    samples[index].append(sample)
+    finally:
+        for child, _, _ in hosts:
+            child.terminate()
+            await asyncio.to_thread(child.wait)
+        await bare.close()
+        await postgres.aclose()
+        await unflushed.aclose()
+        await redis.aclose()
+    over_postgres, over_redis, not_flushed, select = (statistics.median(s) for s in samples)
+    return over_postgres, over_redis, not_flushed, select
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def bytes_per_question(url: str, count: int) -> tuple[float, float, float]:
+    """(q): bytes of database storage per pending question at ``count`` pending (every
+    table of the schema with its indexes and TOAST, after an ``ANALYZE``, less the empty
+    schema's), the questions table's share, and the request's own JSON. The questions are
+    asked through the ask function directly, as many asker processes would."""
+    schema = f"mem{count}"
+    relay = PostgresRelay(url, schema=schema, max_pending=count + 1)
+    await relay.migrate()
+    size = (
+        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0), coalesce(sum("
+        "  pg_total_relation_size(c.oid)) FILTER (WHERE c.relname = 'questions'), 0)"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind = 'r'"
+    )
+    text = wire.dumps(request_1x3())
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+        empty, empty_questions = await one_row(db, size, schema)
+        ask = f'SELECT "{schema}".ask(%s, %s, %s, %s, %s, %s, %s, NULL, NULL)'
+        batch = 1_000  # asks per commit: fewer flushes, the same rows (one commit for all
+        # would keep every version of the lock row alive, and each ask would walk them)
+        for start in range(0, count, batch):
+            async with db.transaction(), db.cursor() as cursor:
+                rows = [
+                    (f"id{i:07d}", text, relay.owner, 3_600_000, count + 1, 86_400_000, 86_400_000)
+                    for i in range(start, min(count, start + batch))
+                ]
+                await cursor.executemany(ask, rows)
+        await db.execute(f'ANALYZE "{schema}".questions, "{schema}".events')
+        total, questions = await one_row(db, size, schema)
+        await db.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    await relay.aclose()
+    return (total - empty) / count, (questions - empty_questions) / count, len(text.encode())
+
+
+async def one_row(
+    db: psycopg.AsyncConnection[tuple[object, ...]], query: str, schema: str
+) -> tuple[float, float]:
+    row = await (await db.execute(query, [schema])).fetchone()
+    assert row is not None
+    return float(str(row[0])), float(str(row[1]))
+
+
+def measure_postgres(quick: bool) -> list[Row]:
+    """(p) the cross-process round trip over Postgres, beside Redis; (q) bytes per pending
+    question in Postgres."""
+    rows = []
+    with (
+        PostgresServer(durable=True) as database,
+        tempfile.TemporaryDirectory() as directory,
+        RedisServer(Path(directory)) as redis_server,
+    ):
+        number, repeat = (5, 3) if quick else (100, 7)
+        over_postgres, over_redis, not_flushed, select = asyncio.run(
+            round_trips(database.url, redis_server.url, number, repeat)
+        )
+        case = "(p) one question across hosts over Postgres"
+        subject = "ask on A -> event on B -> POST to B -> return on A"
+        ms = over_postgres * 1e3
+        rows.append(Row(case, subject, ms, "the same over Redis", over_redis * 1e3, "ms", "-"))
+        rows.append(Row(case, subject, ms, "bare SELECT 1", select * 1e3, "ms", "-"))
+        rows.append(
+            Row(
+                case,
+                "the same, synchronous_commit=off",
+                not_flushed * 1e3,
+                "the same over Redis",
+                over_redis * 1e3,
+                "ms",
+                "-",
+            )
+        )
+        for count in (1_000,) if quick else (10_000, 100_000):
+            total, questions, own = asyncio.run(bytes_per_question(database.url, count))
+            case = f"(q) Postgres storage per pending question at {count:,}"
+            rows.append(
+                Row(
+                    case,
+                    "all tables and indexes, minus the request JSON",
+                    (total - own) / 1024,
+                    "2 KiB (Redis's target)",
+                    2.0,
+                    "KiB",
+                    "-",
+                )
+            )
+            rows.append(
+                Row(
+                    case,
+                    "the questions table and its indexes",
+                    questions / 1024,
+                    "request JSON",
+                    own / 1024,
+                    "KiB",
+                    "-",
+                )
+            )
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| case | subject | median | reference | median | ratio | target |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.case} | {r.subject} | {r.value:.2f} {r.unit} | {r.reference} |"
+            f" {r.reference_value:.2f} {r.unit} | {r.ratio:.2f}x | {r.target} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few iterations")
+    args = parser.parse_args()
+    print(table(measure_postgres(args.quick)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

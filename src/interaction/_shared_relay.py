@@ -1,0 +1,181 @@
+"""What the shared relays (``redis_relay``, ``postgres_relay``) have in common, without a
+third-party import: each process's own waiting asks, woken by a question's stored state,
+and the buffer of recent events its tail has read, which its event iterators replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ._core import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    cancelled_error,
+)
+from .relay import STALE_POSITION, RelayEvent, not_pending_error
+from .wire import decode_answer, decode_request
+
+__all__ = [
+    "BUFFERED",
+    "OUTCOMES",
+    "EventBuffer",
+    "LocalWaiters",
+    "RequestCache",
+    "Waiter",
+    "not_pending",
+    "stale",
+]
+
+STALE_MESSAGE: Final = "the relay cannot replay events from that position; take a fresh snapshot"
+WITHDRAWN_MESSAGE: Final = (
+    "the question was withdrawn by the relay (its asker's lease lapsed, or its lifetime ended)"
+)
+OUTCOMES: Final[dict[str, Literal["answered", "cancelled", "aborted"]]] = {
+    "answered": "answered",
+    "cancelled": "cancelled",
+    "aborted": "aborted",
+}
+BUFFERED: Final = 2_000
+"""How many recent events a tail keeps (at least) for its iterators."""
+REQUESTS_CACHED: Final = 4_096
+
+Key = tuple[int, int]
+"""A position as something ordered: a stream id's two numbers, or a counter and 0."""
+
+
+def stale() -> UserInteractionError:
+    return UserInteractionError(STALE_MESSAGE, STALE_POSITION)
+
+
+def not_pending(question_id: str, state: str) -> UserInteractionError:
+    """``NOT_PENDING`` for a question whose stored state is ``state`` (``""``: none)."""
+    return not_pending_error(question_id, withdrawn=state == "aborted")
+
+
+@dataclass(eq=False, slots=True)
+class Waiter:
+    request: AskUserQuestionRequest
+    future: asyncio.Future[AskUserQuestionAnswer]
+    published: bool = False  # the store took the ask: the question exists there
+
+
+class LocalWaiters:
+    """This process's waiting asks by question id, settled by their question's stored
+    state; ``unavailable`` words the error for a question the store lost."""
+
+    def __init__(self, unavailable: Callable[[BaseException], UserInteractionError]) -> None:
+        self.by_id: dict[str, list[Waiter]] = {}
+        self._unavailable = unavailable
+
+    def add(self, question_id: str, waiter: Waiter) -> None:
+        self.by_id.setdefault(question_id, []).append(waiter)
+
+    def drop(self, question_id: str, waiter: Waiter) -> None:
+        waiters = self.by_id.get(question_id)
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
+            if not waiters:
+                del self.by_id[question_id]
+
+    def published(self, *only: str) -> list[str]:
+        """The ids (of ``only`` these, if given) with a waiter whose ask the store took."""
+        return [
+            i
+            for i, waiters in self.by_id.items()
+            if (not only or i in only) and any(w.published for w in waiters)
+        ]
+
+    def wake(self, question_id: str, state: str | None, answer: str) -> None:
+        """Settle the waiters of a question by its stored ``state`` (None: lost)."""
+        if state == "pending":
+            return
+        for waiter in self.by_id.pop(question_id, []):
+            if waiter.future.done():
+                continue
+            if state is None:
+                lost = RuntimeError(f"question {question_id!r} was lost")
+                waiter.future.set_exception(self._unavailable(lost))
+            elif state == "answered":
+                try:  # checked again here, against the asker's own request
+                    waiter.future.set_result(decode_answer(answer, waiter.request))
+                except UserInteractionError as error:
+                    waiter.future.set_exception(error)
+            elif state == "cancelled":
+                waiter.future.set_exception(cancelled_error())
+            else:
+                waiter.future.set_exception(
+                    UserInteractionError(WITHDRAWN_MESSAGE, ErrorCode.ASK_ABORTED)
+                )
+
+    def abort_all(self, message: str) -> None:
+        """Every waiter ends with ``ASK_ABORTED`` (the relay closes)."""
+        for question_id in list(self.by_id):
+            for waiter in self.by_id.pop(question_id):
+                if not waiter.future.done():
+                    waiter.future.set_exception(
+                        UserInteractionError(message, ErrorCode.ASK_ABORTED)
+                    )
+
+
+class RequestCache:
+    """Decoded requests by question id, the most recent ones."""
+
+    def __init__(self) -> None:
+        self._requests: OrderedDict[str, AskUserQuestionRequest] = OrderedDict()
+
+    def get(self, question_id: str) -> AskUserQuestionRequest | None:
+        return self._requests.get(question_id)
+
+    def remember(self, question_id: str, text: str) -> AskUserQuestionRequest:
+        """The request stored as ``text``, decoded once (``BAD_REQUEST`` if it is none)."""
+        request = self._requests.get(question_id)
+        if request is None:
+            request = decode_request(text)
+            self._requests[question_id] = request
+            if len(self._requests) > REQUESTS_CACHED:
+                self._requests.popitem(last=False)
+        return request
+
+
+class EventBuffer:
+    """The recent events a tail has read: every event after its base (the position it was
+    reset to, or the last one it dropped) up to ``last``. ``key_of`` orders positions (None
+    for a string that is no position of this store)."""
+
+    def __init__(self, key_of: Callable[[str], Key | None], start: str) -> None:
+        self._key_of = key_of
+        self.reset(start)
+
+    def reset(self, base: str) -> None:
+        self.last = base
+        self._base = self._last = self._key_of(base) or (0, 0)
+        self.events: list[RelayEvent] = []
+        self.keys: list[Key] = []
+
+    def after(self, position: str) -> list[RelayEvent] | None:
+        """The events after ``position``, or None when the buffer cannot tell."""
+        key = self._key_of(position)
+        if key is None or key < self._base or key > self._last:
+            return None
+        return self.events[bisect.bisect_right(self.keys, key) :]
+
+    def advance(self, position: str) -> None:
+        """The tail read up to ``position`` (an entry that is no event still moves it)."""
+        self.last = position
+        self._last = self._key_of(position) or self._last
+
+    def add(self, event: RelayEvent) -> None:
+        self.advance(event.position)
+        self.events.append(event)
+        self.keys.append(self._last)
+        if len(self.events) > 2 * BUFFERED:
+            self._base = self.keys[-BUFFERED - 1]
+            del self.events[:-BUFFERED]
+            del self.keys[:-BUFFERED]

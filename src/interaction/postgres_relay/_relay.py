@@ -1,0 +1,646 @@
+"""The Postgres relay: :class:`PostgresRelay`'s methods, its lease, and its tail of the
+events table (woken by ``LISTEN``/``NOTIFY``, or polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Final
+
+import psycopg
+
+from .._core import (
+    DISPOSED_MESSAGE,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    cancelled_error,
+    check_answer,
+    check_request,
+    request_digest,
+)
+from .._shared_relay import (
+    OUTCOMES,
+    EventBuffer,
+    Key,
+    LocalWaiters,
+    RequestCache,
+    Waiter,
+    not_pending,
+    stale,
+)
+from ..relay import RELAY_FULL, RELAY_UNAVAILABLE, PendingQuestion, RelayEvent, RelaySnapshot
+from ..wire import decode_answer, dumps
+from . import _schema
+from ._store import Connections, Row, describe, unavailable
+
+__all__ = ["PostgresRelay"]
+
+log: Final = logging.getLogger("interaction.postgres_relay")
+
+READ_COUNT: Final = 500
+LISTEN_SAFETY_SECONDS: Final = 5.0
+"""How often a listening tail reads anyway (a notification is never lost on a live
+connection, but a read costs little)."""
+
+
+class PostgresRelay:
+    """A :class:`~interaction.relay.RelayBackend` whose questions live in PostgreSQL.
+
+    Every process built with the same database and ``schema`` shares the questions, as
+    with :class:`~interaction.redis_relay.RedisRelay`. ``url`` is a libpq URL or
+    connection string (``postgresql://user@host:5432/db``; the password from the URL,
+    ``PGPASSWORD`` or ``~/.pgpass``). Create the tables once with :meth:`migrate`.
+
+    ``max_pending``, ``history``, ``lease_ttl``, ``question_ttl`` and ``settled_ttl`` mean
+    what they mean for the Redis relay. ``listen`` wakes the tail by ``LISTEN``/``NOTIFY``;
+    turn it off behind a transaction-pooling PgBouncer (which does not pass notifications
+    on), and the tail polls every ``poll_interval`` seconds instead. ``connections`` bounds
+    the pool (one more connection listens).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "interaction",
+        max_pending: int = 10_000,
+        history: int = 10_000,
+        lease_ttl: float = 15.0,
+        question_ttl: float = 86_400.0,
+        settled_ttl: float = 86_400.0,
+        listen: bool = True,
+        poll_interval: float = 0.5,
+        connections: int = 16,
+    ) -> None:
+        _schema.check_schema(schema)
+        if history < 1 or max_pending < 1 or connections < 1:
+            raise ValueError("history, max_pending and connections must be at least 1")
+        if not (lease_ttl > 0 and question_ttl > 0 and settled_ttl > 0 and poll_interval > 0):
+            raise ValueError(
+                "lease_ttl, question_ttl, settled_ttl and poll_interval must be positive"
+            )
+        self.where = describe(url)
+        """Where the database is (host:port/dbname, never credentials), for messages."""
+        self.schema = schema
+        self.max_pending = max_pending
+        self.history = history
+        self.lease_ttl = lease_ttl
+        self.question_ttl = question_ttl
+        self.settled_ttl = settled_ttl
+        self.listen = listen
+        self.poll_interval = poll_interval
+        self.owner = secrets.token_urlsafe(9)
+        """This relay's asker id: its lease and its questions' owner."""
+        self._db = Connections(url, self.where, connections)
+        s = f'"{schema}"'
+        self._sql_ask = f"SELECT {s}.ask(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        self._sql_settle = f"SELECT {s}.settle(%s, %s, %s, %s, %s)"
+        self._sql_heartbeat = f"SELECT {s}.heartbeat(%s, %s, %s, %s, %s)"
+        self._sql_snapshot = (
+            f"SELECT m.epoch, m.last_position, q.id, q.request FROM {s}.meta m"
+            f" LEFT JOIN {s}.questions q ON q.state = 'pending' ORDER BY q.position"
+        )
+        self._sql_events = (
+            "SELECT e.position, e.kind, e.question_id, e.outcome, q.state, q.request,"
+            f" q.answer FROM {s}.events e LEFT JOIN {s}.questions q ON q.id = e.question_id"
+            " WHERE e.position > %s ORDER BY e.position LIMIT %s"
+        )
+        self._sql_states = f"SELECT id, state, answer FROM {s}.questions WHERE id = ANY(%s)"
+        self._sql_question = f"SELECT state, request FROM {s}.questions WHERE id = %s"
+        self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
+        self._epoch: str | None = None
+        self._waiters = LocalWaiters(self._unavailable)
+        self._requests = RequestCache()
+        self._buffer = EventBuffer(self._key_of, "")
+        self._changed = asyncio.Event()
+        self._failure: UserInteractionError | None = None  # the tail cannot read the store
+        self._notified = asyncio.Event()
+        self._listener: psycopg.AsyncConnection[Row] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._withdraw_later: set[str] = set()
+        self._closed = False
+        self._stopping = asyncio.Event()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _unavailable(self, exc: BaseException) -> UserInteractionError:
+        return unavailable(self.where, exc)
+
+    def _ms(self, seconds: float) -> int:
+        return max(1, round(seconds * 1000))
+
+    def _key_of(self, position: str) -> Key | None:
+        epoch, dot, number = position.partition(".")
+        if not dot or epoch != self._epoch or not number.isdecimal() or len(number) > 18:
+            return None
+        return (int(number), 0)
+
+    def _position(self, number: int) -> str:
+        return f"{self._epoch}.{number}"
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def migrate(self) -> None:
+        """Create (or bring up to date) the schema's tables and functions, and record its
+        version; safe to run again, and from several processes at once."""
+        if self._closed:
+            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
+        try:
+            connection = await self._db.open()
+        except (psycopg.Error, OSError) as exc:
+            raise self._unavailable(exc) from None
+        try:
+            encoding = await (await connection.execute("SHOW server_encoding")).fetchone()
+            if encoding is None or encoding[0] != "UTF8":
+                raise UserInteractionError(
+                    f"the database at {self.where} is not UTF-8 (its encoding is"
+                    f" {encoding and encoding[0]}): the relay needs a UTF8 database",
+                    RELAY_UNAVAILABLE,
+                )
+            async with connection.transaction():
+                await connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"interaction:{self.schema}"]
+                )
+                found = await (
+                    await connection.execute(
+                        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'meta'",
+                        [self.schema],
+                    )
+                ).fetchall()
+                if found:
+                    version = await (await connection.execute(self._sql_meta)).fetchone()
+                    if version is not None and version[0] > _schema.VERSION:
+                        raise self._newer(version[0])
+                for statement in _schema.statements(self.schema):
+                    await connection.execute(statement)
+                await connection.execute(
+                    f'INSERT INTO "{self.schema}".meta (version, epoch) VALUES (%s, %s)'
+                    " ON CONFLICT (one) DO UPDATE SET version = excluded.version",
+                    [_schema.VERSION, secrets.token_urlsafe(6)],
+                )
+        except (psycopg.Error, OSError) as exc:
+            raise self._unavailable(exc) from None
+        finally:
+            with contextlib.suppress(psycopg.Error, OSError):
+                await connection.close()
+
+    def _newer(self, version: int) -> UserInteractionError:
+        return UserInteractionError(
+            f"the relay's tables at {self.where} (schema {self.schema!r}) are at version"
+            f" {version}, newer than this relay's {_schema.VERSION}: upgrade interaction-seam",
+            RELAY_UNAVAILABLE,
+        )
+
+    async def connect(self) -> None:
+        """Reach the database, check its tables and start the tail; ``RELAY_UNAVAILABLE``
+        if it cannot be (or the tables are missing: run :meth:`migrate`).
+
+        Called by every method on first use; call it first to fail fast (``interaction
+        serve --postgres`` does).
+        """
+        if self._closed:
+            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
+        if self._ready is None:
+            self._ready = asyncio.ensure_future(self._start())
+        ready = self._ready
+        try:
+            await asyncio.shield(ready)
+        except UserInteractionError:
+            if self._ready is ready:
+                self._ready = None  # the next call tries again
+            raise
+
+    async def _start(self) -> None:
+        try:
+            rows = await self._db.run(self._sql_meta)
+        except UserInteractionError as error:
+            if "does not exist" not in error.message:
+                raise
+            rows = []
+        if not rows:
+            raise UserInteractionError(
+                f"the relay's tables are not in the database at {self.where} (schema"
+                f" {self.schema!r}): run `await relay.migrate()` or `interaction serve"
+                " --postgres URL --migrate` once",
+                RELAY_UNAVAILABLE,
+            )
+        version, epoch, last = rows[0]
+        if version > _schema.VERSION:
+            raise self._newer(version)
+        if version < _schema.VERSION:
+            raise UserInteractionError(
+                f"the relay's tables at {self.where} (schema {self.schema!r}) are at version"
+                f" {version}: run `await relay.migrate()` to bring them to {_schema.VERSION}",
+                RELAY_UNAVAILABLE,
+            )
+        self._epoch = epoch
+        self._buffer.reset(self._position(last))
+        await self._heartbeat()
+        if self.listen:
+            await self._open_listener()
+        self._spawn(self._tail())
+        self._spawn(self._beat())
+
+    async def _heartbeat(self, *, release: bool = False) -> None:
+        lease = 0 if release else self._ms(self.lease_ttl)
+        params = [self.owner, lease, self._ms(self.settled_ttl), 100, self.history]
+        await self._db.run(self._sql_heartbeat, params)
+
+    async def _beat(self) -> None:
+        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
+        and settle the local asks whose row was settled without an event read here."""
+        while not self._closed:
+            await asyncio.sleep(self.lease_ttl / 3)
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat()
+                await self._recheck()
+                for question_id in list(self._withdraw_later):
+                    await self._settle(question_id, "aborted")
+                    self._withdraw_later.discard(question_id)
+
+    # ------------------------------------------------------------------ the tail
+
+    async def _open_listener(self) -> None:
+        try:
+            listener = await self._db.open()
+            await listener.execute(f'LISTEN "{_schema.channel(self.schema)}"')
+        except (psycopg.Error, OSError) as exc:
+            raise self._unavailable(exc) from None
+        self._listener = listener
+        self._spawn(self._hear(listener))
+
+    async def _hear(self, listener: psycopg.AsyncConnection[Row]) -> None:
+        """Wake the tail at each notification; when the connection fails, let it know."""
+        try:
+            async for _ in listener.notifies():
+                self._notified.set()
+        except (psycopg.Error, OSError):
+            pass
+        finally:
+            if self._listener is listener:
+                self._listener = None
+            self._notified.set()
+            with contextlib.suppress(psycopg.Error, OSError):
+                await listener.close()
+
+    def _wake_readers(self) -> None:
+        # A fresh Event each time: an iterator that waits on a set one would never yield
+        # again.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _read(self, after: int) -> list[Row]:
+        return await self._db.run(self._sql_events, [after, READ_COUNT])
+
+    def _event(self, row: Row) -> RelayEvent | None:
+        """The event of a row of the events table, as its question's row bears it out."""
+        number, kind, question_id, outcome, state, request, _ = row
+        position = self._position(number)
+        if kind == "requested":
+            if request is None:  # gone since (expired), or never asked
+                return None
+            try:
+                decoded = self._requests.remember(question_id, request)
+            except UserInteractionError as error:
+                log.warning(
+                    "ignored the event %s: question %r is not stored as a request (%s)",
+                    position,
+                    question_id,
+                    error.message,
+                )
+                return None
+            question = PendingQuestion(question_id, decoded)
+            return RelayEvent("requested", question_id, question, position=position)
+        if kind != "resolved":  # no function writes one: a position, and nothing more
+            return None
+        if state == "pending":
+            log.warning("ignored the event %s: question %r is still pending", position, question_id)
+            return None
+        told = (state if state in OUTCOMES else "aborted") if state is not None else outcome
+        if told not in OUTCOMES:
+            return None
+        return RelayEvent("resolved", question_id, outcome=OUTCOMES[told], position=position)
+
+    def _absorb(self, rows: list[Row]) -> None:
+        """Take the rows the tail read: buffer their events, wake the waiters they settle."""
+        for row in rows:
+            event = self._event(row)
+            if event is None:
+                self._buffer.advance(self._position(row[0]))
+                continue
+            self._buffer.add(event)
+            if event.kind == "resolved":
+                self._waiters.wake(event.id, row[4], row[6] or "")
+        self._wake_readers()
+
+    def _last(self) -> int:
+        key = self._key_of(self._buffer.last)
+        return 0 if key is None else key[0]
+
+    async def _tail(self) -> None:
+        """Read the events after the buffer's last position, for ever: at each
+        notification, or every ``poll_interval`` without ``LISTEN``. After a gap (events
+        deleted before they were read) or after the database was away, look each local
+        waiter's question up again."""
+        down = False
+        pause = 0.05
+        while not self._closed:
+            try:
+                if down:
+                    await self._resync()
+                    down, pause, self._failure = False, 0.05, None
+                if self.listen and self._listener is None:
+                    await self._open_listener()
+                self._notified.clear()
+                before = self._last()
+                rows = await self._read(before)
+                if rows:
+                    self._absorb(rows)
+                    if rows[0][0] != before + 1:  # deleted unread: what did they settle?
+                        self._buffer.reset(self._buffer.last)
+                        await self._recheck()
+                    if len(rows) == READ_COUNT:
+                        continue
+                await self._wait()
+            except (psycopg.Error, OSError, UserInteractionError) as exc:
+                down = True
+                if self._failure is None:  # the event iterators say so, and end
+                    failure = exc if isinstance(exc, UserInteractionError) else None
+                    self._failure = failure or self._unavailable(exc)
+                    self._wake_readers()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), pause)
+                pause = min(1.0, pause * 2)
+
+    async def _wait(self) -> None:
+        """Until a notification, the relay closing, or the next poll."""
+        timeout = LISTEN_SAFETY_SECONDS if self._listener is not None else self.poll_interval
+        waits = {
+            asyncio.ensure_future(self._notified.wait()),
+            asyncio.ensure_future(self._stopping.wait()),
+        }
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    async def _resync(self) -> None:
+        """After the database was away: was it reset (its events are behind us, or its
+        epoch changed)? Recheck the waiters."""
+        rows = await self._db.run(self._sql_meta)
+        if not rows or rows[0][1] != self._epoch or rows[0][2] < self._last():
+            epoch = rows[0][1] if rows else self._epoch
+            self._epoch = epoch
+            self._buffer.reset(self._position(rows[0][2] if rows else 0))
+            self._wake_readers()
+        await self._recheck()
+
+    async def _recheck(self, *only: str) -> None:
+        """Settle the local waiters (of ``only`` these questions, if given) whose question
+        the database says is settled, or lost."""
+        ids = self._waiters.published(*only)
+        for start in range(0, len(ids), READ_COUNT):
+            chunk = ids[start : start + READ_COUNT]
+            found = {row[0]: row for row in await self._db.run(self._sql_states, [chunk])}
+            for question_id in chunk:
+                row = found.get(question_id)
+                state, answer = (None, "") if row is None else (row[1], row[2] or "")
+                self._waiters.wake(question_id, state, answer)
+
+    # ------------------------------------------------------------------ the asker's side
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        check_request(request)
+        await self.connect()
+        waiter = Waiter(request, asyncio.get_running_loop().create_future())
+        question_id = secrets.token_urlsafe(12)
+        self._waiters.add(question_id, waiter)  # before publishing
+        maybe_published = True
+        try:
+            params: list[object] = [
+                question_id,
+                dumps(request),
+                self.owner,
+                self._ms(self.lease_ttl),
+                self.max_pending,
+                self._ms(self.question_ttl),
+                self._ms(self.settled_ttl),
+                request.key,
+                request_digest(request) if request.key else None,
+            ]
+            reply = await self._function(self._sql_ask, params)
+            waiter.published = True
+            if reply[0] != "asked":
+                self._waiters.drop(question_id, waiter)
+                maybe_published = reply[0] == "attached"
+                if reply[0] == "full":
+                    raise UserInteractionError(
+                        f"the relay already holds {self.max_pending} pending questions",
+                        RELAY_FULL,
+                    )
+                if reply[0] == "answered":  # a restarted asker: the stored answer at once
+                    return decode_answer(reply[2], request)
+                if reply[0] == "cancelled":
+                    raise cancelled_error()
+                question_id = reply[1]  # attached to the question asked under its key
+                self._waiters.add(question_id, waiter)
+                await self._recheck(question_id)  # settled before we listened?
+            return await waiter.future
+        finally:
+            self._waiters.drop(question_id, waiter)
+            # Not settled (a cancelled wait cancels the future itself): withdraw, unless a
+            # keyed ask ends by anything but its signal (a restarted asker takes it up).
+            future = waiter.future
+            if maybe_published and (future.cancelled() or not future.done()):
+                signal = request.signal
+                if request.key is None or (signal is not None and signal.aborted):
+                    # Withdraw, even while being cancelled: shielded, so it completes.
+                    await asyncio.shield(self._withdraw(question_id))
+
+    async def _function(self, query: str, params: list[object]) -> list[str]:
+        """The text array one of the schema's functions returns."""
+        rows = await self._db.run(query, params)
+        reply: list[str] = rows[0][0]
+        return reply
+
+    async def _withdraw(self, question_id: str) -> None:
+        if self._closed:
+            return
+        try:
+            await self._settle(question_id, "aborted")
+        except UserInteractionError:
+            self._withdraw_later.add(question_id)  # the heartbeat tries again
+
+    async def _settle(self, question_id: str, outcome: str, answer: str | None = None) -> list[str]:
+        claim = secrets.token_urlsafe(9)
+        params: list[object] = [question_id, outcome, answer, self._ms(self.settled_ttl), claim]
+        return await self._function(self._sql_settle, params)
+
+    # ------------------------------------------------------------------ the clients' side
+
+    async def snapshot(self) -> RelaySnapshot:
+        await self.connect()
+        rows = await self._db.run(self._sql_snapshot)
+        questions: list[PendingQuestion] = []
+        for _, _, question_id, text in rows:
+            if question_id is None:  # no question pending: the meta row alone
+                continue
+            try:
+                request = self._requests.remember(question_id, text)
+            except UserInteractionError as error:
+                log.warning(
+                    "question %r is left out: it is not stored as a request (%s)",
+                    question_id,
+                    error.message,
+                )
+                continue
+            questions.append(PendingQuestion(question_id, request))
+        epoch, last = rows[0][0], rows[0][1]
+        if epoch != self._epoch:  # the tables were made anew: positions start again
+            self._epoch = epoch
+            self._buffer.reset(self._position(last))
+            self._wake_readers()
+            await self._recheck()
+        return RelaySnapshot(self._position(last), tuple(questions))
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        return self._events_after(after)
+
+    async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        if not self._closed:
+            await self.connect()
+        position = after
+        if self._buffer.after(position) is None:
+            if self._key_of(position) is None:
+                raise stale()
+            if not self._closed:
+                await self._check_position(position)
+        while True:
+            changed = self._changed
+            batch = self._buffer.after(position)
+            if batch is None:
+                if self._closed:
+                    return
+                batch, read_up_to = await self._read_after(position)
+                if read_up_to != position:
+                    for event in batch:
+                        yield event
+                    position = read_up_to
+                    continue
+            if batch:
+                for event in batch:
+                    position = event.position
+                    yield event
+                continue
+            if self._closed:
+                return
+            if (failure := self._failure) is not None:
+                raise UserInteractionError(failure.message, failure.code)
+            await changed.wait()
+
+    async def _check_position(self, position: str) -> None:
+        key = self._key_of(position)
+        rows = await self._db.run(self._sql_meta)
+        if key is None or not rows or rows[0][1] != self._epoch or key[0] > rows[0][2]:
+            raise stale()
+
+    async def _read_after(self, position: str) -> tuple[list[RelayEvent], str]:
+        """Events after ``position`` read from the database (a reader behind the buffer),
+        and the position read up to; ``STALE_POSITION`` when some were deleted."""
+        key = self._key_of(position)
+        if key is None:
+            raise stale()
+        rows = await self._read(key[0])
+        if not rows:  # nothing yet (the tail has not read up to a fresh snapshot's position)
+            return [], position
+        if rows[0][0] != key[0] + 1:  # what followed it was deleted
+            raise stale()
+        events = [event for row in rows if (event := self._event(row)) is not None]
+        return events, self._position(rows[-1][0])
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        await self.connect()
+        rows = await self._db.run(self._sql_question, [question_id])
+        if not rows or rows[0][0] != "pending":
+            return None
+        try:
+            return PendingQuestion(question_id, self._requests.remember(question_id, rows[0][1]))
+        except UserInteractionError:
+            return None
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        await self.connect()
+        request = self._requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            if question is None:
+                raise await self._not_pending_now(question_id)
+            request = question.request
+        try:
+            checked = check_answer(request, answer)  # a bad answer leaves it pending
+        except UserInteractionError:
+            if await self.lookup(question_id) is None:  # not pending any more, in fact
+                raise await self._not_pending_now(question_id) from None
+            raise
+        reply = await self._settle(question_id, "answered", dumps(checked))
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+        return checked
+
+    async def _not_pending_now(self, question_id: str) -> UserInteractionError:
+        """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
+        rows = await self._db.run(self._sql_question, [question_id])
+        return not_pending(question_id, rows[0][0] if rows else "")
+
+    async def dismiss(self, question_id: str) -> None:
+        await self.connect()
+        reply = await self._settle(question_id, "cancelled")
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+
+    async def aclose(self) -> None:
+        """Stop: plain questions asked here are withdrawn (``resolved/aborted``), keyed ones
+        stay pending for a restarted asker; local asks end with ``ASK_ABORTED``, iterators
+        end after the events up to now."""
+        if self._closed:
+            return
+        self._closed = True
+        ready, self._ready = self._ready, None
+        if ready is not None and not ready.done():
+            with contextlib.suppress(BaseException):
+                await ready
+        started = ready is not None and not ready.cancelled() and ready.exception() is None
+        self._waiters.abort_all(DISPOSED_MESSAGE)
+        if started:
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat(release=True)
+        self._stopping.set()
+        if (listener := self._listener) is not None:
+            self._listener = None
+            with contextlib.suppress(psycopg.Error, OSError):
+                await listener.close()  # its notifies() ends
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if started:
+            with contextlib.suppress(UserInteractionError):
+                while rows := await self._read(self._last()):
+                    self._absorb(rows)
+        self._changed.set()
+        await self._db.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

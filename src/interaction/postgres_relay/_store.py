@@ -1,0 +1,110 @@
+"""The Postgres relay's connections: a small bounded pool that fails at once when the
+database is away, and the one way a statement is run (a failure is ``RELAY_UNAVAILABLE``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
+
+import psycopg
+from psycopg import conninfo as _conninfo
+
+from .._core import UserInteractionError
+from ..relay import RELAY_UNAVAILABLE
+
+__all__ = ["Connections", "Row", "describe", "unavailable"]
+
+Row = tuple[Any, ...]
+CONNECT_SECONDS: Final = 2
+
+
+def describe(url: str) -> str:
+    """Where the database is (host:port/dbname or a socket folder), never credentials;
+    ``ValueError`` for something that is no PostgreSQL URL or connection string."""
+    try:
+        parts = _conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ValueError(str(exc).strip()) from None
+    host = str(parts.get("host") or "localhost")
+    return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def unavailable(where: str, exc: BaseException) -> UserInteractionError:
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return UserInteractionError(
+        f"the relay's store at {where} cannot be used: {why}", RELAY_UNAVAILABLE
+    )
+
+
+class Connections:
+    """Up to ``size`` connections (autocommit, no prepared statements, so a transaction-
+    pooling PgBouncer can stand between), opened on demand and kept while they work.
+
+    Unlike ``psycopg_pool``, which waits out its timeout for a connection while the
+    database is away, a call here fails at once, so the relay says ``RELAY_UNAVAILABLE``
+    as the Redis relay does. A call that fails on a kept connection (the server restarted
+    since) is tried once more on a new one: every function the relay calls is safe to run
+    twice (an ask by its id, a settle by its claim).
+    """
+
+    def __init__(self, url: str, where: str, size: int) -> None:
+        self._url = url
+        self._where = where
+        self._idle: list[psycopg.AsyncConnection[Row]] = []
+        self._slots = asyncio.Semaphore(size)
+
+    async def open(self) -> psycopg.AsyncConnection[Row]:
+        """A new connection of the relay's kind (also for ``LISTEN``)."""
+        return await psycopg.AsyncConnection.connect(
+            self._url,
+            autocommit=True,
+            prepare_threshold=None,
+            connect_timeout=CONNECT_SECONDS,
+            application_name="interaction-relay",
+        )
+
+    @contextlib.asynccontextmanager
+    async def _connection(self, *, fresh: bool) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        async with self._slots:
+            connection = None if fresh or not self._idle else self._idle.pop()
+            if connection is None:
+                connection = await self.open()
+            try:
+                yield connection
+            except BaseException:
+                # Broken, or left mid-statement by a cancellation: never reused.
+                with contextlib.suppress(psycopg.Error, OSError):
+                    await connection.close()
+                raise
+            if connection.closed or connection.broken:
+                return
+            self._idle.append(connection)
+
+    async def run(self, query: str, params: Sequence[object] = ()) -> list[Row]:
+        """The rows of one statement (its own transaction); ``RELAY_UNAVAILABLE`` when it
+        cannot be run."""
+        kept = bool(self._idle)
+        try:
+            return await self._run(query, params, fresh=False)
+        except (psycopg.OperationalError, psycopg.InterfaceError, OSError) as exc:
+            if not kept:
+                raise unavailable(self._where, exc) from None
+        except psycopg.Error as exc:
+            raise unavailable(self._where, exc) from None
+        try:  # the kept connection was dead: once more, on a new one
+            return await self._run(query, params, fresh=True)
+        except (psycopg.Error, OSError) as exc:
+            raise unavailable(self._where, exc) from None
+
+    async def _run(self, query: str, params: Sequence[object], *, fresh: bool) -> list[Row]:
+        async with self._connection(fresh=fresh) as connection:
+            cursor = await connection.execute(query, params)
+            return await cursor.fetchall() if cursor.description else []
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            with contextlib.suppress(psycopg.Error, OSError):
+                await connection.close()

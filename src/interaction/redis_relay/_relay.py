@@ -1,0 +1,390 @@
+"""The Redis relay's public side: :class:`RedisRelay`'s methods, its lease and heartbeat.
+
+The scripts it runs are in ``_scripts``, its reading of the stream in ``_tail``, and what
+it makes of the store's replies in ``_stream``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TypeVar
+
+from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
+
+from .._core import (
+    DISPOSED_MESSAGE,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+    cancelled_error,
+    check_answer,
+    check_request,
+    request_digest,
+)
+from .._shared_relay import LocalWaiters, Waiter, not_pending, stale
+from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot
+from ..wire import decode_answer, dumps
+from . import _scripts
+from ._stream import call, client, entries, key_of, readable, strings, text, unavailable
+from ._tail import TAIL_BLOCK_MS, Tail, log
+
+__all__ = ["RedisRelay"]
+
+_T = TypeVar("_T")
+
+
+class RedisRelay:
+    """A :class:`~interaction.relay.RelayBackend` whose questions live in Redis (or Valkey).
+
+    Every process built with the same ``url`` and ``prefix`` shares the questions: one may
+    ask, another show them on a page and take the answer. ``max_pending`` bounds the
+    questions pending at once in the store (``RELAY_FULL``); ``history`` is the stream's
+    approximate ``MAXLEN``, how many events a reconnecting client can resume from;
+    ``lease_ttl`` is how long (seconds) this process's questions survive it unrefreshed
+    (it refreshes every third of that); ``question_ttl`` is a question's lifetime;
+    ``settled_ttl`` how long a settled question is kept, for a restarted keyed asker and
+    for late claims. The store is reached on first use (or :meth:`connect`); when it
+    cannot be, every method raises ``RELAY_UNAVAILABLE``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "interaction",
+        max_pending: int = 10_000,
+        history: int = 10_000,
+        lease_ttl: float = 15.0,
+        question_ttl: float = 86_400.0,
+        settled_ttl: float = 86_400.0,
+    ) -> None:
+        if not prefix or any(c in prefix for c in "{}"):
+            raise ValueError(f"the prefix must be non-empty, without braces: {prefix!r}")
+        if history < 1 or max_pending < 1:
+            raise ValueError("history and max_pending must be at least 1")
+        if not (lease_ttl > 0 and question_ttl > 0 and settled_ttl > 0):
+            raise ValueError("lease_ttl, question_ttl and settled_ttl must be positive")
+        # from_url raises ValueError for a URL that is not redis://, rediss:// or unix://.
+        self._client = client(url, 10.0)
+        self._tail_client = client(url, TAIL_BLOCK_MS / 1000 + 10)
+        kwargs = self._client.connection_pool.connection_kwargs
+        self.where = str(kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}")
+        """Where the store is (host:port or socket path, never credentials), for messages."""
+        self.prefix = prefix
+        self.max_pending = max_pending
+        self.history = history
+        self.lease_ttl = lease_ttl
+        self.question_ttl = question_ttl
+        self.settled_ttl = settled_ttl
+        self.owner = secrets.token_urlsafe(9)
+        """This relay's asker id: its lease and its questions' owner."""
+        base = f"{{{prefix}}}:"
+        self._base = base
+        self._pending_key = base + "pending"
+        self._deadlines_key = base + "deadlines"
+        self._owners_key = base + "owners"
+        self._events_key = base + "events"
+        keys = [self._pending_key, self._deadlines_key, self._owners_key, self._events_key]
+        self._keys = keys
+        self._ask_script = self._client.register_script(_scripts.ASK)
+        self._settle_script = self._client.register_script(_scripts.SETTLE)
+        self._snapshot_script = self._client.register_script(_scripts.SNAPSHOT)
+        self._heartbeat_script = self._client.register_script(_scripts.HEARTBEAT)
+        self._waiters = LocalWaiters(self._unavailable)
+        self._tail = Tail(self._client, self._tail_client, base, self.where, self._waiters)
+        self._ready: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._withdraw_later: set[str] = set()
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _unavailable(self, exc: BaseException) -> UserInteractionError:
+        return unavailable(self.where, exc)
+
+    async def _call(self, awaitable: Awaitable[_T]) -> _T:
+        """Await a command; a failure of the store is ``RELAY_UNAVAILABLE``."""
+        return await call(self.where, awaitable)
+
+    def _ms(self, seconds: float) -> int:
+        return max(1, round(seconds * 1000))
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def connect(self) -> None:
+        """Reach the store and start tailing it; ``RELAY_UNAVAILABLE`` if it cannot be.
+
+        Called by every method on first use; call it first to fail fast (``interaction
+        serve --redis`` does).
+        """
+        if self._closed:
+            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
+        if self._ready is None:
+            self._ready = asyncio.ensure_future(self._start())
+        ready = self._ready
+        try:
+            await asyncio.shield(ready)
+        except UserInteractionError:
+            if self._ready is ready:
+                self._ready = None  # the next call tries again
+            raise
+
+    async def _start(self) -> None:
+        last = entries(await self._call(self._client.xrevrange(self._events_key, count=1)))
+        self._tail.buffer.reset(last[0][0] if last else "0-0")
+        await self._heartbeat()
+        self._spawn(self._tail.run())
+        self._spawn(self._beat())
+
+    async def _heartbeat(self, *, release: bool = False) -> None:
+        lease = 0 if release else self._ms(self.lease_ttl)
+        args: list[str | int] = [
+            self._base,
+            self.owner,
+            lease,
+            self._ms(self.settled_ttl),
+            self.history,
+            100,
+        ]
+        await self._script(self._heartbeat_script, args)
+
+    async def _beat(self) -> None:
+        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
+        and settle the local asks whose hash was settled without an event read here."""
+        while not self.closed:
+            await asyncio.sleep(self.lease_ttl / 3)
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat()
+                await self._tail.recheck()
+                for question_id in list(self._withdraw_later):
+                    await self._settle(question_id, "aborted")
+                    self._withdraw_later.discard(question_id)
+
+    # ------------------------------------------------------------------ the asker's side
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        check_request(request)
+        await self.connect()
+        waiter = Waiter(request, asyncio.get_running_loop().create_future())
+        question_id = secrets.token_urlsafe(12)
+        self._waiters.add(question_id, waiter)  # before publishing
+        maybe_published = True
+        try:
+            args: list[str | int] = [
+                self._base,
+                question_id,
+                dumps(request),
+                self.owner,
+                self._ms(self.lease_ttl),
+                self.max_pending,
+                self._ms(self.question_ttl),
+                self._ms(self.settled_ttl),
+                self.history,
+                request.key or "",
+                request_digest(request) if request.key else "",
+            ]
+            reply = await self._script(self._ask_script, args)
+            waiter.published = True
+            if reply[0] != "asked":
+                self._waiters.drop(question_id, waiter)
+                maybe_published = reply[0] == "attached"
+                if reply[0] == "full":
+                    raise UserInteractionError(
+                        f"the relay already holds {self.max_pending} pending questions",
+                        RELAY_FULL,
+                    )
+                if reply[0] == "answered":  # a restarted asker: the stored answer at once
+                    return decode_answer(reply[2], request)
+                if reply[0] == "cancelled":
+                    raise cancelled_error()
+                question_id = reply[1]  # attached to the question asked under its key
+                self._waiters.add(question_id, waiter)
+                await self._tail.recheck(question_id)  # settled before we listened?
+            return await waiter.future
+        finally:
+            self._waiters.drop(question_id, waiter)
+            # Not settled (a cancelled wait cancels the future itself): withdraw, unless a
+            # keyed ask ends by anything but its signal (a restarted asker takes it up).
+            future = waiter.future
+            if maybe_published and (future.cancelled() or not future.done()):
+                signal = request.signal
+                if request.key is None or (signal is not None and signal.aborted):
+                    # Withdraw, even while being cancelled: shielded, so it completes.
+                    await asyncio.shield(self._withdraw(question_id))
+
+    async def _withdraw(self, question_id: str) -> None:
+        if self._closed:
+            return
+        try:
+            await self._settle(question_id, "aborted")
+        except UserInteractionError:
+            self._withdraw_later.add(question_id)  # the heartbeat tries again
+
+    async def _settle(self, question_id: str, outcome: str, answer: str = "") -> list[str]:
+        args: list[str | int] = [
+            self._base,
+            question_id,
+            outcome,
+            answer,
+            self._ms(self.settled_ttl),
+            self.history,
+            secrets.token_urlsafe(9),
+        ]
+        return await self._script(self._settle_script, args)
+
+    async def _script(self, script: AsyncScript, args: list[str | int]) -> list[str]:
+        return strings(await self._call(script(keys=self._keys, args=args)))
+
+    async def _fields(self, question_id: str, *names: str) -> list[str | None]:
+        """``HMGET`` of the question's hash."""
+        key = self._base + "q:" + question_id
+        reply: object = await self._call(self._client.hmget(key, list(names)))
+        assert isinstance(reply, list)
+        return [text(value) for value in reply]
+
+    # ------------------------------------------------------------------ the clients' side
+
+    async def snapshot(self) -> RelaySnapshot:
+        await self.connect()
+        reply = await self._script(self._snapshot_script, [self._base])
+        questions: list[PendingQuestion] = []
+        for index in range(1, len(reply) - 1, 2):
+            question_id = reply[index]
+            if not (readable(question_id) and readable(reply[index + 1])):
+                log.warning(
+                    "question %r is left out: its request holds bytes that are not UTF-8",
+                    question_id,
+                )
+                continue
+            with contextlib.suppress(UserInteractionError):  # an unreadable one is left out
+                questions.append(
+                    PendingQuestion(
+                        question_id, self._tail.requests.remember(question_id, reply[index + 1])
+                    )
+                )
+        return RelaySnapshot(reply[0], tuple(questions))
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        return self._events_after(after)
+
+    async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        if not self._closed:
+            await self.connect()
+        tail = self._tail
+        position = after
+        if tail.buffer.after(position) is None:
+            if key_of(position) is None:
+                raise stale()
+            if not self._closed:
+                await tail.check_position(position)
+        while True:
+            changed = tail.changed
+            batch = tail.buffer.after(position)
+            if batch is None:
+                if self._closed:
+                    return
+                batch, read_up_to = await tail.read_after(position)
+                if read_up_to != position:
+                    for event in batch:
+                        yield event
+                    position = read_up_to
+                    continue
+            if batch:
+                for event in batch:
+                    position = event.position
+                    yield event
+                continue
+            if self._closed:
+                return
+            if (failure := tail.failure) is not None:
+                raise UserInteractionError(failure.message, failure.code)
+            await changed.wait()
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        await self.connect()
+        state, stored = await self._fields(question_id, "state", "request")
+        if state != "pending" or stored is None or not readable(stored):
+            return None
+        try:
+            return PendingQuestion(question_id, self._tail.requests.remember(question_id, stored))
+        except UserInteractionError:
+            return None
+
+    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+        await self.connect()
+        request = self._tail.requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            if question is None:
+                raise await self._not_pending_now(question_id)
+            request = question.request
+        try:
+            checked = check_answer(request, answer)  # a bad answer leaves it pending
+        except UserInteractionError:
+            if await self.lookup(question_id) is None:  # not pending any more, in fact
+                raise await self._not_pending_now(question_id) from None
+            raise
+        reply = await self._settle(question_id, "answered", dumps(checked))
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+        return checked
+
+    async def _not_pending_now(self, question_id: str) -> UserInteractionError:
+        """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
+        (state,) = await self._fields(question_id, "state")
+        return not_pending(question_id, state or "")
+
+    async def dismiss(self, question_id: str) -> None:
+        await self.connect()
+        reply = await self._settle(question_id, "cancelled")
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+
+    async def aclose(self) -> None:
+        """Stop: plain questions asked here are withdrawn (``resolved/aborted``), keyed ones
+        stay pending for a restarted asker; local asks end with ``ASK_ABORTED``, iterators
+        end after the events up to now."""
+        if self._closed:
+            return
+        self._closed = True
+        ready, self._ready = self._ready, None
+        if ready is not None and not ready.done():
+            with contextlib.suppress(BaseException):
+                await ready
+        started = ready is not None and not ready.cancelled() and ready.exception() is None
+        self._tail.closed = True
+        self._waiters.abort_all(DISPOSED_MESSAGE)
+        if started:
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat(release=True)
+        self._tail.stopping.set()  # the tail leaves its blocking read
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if started:
+            with contextlib.suppress(UserInteractionError, RedisError, OSError):
+                await self._tail.drain()
+        self._tail.changed.set()
+        for store in (self._client, self._tail_client):
+            await store.aclose()
+            with contextlib.suppress(RedisError, OSError):
+                await store.connection_pool.disconnect()  # the client does not own it
+        if (read := self._tail.abandoned) is not None:  # its connection is closed: it ends now
+            read.cancel()
+            await asyncio.wait({read}, timeout=1.0)
+            if read.done() and not read.cancelled():
+                read.exception()  # retrieved: it is expected to have failed
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

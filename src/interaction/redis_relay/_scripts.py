@@ -1,0 +1,179 @@
+"""The Redis relay's Lua scripts: every change to the store is one of them, run by
+``EVALSHA``, so it is atomic and on the server's clock (``TIME``).
+
+Every script gets the key prefix ``"{prefix}:"`` as ``ARGV[1]`` and the fixed keys as
+``KEYS`` (pending, deadlines, owners, events: all under one hash tag, so one cluster slot);
+per-question keys are built from the prefix. docs/relay.md describes the key layout.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["ASK", "HEARTBEAT", "SETTLE", "SNAPSHOT"]
+
+PRELUDE: Final = """
+local base = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Every event names the position before it ('prev'): a reader that finds its own last
+-- position there knows nothing between was trimmed away unread, without asking XINFO.
+local function append(maxlen, ...)
+  local prev = redis.call('GET', base .. 'last') or ''
+  local position = redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxlen, '*',
+    'prev', prev, ...)
+  redis.call('SET', base .. 'last', position)
+  return position
+end
+local function settle(id, outcome, answer, settled_ms, maxlen, claim)
+  local q = base .. 'q:' .. id
+  local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
+  local state, owner, key = found[1], found[2], found[3]
+  if state ~= 'pending' then
+    -- Not pending (settled by a hand outside these scripts, or gone): its ids are dropped
+    -- from the sets, so that neither the snapshot nor the deadline sweep keeps meeting it.
+    redis.call('ZREM', base .. 'pending', id)
+    redis.call('ZREM', base .. 'deadlines', id)
+    return false, state, found[4]
+  end
+  redis.call('HSET', q, 'state', outcome, 'claim', claim or '')
+  if answer ~= '' then redis.call('HSET', q, 'answer', answer) end
+  redis.call('PEXPIRE', q, settled_ms)
+  redis.call('ZREM', base .. 'pending', id)
+  redis.call('ZREM', base .. 'deadlines', id)
+  if owner and owner ~= '' then redis.call('SREM', base .. 'owned:' .. owner, id) end
+  if key and key ~= '' then
+    local index = base .. 'key:' .. key
+    if redis.call('GET', index) == id then
+      if outcome == 'aborted' then redis.call('DEL', index)
+      else redis.call('PEXPIRE', index, settled_ms) end
+    end
+  end
+  if answer ~= '' then
+    return append(maxlen, 'kind', 'resolved', 'id', id, 'outcome', outcome, 'answer', answer)
+  end
+  return append(maxlen, 'kind', 'resolved', 'id', id, 'outcome', outcome)
+end
+local function release(owner, settled_ms, maxlen)
+  local owned = base .. 'owned:' .. owner
+  for _, id in ipairs(redis.call('SMEMBERS', owned)) do
+    local key = redis.call('HGET', base .. 'q:' .. id, 'key')
+    if key and key ~= '' then
+      redis.call('HSET', base .. 'q:' .. id, 'owner', '')
+    else
+      settle(id, 'aborted', '', settled_ms, maxlen)
+    end
+  end
+  redis.call('DEL', owned)
+  redis.call('ZREM', base .. 'owners', owner)
+end
+"""
+
+# ARGV: base, id, request, owner, lease_ms, max_pending, lifetime_ms, settled_ms, maxlen,
+# key, digest
+ASK: Final = (
+    PRELUDE
+    + """
+local id, request, owner = ARGV[2], ARGV[3], ARGV[4]
+local lease_ms, max_pending = tonumber(ARGV[5]), tonumber(ARGV[6])
+local lifetime_ms, settled_ms, maxlen = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local key, digest = ARGV[10], ARGV[11]
+if redis.call('EXISTS', base .. 'q:' .. id) == 1 then
+  return {'asked', id, ''}  -- the client retried a command whose reply was lost
+end
+local now = now_ms()
+redis.call('ZADD', KEYS[3], now + lease_ms, owner)
+if key ~= '' then
+  local old = redis.call('GET', base .. 'key:' .. key)
+  if old then
+    local q = base .. 'q:' .. old
+    local found = redis.call('HMGET', q, 'state', 'digest', 'answer', 'owner')
+    local state = found[1]
+    if state and found[2] == digest then
+      if state == 'pending' then
+        if found[4] and found[4] ~= '' then
+          redis.call('SREM', base .. 'owned:' .. found[4], old)
+        end
+        redis.call('HSET', q, 'owner', owner)
+        redis.call('SADD', base .. 'owned:' .. owner, old)
+        return {'attached', old}
+      elseif state == 'answered' then
+        return {'answered', old, found[3]}
+      elseif state == 'cancelled' then
+        return {'cancelled', old}
+      end
+    elseif state == 'pending' then
+      settle(old, 'aborted', '', settled_ms, maxlen)  -- replaced by a different question
+    end
+  end
+end
+if redis.call('ZCARD', KEYS[1]) >= max_pending then return {'full'} end
+local q = base .. 'q:' .. id
+if key ~= '' then
+  redis.call('HSET', q, 'request', request, 'state', 'pending', 'owner', owner,
+    'created', now, 'key', key, 'digest', digest)
+  redis.call('SET', base .. 'key:' .. key, id, 'PX', lifetime_ms + settled_ms)
+else
+  redis.call('HSET', q, 'request', request, 'state', 'pending', 'owner', owner, 'created', now)
+end
+redis.call('PEXPIRE', q, lifetime_ms + settled_ms)
+redis.call('ZADD', KEYS[1], redis.call('INCR', base .. 'seq'), id)
+redis.call('ZADD', KEYS[2], now + lifetime_ms, id)
+redis.call('SADD', base .. 'owned:' .. owner, id)
+local position = append(maxlen, 'kind', 'requested', 'id', id, 'request', request)
+return {'asked', id, position}
+"""
+)
+
+# ARGV: base, id, outcome, answer ('' for none), settled_ms, maxlen, claim. A claim that
+# already settled it (the client retried a command whose reply was lost) is 'ok' too.
+SETTLE: Final = (
+    PRELUDE
+    + """
+local position, state, claim = settle(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6],
+  ARGV[7])
+if position then return {'ok', position} end
+if state and claim == ARGV[7] then return {'ok', ''} end
+return {'not_pending', state or ''}
+"""
+)
+
+# ARGV: base. Returns the last position, then id, request, id, request... of the questions
+# whose hash says pending (the hash is the truth, whatever the sorted set still holds).
+SNAPSHOT: Final = """
+local base = ARGV[1]
+local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
+local out = {'0-0'}
+if last[1] then out[1] = last[1][1] end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local found = redis.call('HMGET', base .. 'q:' .. id, 'state', 'request')
+  local request = found[2]
+  if found[1] == 'pending' and request then
+    out[#out + 1] = id
+    out[#out + 1] = request
+  end
+end
+return out
+"""
+
+# ARGV: base, owner, lease_ms ('0': release this owner now), settled_ms, maxlen, batch
+HEARTBEAT: Final = (
+    PRELUDE
+    + """
+local owner, lease_ms = ARGV[2], tonumber(ARGV[3])
+local settled_ms, maxlen, batch = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local now = now_ms()
+if lease_ms > 0 then
+  redis.call('ZADD', KEYS[3], now + lease_ms, owner)
+else
+  release(owner, settled_ms, maxlen)
+end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. now, 'LIMIT', 0, batch)
+for _, other in ipairs(dead) do release(other, settled_ms, maxlen) end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now, 'LIMIT', 0, batch)
+for _, id in ipairs(expired) do settle(id, 'aborted', '', settled_ms, maxlen) end
+return {#dead, #expired}
+"""
+)

@@ -1,0 +1,266 @@
+"""The Redis relay's stream tail: one blocking ``XREAD`` per process, every entry checked
+against its question's hash, the waiters it settles woken, the events it bears out kept
+for the process's event iterators."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
+
+from .._core import UserInteractionError
+from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
+from ..relay import PendingQuestion, RelayEvent
+from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
+
+__all__ = ["Checked", "Tail", "log"]
+
+log: Final = logging.getLogger("interaction.redis_relay")
+
+READ_COUNT: Final = 500
+TAIL_BLOCK_MS: Final = 5_000
+
+Checked = tuple[str, Mapping[str, str], str | None]
+"""A stream entry as its hash bears it out: position, fields kept, the stored state."""
+
+
+class Tail:
+    """This process's reader of the stream after ``buffer.last``.
+
+    ``changed`` is set (and replaced) whenever the buffer grows, the store fails or the
+    relay closes; ``failure`` is the ``RELAY_UNAVAILABLE`` error while the tail cannot read
+    the store. The relay sets ``closed`` and ``stopping`` when it closes.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        tail_client: aioredis.Redis,
+        base: str,
+        where: str,
+        waiters: LocalWaiters,
+    ) -> None:
+        self._client = client
+        self._tail_client = tail_client
+        self._base = base
+        self._events_key = base + "events"
+        self._where = where
+        self._waiters = waiters
+        self.requests = RequestCache()
+        self.buffer = EventBuffer(key_of, "0-0")
+        self.changed = asyncio.Event()
+        self.failure: UserInteractionError | None = None
+        self.closed = False
+        self.stopping = asyncio.Event()
+        self.abandoned: asyncio.Future[Any] | None = None
+
+    def _wake_readers(self) -> None:
+        # A fresh Event each time: an iterator that waits on a set one would never yield
+        # again, and the loop (this tail too) would spin on it for ever.
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+    def event(self, position: str, fields: Mapping[str, str]) -> RelayEvent | None:
+        question_id = fields.get("id", "")
+        if fields.get("kind") == "requested":
+            try:
+                request = self.requests.remember(question_id, fields.get("request", ""))
+            except UserInteractionError:  # not a request: nothing a client could show
+                return None
+            question = PendingQuestion(question_id, request)
+            return RelayEvent("requested", question_id, question, position=position)
+        outcome = fields.get("outcome")
+        if outcome not in OUTCOMES:
+            return None
+        return RelayEvent("resolved", question_id, outcome=OUTCOMES[outcome], position=position)
+
+    async def checked(self, found: Sequence[tuple[str, Mapping[str, str]]]) -> list[Checked]:
+        """The entries as the questions' hashes bear them out, with each one's stored state.
+
+        Only the scripts write a hash and its entry, atomically; an entry written into the
+        stream by another hand (a ``requested`` whose request is not the stored one, a
+        ``resolved`` for a question still pending) is logged and kept as a bare position,
+        so it settles nothing and shows nothing. A ``resolved`` entry carries the stored
+        outcome and answer, never its own.
+        """
+        kinds = ("requested", "resolved")
+        found = [(position, self._readable(position, fields)) for position, fields in found]
+        ids = list(dict.fromkeys(f.get("id", "") for _, f in found if f.get("kind") in kinds))
+        replies = await self.stored(ids, "state", "request", "answer")
+        stored = dict(zip(ids, replies, strict=True))
+        checked: list[Checked] = []
+        for position, fields in found:
+            kind, question_id = fields.get("kind"), fields.get("id", "")
+            if kind not in kinds:  # no script writes one: a position, and nothing more
+                checked.append((position, {}, None))
+                continue
+            state, request, answer = stored[question_id]
+            if kind == "requested" and request is None:  # gone since (or never asked)
+                checked.append((position, {}, None))
+                continue
+            if kind == "requested" and request != fields.get("request"):
+                why = "was not asked with that request"
+            elif kind == "resolved" and state == "pending":
+                why = "is still pending"
+            else:
+                kept = fields
+                if kind == "resolved" and state is not None:
+                    outcome = state if state in OUTCOMES else "aborted"
+                    kept = {**fields, "outcome": outcome, "answer": answer or ""}
+                checked.append((position, kept, state))
+                continue
+            log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
+            checked.append((position, {}, None))
+        return checked
+
+    @staticmethod
+    def _readable(position: str, fields: Mapping[str, str]) -> Mapping[str, str]:
+        """The fields, or none when one is not UTF-8 text (but for a ``resolved`` entry's
+        answer, which is taken from the hash: the asker refuses a bad one there)."""
+        if all(readable(k) and (k == "answer" or readable(v)) for k, v in fields.items()):
+            return fields
+        log.warning("ignored the stream entry %s: it holds bytes that are not UTF-8", position)
+        return {}
+
+    async def stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
+        """``HMGET`` of each question's hash, in one round trip, one reply per id.
+
+        A key that is not a hash (no script writes one) reads as no question: refused as a
+        whole, the batch would be read again and again, and the tail would go no further.
+        """
+        if not ids:
+            return []
+        async with self._client.pipeline(transaction=False) as pipe:
+            for question_id in ids:
+                pipe.hmget(self._base + "q:" + question_id, list(names))
+            replies: list[object] = await call(self._where, pipe.execute(raise_on_error=False))
+        stored: list[list[str | None]] = []
+        for question_id, reply in zip(ids, replies, strict=True):
+            if isinstance(reply, list):
+                stored.append([text(value) for value in reply])
+            else:  # a ResponseError in its place: WRONGTYPE
+                log.warning("question %r is not stored as a question: %s", question_id, reply)
+                stored.append([None] * len(names))
+        return stored
+
+    def absorb(self, checked: Sequence[Checked]) -> None:
+        """Take the checked entries the tail read: buffer them, wake the waiters they settle."""
+        for position, fields, state in checked:
+            event = self.event(position, fields)
+            if event is None:
+                self.buffer.advance(position)
+                continue
+            self.buffer.add(event)
+            if event.kind == "resolved":
+                self._waiters.wake(event.id, state, fields.get("answer", ""))
+        self._wake_readers()
+
+    async def stream_state(self) -> StreamState:
+        try:
+            info: object = await self._client.xinfo_stream(self._events_key)
+        except ResponseError as exc:
+            if "no such key" in str(exc).lower():
+                return StreamState()
+            raise
+        return StreamState.of(info)
+
+    async def run(self) -> None:
+        """Read the stream after the buffer's last position, for ever; on a gap or after
+        the store was away, look each local waiter's question up again."""
+        down = False
+        pause = 0.05
+        while not self.closed:  # (the client may turn a cancelled read into an error)
+            try:
+                if down:
+                    await self._resync()
+                    down, pause, self.failure = False, 0.05, None
+                read = asyncio.ensure_future(
+                    self._tail_client.xread(
+                        {self._events_key: self.buffer.last},
+                        count=READ_COUNT,
+                        block=TAIL_BLOCK_MS,
+                    )
+                )
+                stopping = asyncio.ensure_future(self.stopping.wait())
+                try:
+                    await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopping.cancel()
+                    if not read.done():  # closing: aclose() ends it with its connection
+                        self.abandoned = read
+                if not read.done():
+                    return
+                reply = read.result()
+                found = entries(reply[0][1]) if isinstance(reply, list) and reply else []
+                before = self.buffer.last
+                # A first entry that names ``before`` as its predecessor follows on without
+                # a gap; otherwise (or from a writer that does not say) ask XINFO.
+                if found:
+                    self.absorb(await self.checked(found))
+                    if found[0][1].get("prev") != before:
+                        state = await self.stream_state()
+                        if state.lost_after(key_of(before) or (0, 0)):  # trimmed unread
+                            self.buffer.reset(self.buffer.last)
+                            await self.recheck()
+            except (RedisError, OSError, UserInteractionError) as exc:
+                down = True
+                if self.failure is None:  # the event iterators say so, and end
+                    failure = exc if isinstance(exc, UserInteractionError) else None
+                    self.failure = failure or unavailable(self._where, exc)
+                    self._wake_readers()
+                await asyncio.sleep(pause)
+                pause = min(1.0, pause * 2)
+
+    async def _resync(self) -> None:
+        """After the store was away: was it reset (its stream is behind us)? Recheck waiters."""
+        last = (await self.stream_state()).last
+        if last < (key_of(self.buffer.last) or (0, 0)):  # the store lost its data
+            self.buffer.reset(f"{last[0]}-{last[1]}")
+            self._wake_readers()
+        await self.recheck()
+
+    async def recheck(self, *only: str) -> None:
+        """Settle the local waiters (of ``only`` these questions, if given) whose question
+        the store says is settled, or lost."""
+        ids = self._waiters.published(*only)
+        for start in range(0, len(ids), READ_COUNT):
+            chunk = ids[start : start + READ_COUNT]
+            for question_id, (state, answer) in zip(
+                chunk, await self.stored(chunk, "state", "answer"), strict=True
+            ):
+                self._waiters.wake(question_id, state, answer or "")
+
+    async def check_position(self, position: str) -> None:
+        """``STALE_POSITION`` unless the stream still holds what follows ``position``."""
+        key = key_of(position)
+        state = await call(self._where, self.stream_state())
+        if key is None or key > state.last or state.lost_after(key):
+            raise stale()
+
+    async def read_after(self, position: str) -> tuple[list[RelayEvent], str]:
+        """Events after ``position`` read from the store (a reader behind the buffer), and
+        the position read up to."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.xrange(self._events_key, min=f"({position}", count=READ_COUNT)
+            pipe.xinfo_stream(self._events_key)
+            read, info = await call(self._where, pipe.execute())
+        found = entries(read)
+        if StreamState.of(info).lost_after(key_of(position) or (0, 0)):
+            raise stale()
+        checked = await self.checked(found)
+        events = [e for p, fields, _ in checked if (e := self.event(p, fields)) is not None]
+        return events, found[-1][0] if found else position
+
+    async def drain(self) -> None:
+        """Read what is left after the buffer's last position (the relay closes)."""
+        while found := entries(
+            await call(
+                self._where,
+                self._client.xrange(self._events_key, min=f"({self.buffer.last}", count=READ_COUNT),
+            )
+        ):
+            self.absorb(await self.checked(found))

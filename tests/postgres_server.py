@@ -1,0 +1,181 @@
+"""A real PostgreSQL server for the tests: the machine's ``initdb`` and ``postgres`` (from
+PATH, or Debian's ``/usr/lib/postgresql/<version>/bin``), a temporary data directory,
+loopback on a free port, stopped by its PID.
+
+PostgreSQL refuses to run as root: as root (CI), the server runs as the ``postgres`` user
+that Debian's package creates, through ``setpriv``, which execs it (so the PID is the
+server's own). ``PostgresServer().start()`` waits until a connection succeeds (polled,
+with a bounded deadline); ``stop()`` is a fast shutdown (SIGINT), then SIGKILL;
+``crash()`` an immediate one (SIGQUIT: no checkpoint, recovery on the next start);
+``restart()`` comes back on the same port and directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import psycopg
+import pytest
+
+from .redis_server import free_port
+
+START_SECONDS: Final = 30.0
+STOP_SECONDS: Final = 10.0
+
+
+def binaries() -> Path:
+    """The folder of ``initdb`` and ``postgres``: beside ``pg_ctl`` on PATH, else the
+    newest of Debian's ``/usr/lib/postgresql/*/bin``."""
+    on_path = shutil.which("pg_ctl")
+    if on_path is not None:
+        folder = Path(os.path.realpath(on_path)).parent
+        if (folder / "postgres").exists():
+            return folder
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/postgres"),
+        key=lambda path: int(Path(path).parent.parent.name.split(".")[0]),
+    )
+    if not found:
+        raise RuntimeError("no PostgreSQL server: apt-get install postgresql (.ci/run does)")
+    return Path(found[-1]).parent
+
+
+class PostgresServer:
+    """One ``postgres`` process over its own data directory."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.bin = binaries()
+        self.durable = durable  # fsync on (benchmarks); tests need only survive a crash
+        self.directory = Path(tempfile.mkdtemp(prefix="interaction-pg-"))
+        self.data = self.directory / "data"
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "PostgreSQL refuses to run as root, and there is no postgres user to run"
+                    " it as (Debian's postgresql package makes one)"
+                ) from None
+            os.chown(self.directory, user.pw_uid, user.pw_gid)
+            self._as_user = [
+                "setpriv",
+                f"--reuid={user.pw_uid}",
+                f"--regid={user.pw_gid}",
+                "--init-groups",
+            ]
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _initdb(self) -> None:
+        argv = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres"]
+        argv += ["--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"]
+        subprocess.run(
+            [*self._as_user, *argv],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+
+    def _argv(self) -> list[str]:
+        argv = [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port)]
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": str(self.directory),
+            "max_connections": "300",
+            "fsync": "on" if self.durable else "off",
+            "logging_collector": "off",
+        }
+        for name, value in settings.items():
+            argv += ["-c", f"{name}={value}"]
+        return [*self._as_user, *argv]
+
+    def start(self) -> PostgresServer:
+        self._initdb()
+        for _ in range(5):  # a port taken between free_port() and the bind: another one
+            self.port = free_port()
+            if self._launch():
+                return self
+        raise RuntimeError(f"postgres did not start: {self.log()}")
+
+    def _launch(self) -> bool:
+        log = open(self.directory / "postgres.log", "ab")  # noqa: SIM115 - the child's
+        with log:
+            self.process = subprocess.Popen(self._argv(), stdout=log, stderr=log)
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.process = None
+                return False
+            if self.ready():
+                return True
+            time.sleep(0.02)  # polling a server: there is no event to wait on
+        self.stop()
+        return False
+
+    def ready(self) -> bool:
+        try:
+            with psycopg.connect(self.url, connect_timeout=1):
+                return True
+        except psycopg.Error:
+            return False
+
+    def log(self) -> str:
+        path = self.directory / "postgres.log"
+        return path.read_text("utf-8", "replace")[-2000:] if path.exists() else "(no log)"
+
+    def _signal(self, number: signal.Signals) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(number)
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_SECONDS)
+
+    def stop(self) -> None:
+        """A fast shutdown (SIGINT), SIGKILL if it lingers; a no-op when not running."""
+        self._signal(signal.SIGINT)
+
+    def crash(self) -> None:
+        """An immediate shutdown (SIGQUIT): every backend ends at once, no checkpoint."""
+        self._signal(signal.SIGQUIT)
+
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop (at once when ``crash``) and start again on the same port and directory."""
+        self.crash() if crash else self.stop()
+        if not self._launch():
+            raise RuntimeError(f"postgres did not restart on {self.port}: {self.log()}")
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the session's relays (each under a schema of its own)."""
+    with PostgresServer() as server:
+        yield server

@@ -1,0 +1,603 @@
+"""The Postgres relay's own behaviour, on a real PostgreSQL server: its schema and
+migrations, processes racing and dying, the database restarting, polling without
+``LISTEN``, expiry, and the web page served by ``interaction serve --postgres``.
+
+The behaviour every backend shares is tested in test_relay_contract.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from playwright.async_api import Browser
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    ask,
+    provide,
+)
+from interaction.postgres_relay import PostgresRelay
+from interaction.relay import NOT_PENDING, RELAY_UNAVAILABLE, STALE_POSITION, RelayEvent
+
+from .helpers import import_error_without
+from .postgres_server import PostgresServer, postgres_server
+from .web_helpers import sse
+
+__all__ = ["postgres_server"]  # a fixture
+
+Item = AskUserQuestionAnswerItem
+Answer = AskUserQuestionAnswer
+WAIT = 20.0  # the bound on any one wait (a loaded CI machine), never a pause
+
+# An asking process: asks the free-text questions of its config (plain, and keyed with
+# their resume keys), prints one JSON line per outcome, then closes its relay.
+ASKER = r"""
+import asyncio, json, sys
+from interaction import AskUserQuestionItem, AskUserQuestionRequest, UserInteractionError
+from interaction import ask, provide
+from interaction.postgres_relay import PostgresRelay
+
+async def one(text, key):
+    request = AskUserQuestionRequest([AskUserQuestionItem("q", text)], key=key)
+    try:
+        answer = await ask(request)
+    except UserInteractionError as error:
+        print(json.dumps({"text": text, "error": error.code}), flush=True)
+    else:
+        print(json.dumps({"text": text, "custom": answer.answers[0].custom}), flush=True)
+
+async def main(config):
+    relay = PostgresRelay(config["url"], schema=config["schema"], lease_ttl=config["lease"],
+                          listen=config["listen"])
+    with provide(relay):
+        await asyncio.gather(
+            *(one(text, None) for text in config["plain"]),
+            *(one(text, key) for text, key in config["keyed"]),
+        )
+    await relay.aclose()
+
+asyncio.run(main(json.loads(sys.argv[1])))
+"""
+
+# A claiming process: connects, says "ready", waits for "go" on stdin, then claims the
+# question with its own answer and prints what happened.
+CLAIMER = r"""
+import asyncio, sys
+from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem, UserInteractionError
+from interaction.postgres_relay import PostgresRelay
+
+async def main(url, schema, question_id, name):
+    relay = PostgresRelay(url, schema=schema)
+    await relay.connect()
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    answer = AskUserQuestionAnswer([AskUserQuestionAnswerItem("q", custom=name)])
+    try:
+        await relay.submit(question_id, answer)
+    except UserInteractionError as error:
+        print(error.code, flush=True)
+    else:
+        print("accepted", flush=True)
+    await relay.aclose()
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def free(text: str) -> AskUserQuestionRequest:
+    return AskUserQuestionRequest([AskUserQuestionItem("q", text)])
+
+
+@contextlib.asynccontextmanager
+async def migrated(server: PostgresServer, **options: Any) -> AsyncIterator[PostgresRelay]:
+    """A relay on a fresh schema, its tables made; closed on the way out."""
+    relay = PostgresRelay(server.url, schema=f"p{secrets.token_hex(6)}", **options)
+    await relay.migrate()
+    try:
+        yield relay
+    finally:
+        await relay.aclose()
+
+
+@contextlib.asynccontextmanager
+async def process(*argv: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A child process, SIGKILLed by its PID on the way out if it still runs."""
+    child = await asyncio.create_subprocess_exec(
+        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        yield child
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+async def line_of(child: asyncio.subprocess.Process) -> str:
+    assert child.stdout is not None
+    line = await asyncio.wait_for(child.stdout.readline(), WAIT)
+    assert line, "the child ended without a line"
+    return line.decode().strip()
+
+
+async def collect(
+    events: AsyncGenerator[RelayEvent, None], enough: Callable[[list[RelayEvent]], bool]
+) -> list[RelayEvent]:
+    seen: list[RelayEvent] = []
+    while not enough(seen):
+        seen.append(await asyncio.wait_for(anext(events), WAIT))
+    return seen
+
+
+def requested(count: int) -> Callable[[list[RelayEvent]], bool]:
+    return lambda seen: sum(e.kind == "requested" for e in seen) >= count
+
+
+def texts(seen: list[RelayEvent]) -> dict[str, str]:
+    """Question text -> relay id, of the ``requested`` events."""
+    return {
+        e.question.request.questions[0].question: e.id
+        for e in seen
+        if e.kind == "requested" and e.question is not None
+    }
+
+
+async def scalar(url: str, query: str, *params: object) -> object:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+        row = await (await db.execute(query, params)).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_without_psycopg_the_import_names_the_extra() -> None:
+    assert import_error_without("psycopg", "interaction.postgres_relay") == (
+        "interaction.postgres_relay needs psycopg 3:"
+        ' pip install "interaction-seam[postgres]" (the interaction[postgres] extra)'
+    )
+
+
+def test_a_bad_url_schema_or_setting_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match='missing "=" after'):
+        PostgresRelay("localhost:5432")
+    for schema in ("", "Mixed", "a-b", "x" * 41, 'a"b', "1st"):
+        with pytest.raises(ValueError, match="the schema must be a lower-case SQL name"):
+            PostgresRelay("postgresql://127.0.0.1:1/db", schema=schema)
+    with pytest.raises(ValueError, match="must be positive"):
+        PostgresRelay("postgresql://127.0.0.1:1/db", poll_interval=0)
+    relay = PostgresRelay("postgresql://user:secret@db.internal:6543/app")
+    assert relay.where == "db.internal:6543/app"  # never the password
+
+
+async def test_a_database_that_cannot_be_reached_is_relay_unavailable() -> None:
+    relay = PostgresRelay("postgresql://postgres@127.0.0.1:1/postgres")
+    for call in (
+        relay.snapshot(),
+        relay.lookup("x"),
+        relay.dismiss("x"),
+        relay.ask(free("Q?")),
+        relay.migrate(),
+    ):
+        with pytest.raises(UserInteractionError) as info:
+            await call
+        assert info.value.code == RELAY_UNAVAILABLE
+        assert info.value.message.startswith(
+            "the relay's store at 127.0.0.1:1/postgres cannot be used: "
+        )
+    await relay.aclose()
+
+
+async def test_missing_tables_say_to_migrate_and_migrate_is_idempotent_and_versioned(
+    postgres_server: PostgresServer,
+) -> None:
+    schema = f"m{secrets.token_hex(6)}"
+    relay = PostgresRelay(postgres_server.url, schema=schema)
+    with pytest.raises(UserInteractionError) as missing:
+        await relay.snapshot()
+    assert missing.value.code == RELAY_UNAVAILABLE
+    assert missing.value.message == (
+        f"the relay's tables are not in the database at {relay.where} (schema {schema!r}):"
+        " run `await relay.migrate()` or `interaction serve --postgres URL --migrate` once"
+    )
+    others = [PostgresRelay(postgres_server.url, schema=schema) for _ in range(3)]
+    await asyncio.gather(*(other.migrate() for other in others))  # at once: one at a time
+    meta = f'SELECT version, epoch FROM "{schema}".meta'
+    assert await scalar(postgres_server.url, meta) == 1
+    epoch = await scalar(postgres_server.url, f'SELECT epoch FROM "{schema}".meta')
+    with provide(relay):
+        task = asyncio.create_task(ask(free("Kept across a migration?")))
+        snapshot = await relay.snapshot()
+        while not snapshot.questions:  # the ask is on its way to the database
+            await asyncio.sleep(0.01)
+            snapshot = await relay.snapshot()
+        await relay.migrate()  # again, with a question pending: nothing changes
+        assert await scalar(postgres_server.url, f'SELECT epoch FROM "{schema}".meta') == epoch
+        assert (await relay.snapshot()).questions == snapshot.questions
+        await relay.submit(snapshot.questions[0].id, Answer([Item("q", custom="yes")]))
+        assert (await task).answers == (Item("q", custom="yes"),)
+    async with await psycopg.AsyncConnection.connect(postgres_server.url, autocommit=True) as db:
+        await db.execute(f'UPDATE "{schema}".meta SET version = 99')
+    newer = PostgresRelay(postgres_server.url, schema=schema)
+    for call in (newer.snapshot(), newer.migrate()):
+        with pytest.raises(UserInteractionError) as info:
+            await call
+        assert info.value.message == (
+            f"the relay's tables at {relay.where} (schema {schema!r}) are at version 99,"
+            " newer than this relay's 1: upgrade interaction-seam"
+        )
+    for each in (relay, newer, *others):
+        await each.aclose()
+
+
+async def test_of_eight_processes_claiming_one_question_exactly_one_wins(
+    postgres_server: PostgresServer,
+) -> None:
+    async with migrated(postgres_server) as relay:
+        with provide(relay):
+            start = (await relay.snapshot()).position
+            task = asyncio.create_task(ask(free("Who wins?")))
+            events = relay.events(start)
+            (event,) = await collect(events, requested(1))
+            await events.aclose()
+            async with contextlib.AsyncExitStack() as stack:
+                children = [
+                    await stack.enter_async_context(
+                        process(
+                            sys.executable,
+                            "-c",
+                            CLAIMER,
+                            postgres_server.url,
+                            relay.schema,
+                            event.id,
+                            f"claimer {n}",
+                        )
+                    )
+                    for n in range(8)
+                ]
+                for child in children:
+                    assert await line_of(child) == "ready"
+                for child in children:  # all at once
+                    assert child.stdin is not None
+                    child.stdin.write(b"go\n")
+                    await child.stdin.drain()
+                said = [await line_of(child) for child in children]
+                for child in children:
+                    assert await asyncio.wait_for(child.wait(), WAIT) == 0
+            assert sorted(said) == sorted(["accepted"] + [NOT_PENDING] * 7)
+            winner = f"claimer {said.index('accepted')}"
+            assert (await task).answers == (Item("q", custom=winner),)
+            assert (await relay.snapshot()).questions == ()
+
+
+async def test_a_killed_askers_plain_questions_are_withdrawn_its_keyed_ones_wait_for_it(
+    postgres_server: PostgresServer,
+) -> None:
+    async with migrated(postgres_server, lease_ttl=0.3) as observer:  # reaps quickly
+        start = await observer.snapshot()
+        events = observer.events(start.position)
+        keyed = [["Keyed one?", "k1"], ["Keyed two?", "k2"]]
+        config = {
+            "url": postgres_server.url,
+            "schema": observer.schema,
+            "lease": 0.6,
+            "listen": True,
+            "plain": ["Plain?"],
+            "keyed": keyed,
+        }
+        async with process(sys.executable, "-c", ASKER, json.dumps(config)) as child:
+            ids = texts(await collect(events, requested(3)))
+            child.kill()  # SIGKILL: no cleanup runs, its lease just stops being refreshed
+            await child.wait()
+        resolved = await collect(events, lambda got: any(e.kind == "resolved" for e in got))
+        assert resolved == [RelayEvent("resolved", ids["Plain?"], outcome="aborted")]
+        pending = {q.id for q in (await observer.snapshot()).questions}
+        assert pending == {ids["Keyed one?"], ids["Keyed two?"]}
+        with pytest.raises(UserInteractionError) as late:
+            await observer.submit(ids["Plain?"], Answer([Item("q", custom="late")]))
+        assert late.value.message == (
+            f"question {ids['Plain?']!r} is not pending (withdrawn by the asker)"
+        )
+        await observer.submit(ids["Keyed one?"], Answer([Item("q", custom="one")]))
+        restart = (await observer.snapshot()).position
+        again_config = json.dumps({**config, "plain": []})
+        async with process(sys.executable, "-c", ASKER, again_config) as again:
+            line = json.loads(await line_of(again))
+            assert line == {"text": "Keyed one?", "custom": "one"}
+            await observer.submit(ids["Keyed two?"], Answer([Item("q", custom="two")]))
+            assert json.loads(await line_of(again)) == {"text": "Keyed two?", "custom": "two"}
+            assert await asyncio.wait_for(again.wait(), WAIT) == 0
+        later = observer.events(restart)
+        after = await collect(later, lambda got: len(got) == 1)
+        assert after == [RelayEvent("resolved", ids["Keyed two?"], outcome="answered")]
+        await later.aclose()
+        await events.aclose()
+        assert (await observer.snapshot()).questions == ()
+
+
+async def test_a_database_restart_mid_ask_says_unavailable_then_recovers() -> None:
+    with PostgresServer() as server:
+        async with migrated(server, lease_ttl=30) as relay:
+            with provide(relay):
+                start = await relay.snapshot()
+                events = relay.events(start.position)
+                waiting = asyncio.create_task(ask(free("Pending across?")))
+                (event,) = await collect(events, requested(1))
+                # The event can arrive before the asker has read its own call's reply; a
+                # crash then loses that reply and the ask ends RELAY_UNAVAILABLE (as on
+                # Redis). Crash only once the ask waits for its answer.
+                async with asyncio.timeout(WAIT):
+                    while not relay._waiters.published(event.id):  # noqa: ASYNC110
+                        await asyncio.sleep(0.01)  # no event marks the reply's arrival
+                server.crash()  # every backend ends at once; recovery on the next start
+                with pytest.raises(UserInteractionError) as told:
+                    await asyncio.wait_for(anext(events), WAIT)  # the tail lost the store
+                assert told.value.code == RELAY_UNAVAILABLE
+                for call in (
+                    ask(free("While down?")),
+                    relay.snapshot(),
+                    relay.submit(event.id, Answer([Item("q", custom="too early")])),
+                ):
+                    with pytest.raises(UserInteractionError) as down:
+                        await call
+                    assert down.value.code == RELAY_UNAVAILABLE
+                assert not waiting.done()
+                server.restart(crash=False)
+                snapshot = await relay.snapshot()  # a kept connection fails; a new one works
+                assert [q.id for q in snapshot.questions] == [event.id]
+                await relay.submit(event.id, Answer([Item("q", custom="after")]))
+                assert (await asyncio.wait_for(waiting, WAIT)).answers == (
+                    Item("q", custom="after"),
+                )
+                again = relay.events(start.position)
+                replayed = await collect(again, lambda got: len(got) == 2)
+                assert replayed == [event, RelayEvent("resolved", event.id, outcome="answered")]
+                await again.aclose()
+
+
+async def listeners(url: str) -> int:
+    """How many of the relays' connections have said LISTEN (their last statement)."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = 'interaction-relay' AND query LIKE 'LISTEN %%'"
+    )
+    count = await scalar(url, query)
+    assert isinstance(count, int)
+    return count
+
+
+async def test_without_listen_the_relays_poll_and_lose_nothing(
+    postgres_server: PostgresServer,
+) -> None:
+    """Behind a transaction-pooling PgBouncer NOTIFY does not arrive: with ``listen=False``
+    no connection listens, and an ask from another process is seen and answered by polling."""
+    before = await listeners(postgres_server.url)
+    async with migrated(postgres_server, listen=False, poll_interval=0.05) as page:
+        start = await page.snapshot()
+        events = page.events(start.position)
+        config = {
+            "url": postgres_server.url,
+            "schema": page.schema,
+            "lease": 15,
+            "listen": False,
+            "plain": ["Polled?"],
+            "keyed": [],
+        }
+        async with process(sys.executable, "-c", ASKER, json.dumps(config)) as child:
+            (event,) = await collect(events, requested(1))
+            assert await listeners(postgres_server.url) == before
+            await page.submit(event.id, Answer([Item("q", custom="by polling")]))
+            line = json.loads(await line_of(child))
+            assert line == {"text": "Polled?", "custom": "by polling"}
+            assert await asyncio.wait_for(child.wait(), WAIT) == 0
+        resolved = await collect(events, lambda got: len(got) == 1)
+        assert resolved == [RelayEvent("resolved", event.id, outcome="answered")]
+        await events.aclose()
+    async with migrated(postgres_server) as listening:
+        await listening.connect()
+        assert await listeners(postgres_server.url) == before + 1
+
+
+async def test_a_snapshot_ahead_of_the_tail_resumes_without_being_stale(
+    postgres_server: PostgresServer,
+) -> None:
+    """A snapshot may be newer than what the process's tail has read (here it polls, and
+    not yet): events after its position wait for the tail, they are not STALE_POSITION."""
+    async with migrated(postgres_server) as asker:
+        page = PostgresRelay(
+            postgres_server.url, schema=asker.schema, listen=False, poll_interval=1.0
+        )
+        await page.connect()
+        with provide(asker):
+            start = (await asker.snapshot()).position
+            events = asker.events(start)
+            task = asyncio.create_task(ask(free("Ahead?")))
+            (event,) = await collect(events, requested(1))
+            await events.aclose()
+            snapshot = await page.snapshot()  # its tail has not polled since the ask
+            assert [q.id for q in snapshot.questions] == [event.id]
+            ahead = page.events(snapshot.position)
+            step = asyncio.ensure_future(anext(ahead))
+            # Nothing has happened since: the step waits (it was STALE_POSITION at once).
+            done, _ = await asyncio.wait({step}, timeout=1.0)
+            assert not done
+            await asker.dismiss(event.id)
+            resolved = await asyncio.wait_for(step, WAIT)
+            assert resolved == RelayEvent("resolved", event.id, outcome="cancelled")
+            await ahead.aclose()
+            with pytest.raises(UserInteractionError):
+                await task
+        await page.aclose()
+
+
+async def test_settled_rows_expire_and_positions_beyond_the_history_are_stale(
+    postgres_server: PostgresServer,
+) -> None:
+    async with migrated(postgres_server, history=3, settled_ttl=0.05, lease_ttl=0.15) as relay:
+        with provide(relay):
+            start = (await relay.snapshot()).position
+            events = relay.events(start)
+            for n in range(3):  # six events: the first three are beyond the history
+                task = asyncio.create_task(ask(free(f"Q{n}?")))
+                (event,) = await collect(events, requested(1))
+                await relay.dismiss(event.id)
+                with pytest.raises(UserInteractionError):
+                    await task
+                await collect(events, lambda got: len(got) == 1)
+            await events.aclose()
+            table = f'"{relay.schema}"'
+            count = f"SELECT count(*) FROM {table}.questions"
+            async with asyncio.timeout(WAIT):  # the heartbeat's sweep, in the database
+                while await scalar(postgres_server.url, count) != 0:  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)  # polling a table: no event to wait on
+            assert await scalar(postgres_server.url, f"SELECT count(*) FROM {table}.events") == 3
+            fresh = PostgresRelay(postgres_server.url, schema=relay.schema)  # no buffer
+            with pytest.raises(UserInteractionError) as stale:
+                await anext(fresh.events(start))
+            assert stale.value.code == STALE_POSITION
+            await fresh.aclose()
+            with pytest.raises(UserInteractionError) as gone:
+                await relay.dismiss(event.id)
+            assert gone.value.message == (
+                f"question {event.id!r} is not pending (unknown, or already settled)"
+            )
+
+
+async def start_host(server: PostgresServer, schema: str) -> tuple[asyncio.subprocess.Process, str]:
+    """An ``interaction serve --postgres --migrate`` process and its page's address."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "interaction",
+        "serve",
+        "--postgres",
+        server.url,
+        "--schema",
+        schema,
+        "--migrate",
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stderr is not None
+    try:
+        line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
+        assert line.startswith("interaction: answer at "), line
+    except BaseException:  # not started as it should: stop it by its PID before failing
+        child.kill()
+        await child.wait()
+        raise
+    return child, line.removeprefix("interaction: answer at ").strip()
+
+
+async def test_the_web_page_answers_through_serve_postgres(
+    postgres_server: PostgresServer,
+) -> None:
+    schema = f"w{secrets.token_hex(6)}"
+    host, url = await start_host(postgres_server, schema)  # it makes the tables
+    base, _, token = url.partition("/?token=")
+    relay = PostgresRelay(postgres_server.url, schema=schema)
+    try:
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
+        ) as http:
+            page = await http.get("/")
+            assert page.status_code == 200
+            assert "text/html" in page.headers["content-type"]
+            with provide(relay):
+                async with http.stream("GET", "/api/events") as stream:
+                    seen = sse(stream.aiter_lines())
+                    assert (await anext(seen)).kind == "snapshot"
+                    task = asyncio.create_task(ask(free("Through the page?")))
+                    shown = await anext(seen)
+                    assert shown.kind == "requested"
+                    assert isinstance(shown.data, dict)
+                    question_id = shown.data["id"]
+                    body = {"answers": [{"id": "q", "selected": [], "custom": "yes"}]}
+                    posted = await http.post(f"/api/questions/{question_id}/answer", json=body)
+                    assert posted.status_code == 200, posted.text
+                    assert (await asyncio.wait_for(task, WAIT)).answers == (
+                        Item("q", custom="yes"),
+                    )
+                    assert (await anext(seen)).kind == "resolved"
+                again = await http.post(f"/api/questions/{question_id}/answer", json=body)
+                assert again.status_code == 409
+    finally:
+        host.kill()
+        await host.wait()
+        await relay.aclose()
+
+
+async def test_a_browser_answers_on_the_page_of_serve_postgres(
+    postgres_server: PostgresServer, browser: Browser
+) -> None:
+    """The page itself (Debian's chromium): a question asked here appears on the page
+    another process serves from the database, and the click answers it."""
+    schema = f"b{secrets.token_hex(6)}"
+    host, url = await start_host(postgres_server, schema)
+    relay = PostgresRelay(postgres_server.url, schema=schema)
+    page = await browser.new_page()
+    try:
+        await page.goto(url)
+        await page.get_by_text("No question is waiting.").wait_for()
+        with provide(relay):
+            question = AskUserQuestionItem(
+                "pkg",
+                "Which package manager?",
+                options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")],
+            )
+            task = asyncio.create_task(ask(AskUserQuestionRequest([question])))
+            await page.get_by_test_id("question").wait_for()
+            await page.get_by_text("npm", exact=True).click()
+            await page.get_by_test_id("submit").click()
+            assert await asyncio.wait_for(task, WAIT) == Answer([Item("pkg", ["npm"])])
+        await page.get_by_text("No question is waiting.").wait_for()
+    finally:
+        await page.close()
+        host.kill()
+        await host.wait()
+        await relay.aclose()
+
+
+def test_serve_refuses_a_bad_postgres_url_or_unreachable_store_in_one_line() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "interaction", "serve", "--port", "0", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=WAIT, check=False)
+
+    bad = run("--postgres", "localhost:5432")
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "interaction: --postgres is not a PostgreSQL URL or connection string:"
+        " use postgresql://USER@HOST:PORT/DB\n"
+    )
+    away = run("--postgres", "postgresql://user:secret@127.0.0.1:1/db", "--migrate")
+    assert away.returncode == 2
+    assert away.stderr.startswith(
+        "interaction: the relay's store at 127.0.0.1:1/db cannot be used: "
+    )
+    assert away.stderr.endswith(" (RELAY_UNAVAILABLE)\n")
+    assert away.stderr.count("\n") == 1
+    assert "secret" not in away.stderr
+    schema = run("--postgres", "postgresql://127.0.0.1:1/db", "--schema", "No-Way")
+    assert schema.returncode == 2
+    assert schema.stderr == (
+        "interaction: --schema: the schema must be a lower-case SQL name"
+        " (a-z, 0-9, _; up to 40): 'No-Way'\n"
+    )
+    alone = run("--migrate")
+    assert alone.returncode == 2
+    assert alone.stderr == "interaction: --migrate needs --postgres URL\n"
