@@ -509,7 +509,7 @@ async def test_the_web_page_answers_through_serve_postgres(
 ) -> None:
     schema = f"w{secrets.token_hex(6)}"
     host, url = await start_host(postgres_server, schema)  # it makes the tables
-    base, _, token = url.partition("/?token=")
+    base, _, token = url.partition("/#token=")
     relay = PostgresRelay(postgres_server.url, schema=schema)
     try:
         async with httpx.AsyncClient(
