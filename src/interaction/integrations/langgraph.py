@@ -24,7 +24,6 @@ node handles it as it would with a live provider.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
@@ -50,7 +49,6 @@ from .._core import (
     HarnessError,
     UserInteractionError,
     UserInteractionProvider,
-    provide,
     request_digest,
 )
 from ..tool import (
@@ -65,7 +63,14 @@ from ..tool import (
 )
 from ..wire import JSONObject, answer_schema, decode_answer, decode_request, encode_answer
 from ..wire import encode_request as _encode_request
-from ._common import STOPPED, ask_through, checked_timeout, timeout_signal, with_provider
+from ._common import (
+    STOPPED,
+    ask_through,
+    checked_timeout,
+    timeout_signal,
+    with_provider,
+    with_provider_sync,
+)
 
 __all__ = [
     "KIND",
@@ -273,17 +278,12 @@ def ask_user_tool(
         )
 
     def ask_sync(**arguments: object) -> str:
-        def call() -> ToolResult:
-            return run_tool_sync(arguments, signal=timeout_signal(timeout), limits=limits)
-
-        if provider is None:
-            return _content(call())
-
-        def inside() -> ToolResult:
-            with provide(provider):
-                return call()
-
-        return _content(contextvars.Context().run(inside))
+        return _content(
+            with_provider_sync(
+                provider,
+                lambda: run_tool_sync(arguments, signal=timeout_signal(timeout), limits=limits),
+            )
+        )
 
     return StructuredTool.from_function(
         func=ask_sync,
