@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -328,3 +329,18 @@ def test_the_import_error_names_the_extra() -> None:
     assert out.stdout.strip() == (
         'interaction.integrations.crewai needs CrewAI: pip install "interaction-seam[crewai]"'
     )
+
+
+# ---------------------------------------------------------------------------- the docs
+
+DOCS = Path(__file__).parent.parent.parent / "docs" / "integrations.md"
+CREWAI_BLOCK = re.compile(r"^```python crewai\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def test_the_crewai_examples_of_the_docs_run() -> None:
+    """docs/integrations.md's ```python crewai blocks run here (tests/test_docs.py runs the
+    others in the main venv, which has no CrewAI)."""
+    blocks = CREWAI_BLOCK.findall(DOCS.read_text("utf-8"))
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(DOCS), "exec"), {"__name__": "docs_crewai"})
