@@ -383,6 +383,7 @@ async def test_another_tool_is_an_allow_deny_question_with_the_suggestions() -> 
         "Allow",
         "Allow, and always allow Bash(npm test) for this session",
         "Deny",
+        "Deny, and stop",
     ]
     assert question.detail == (
         'Runs the test suite\n\nWhy: not in the allow list\n\nInput:\n{\n  "command": "npm test"\n}'
@@ -411,28 +412,38 @@ async def test_deny_and_own_text_on_the_web_page_carry_a_message() -> None:
     ]
 
 
-async def test_a_dismissed_question_denies() -> None:
+async def test_a_dismissed_question_denies_a_tool_and_is_dismissed_for_ask_user_question() -> None:
     decisions: list[dict[str, Any]] = []
 
     async def script(cli: FakeCLI) -> None:
         decisions.append(await cli.permission("Bash", {"command": "ls"}))
-        decisions.append(await cli.permission("AskUserQuestion", {"questions": QUESTIONS[:1]}))
+        decisions.append(await cli.permission("AskUserQuestion", {"questions": QUESTIONS[:2]}))
 
     relay = Relay()
     async with WebPage(relay, lambda request: None):
         with provide(relay):
             await run(script, can_use_tool())
-    assert decisions == [
-        {
-            "behavior": "deny",
-            "message": "Bash was not approved: the user dismissed ask_user_question without"
-            " answering",
-        },
-        {
-            "behavior": "deny",
-            "message": "the user dismissed ask_user_question without answering (ASK_CANCELLED)",
-        },
-    ]
+    assert (
+        decisions
+        == [
+            {
+                "behavior": "deny",
+                "message": "Bash was not approved: the user dismissed ask_user_question without"
+                " answering",
+            },
+            {  # the CLI's own form of a dismissal: it tells the model nobody answered
+                "behavior": "allow",
+                "updatedInput": {
+                    "questions": QUESTIONS[:2],
+                    "answers": {},
+                    "annotations": {
+                        "Which package manager?": {"unanswered": "dismissed"},
+                        "Which checks should run?": {"unanswered": "dismissed"},
+                    },
+                },
+            },
+        ]
+    )
 
 
 async def test_a_timeout_denies_and_withdraws_the_question() -> None:
@@ -638,6 +649,7 @@ async def test_the_stdio_server_asks_on_the_web_page_and_answers_the_cli() -> No
         assert question["request"]["questions"][0]["options"] == [
             {"label": "Allow", "description": "Run Bash this once"},
             {"label": "Deny", "description": "Do not run Bash"},
+            {"label": "Deny, and stop", "description": "Do not run Bash, and stop the turn"},
         ]
         posted = await http.post(
             f"/api/questions/{question['id']}/answer",
@@ -836,3 +848,96 @@ def test_a_page_that_cannot_be_served_is_a_one_line_error() -> None:
         "interaction-mcp-permission: error: cannot serve the web page on 192.0.2.1:0:"
         " Cannot assign requested address\n",
     )
+
+
+# ---------------------------------------------------------------------------- faults
+
+
+def option(n: int) -> dict[str, Any]:
+    return {"label": f"option {n}", "description": ""}
+
+
+@pytest.mark.parametrize(
+    ("questions", "fault"),
+    [
+        (
+            [{**QUESTIONS[0], "options": [option(n) for n in range(1000)]}],
+            "questions[0].options: has 1000 options; the limit is 6",
+        ),
+        (
+            [{**QUESTIONS[0], "question": f"Question {n}?"} for n in range(50)],
+            "questions: has 50 questions; the limit is 4",
+        ),
+        (
+            [{**QUESTIONS[0], "question": "x" * 1_000_000}],
+            "questions[0].question: is 1000000 characters long; the limit is 1000",
+        ),
+        (
+            [{**QUESTIONS[0], "header": "h" * 41}],
+            "questions[0].header: is 41 characters long; the limit is 40",
+        ),
+        (
+            [{**QUESTIONS[0], "options": [{"label": "l" * 81}, option(1)]}],
+            "questions[0].options[0].label: is 81 characters long; the limit is 80",
+        ),
+        (
+            [{**QUESTIONS[0], "options": [{"label": "a", "description": "d" * 301}, option(1)]}],
+            "questions[0].options[0].description: is 301 characters long; the limit is 300",
+        ),
+    ],
+)
+async def test_ask_user_question_beyond_the_tools_limits_is_denied_without_asking(
+    questions: list[dict[str, Any]], fault: str
+) -> None:
+    decisions: list[dict[str, Any]] = []
+
+    async def script(cli: FakeCLI) -> None:
+        decisions.append(await cli.permission("AskUserQuestion", {"questions": questions}))
+
+    scripted = ScriptedProvider({"q1": "pnpm"})
+    await run(script, can_use_tool(scripted))
+    assert decisions == [{"behavior": "deny", "message": f"AskUserQuestion: {fault} (BAD_REQUEST)"}]
+    assert scripted.requests == []
+
+
+async def test_wider_limits_let_a_bigger_batch_through() -> None:
+    from interaction.tool import ToolLimits
+
+    decisions: list[dict[str, Any]] = []
+    questions = [{**QUESTIONS[0], "question": f"Question {n}?"} for n in range(5)]
+
+    async def script(cli: FakeCLI) -> None:
+        decisions.append(await cli.permission("AskUserQuestion", {"questions": questions}))
+
+    scripted = ScriptedProvider({})
+    await run(script, can_use_tool(scripted, limits=ToolLimits(max_questions=5)))
+    assert decisions[0]["behavior"] == "allow"
+    assert len(scripted.last_request.questions) == 5
+
+
+async def test_deny_and_stop_interrupts_the_turn() -> None:
+    decisions: list[dict[str, Any]] = []
+
+    async def script(cli: FakeCLI) -> None:
+        decisions.append(await cli.permission("Bash", {"command": "rm -rf /"}))
+
+    scripted = ScriptedProvider({"permission": "Deny, and stop"})
+    await run(script, can_use_tool(scripted))
+    assert decisions == [
+        {"behavior": "deny", "message": "The user denied Bash and stopped", "interrupt": True}
+    ]
+    labels = [o.label for o in scripted.last_request.questions[0].options]
+    assert labels == ["Allow", "Deny", "Deny, and stop"]
+
+
+async def test_the_permission_prompt_tool_carries_the_interrupt() -> None:
+    from interaction.integrations.claude_agent_sdk import permission_prompt
+
+    text = await permission_prompt(
+        "Bash", {"command": "make"}, provider=ScriptedProvider({"permission": "Deny, and stop"})
+    )
+    assert json.loads(text) == {
+        "behavior": "deny",
+        "message": "The user denied Bash and stopped",
+        "interrupt": True,
+    }

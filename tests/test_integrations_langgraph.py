@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 
@@ -23,6 +27,7 @@ from interaction.integrations.langgraph import (
     KIND,
     InterruptProvider,
     answer_interrupts,
+    ask_user_tool,
     is_question,
     run_graph,
 )
@@ -234,3 +239,128 @@ async def test_parallel_nodes_are_answered_and_resumed_by_interrupt_id() -> None
     result = await run_graph(compiled, {}, CONFIG, provider=scripted)
     assert result == {"left": "b", "right": "c"}
     assert sorted(q.id for r in scripted.requests for q in r.questions) == ["left", "right"]
+
+
+# ---------------------------------------------------------------------------- the tool
+
+TOOL_ARGS: dict[str, object] = {
+    "questions": [
+        {"id": "db", "question": "Which database?", "options": ["postgres", "sqlite"]},
+        {
+            "id": "extras",
+            "question": "Which extras?",
+            "options": ["redis", "web"],
+            "multi_select": True,
+        },
+    ]
+}
+
+
+class ScriptedChat(BaseChatModel):
+    """Calls ``ask_user_question`` with ``arguments``, then says what the tool returned."""
+
+    arguments: list[dict[str, object]]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+        del tools, kwargs
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        del stop, run_manager, kwargs
+        calls = sum(isinstance(m, ToolMessage) for m in messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and (
+            last.status == "success" or calls == len(self.arguments)
+        ):
+            reply = AIMessage(f"tool said ({last.status}): {last.content}")
+        else:
+            call = {
+                "name": "ask_user_question",
+                "args": self.arguments[calls],
+                "id": f"call-{calls + 1}",
+            }
+            reply = AIMessage("", tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def tool_loop(model: ScriptedChat, saver: InMemorySaver) -> Pregel[Any, Any, Any, Any]:
+    """The ToolNode loop a LangGraph user writes: model, tools, back to the model."""
+
+    async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode([ask_user_tool()]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=saver)
+
+
+async def test_the_ready_tool_in_a_tool_node_loop_interrupts_and_resumes() -> None:
+    graph = tool_loop(ScriptedChat(arguments=[TOOL_ARGS]), InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "tool-1"}}
+    scripted = ScriptedProvider({"db": "sqlite", "extras": ["web", "redis", "docs"]})
+    result = await run_graph(
+        graph, {"messages": [HumanMessage("set up")]}, config, provider=scripted
+    )
+    assert isinstance(result, dict)
+    assert result["messages"][-1].content == (
+        'tool said (success): {"answers":[{"id":"db","selected":["sqlite"]},'
+        '{"id":"extras","selected":["web","redis"],"custom":"docs"}]}'
+    )
+    assert len(scripted.requests) == 1  # asked once, though the tool node ran twice
+
+
+async def test_the_ready_tool_tells_the_model_to_fix_bad_arguments() -> None:
+    bad: dict[str, object] = {"questions": [{"id": "db"}]}
+    graph = tool_loop(ScriptedChat(arguments=[bad, TOOL_ARGS]), InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "tool-2"}}
+    scripted = ScriptedProvider({"db": "postgres"})
+    result = await run_graph(graph, {"messages": [HumanMessage("go")]}, config, provider=scripted)
+    assert isinstance(result, dict)
+    errors = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert [m.content for m in errors] == [
+        "ask_user_question: questions[0].question: is required."
+        " Fix the arguments and call ask_user_question again."
+    ]
+    assert result["messages"][-1].content.startswith('tool said (success): {"answers":[{"id":"db"')
+
+
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+def test_the_ready_tool_in_a_prebuilt_agent_invoked_from_plain_code() -> None:
+    agent = create_react_agent(ScriptedChat(arguments=[TOOL_ARGS]), [ask_user_tool()])
+    scripted = ScriptedProvider({"db": "postgres"})
+    with provide(scripted):  # no event loop anywhere: the sync path asks
+        result = agent.invoke({"messages": [HumanMessage("set up")]})
+    assert result["messages"][-1].content == (
+        'tool said (success): {"answers":[{"id":"db","selected":["postgres"]},'
+        '{"id":"extras","selected":[]}]}'
+    )
+
+
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+async def test_the_ready_tool_in_a_prebuilt_agent_with_a_timeout() -> None:
+    agent = create_react_agent(
+        ScriptedChat(arguments=[TOOL_ARGS]), [ask_user_tool(BlockingProvider(), timeout=0.05)]
+    )
+    result = await agent.ainvoke({"messages": [HumanMessage("set up")]})
+    assert result["messages"][-1].content.startswith(
+        "tool said (success): Error: ask_user_question timed out before the user answered\n"
+    )
+
+
+def test_a_bad_tool_timeout_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match="timeout must be a positive"):
+        ask_user_tool(timeout=0)

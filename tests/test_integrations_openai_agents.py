@@ -21,6 +21,8 @@ from agents import (
 from agents.exceptions import UserError
 from agents.items import TResponseInputItem, TResponseStreamEvent
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -38,6 +40,7 @@ from interaction.integrations.openai_agents import (
     ask_user_tool,
     resolve_interruptions,
     run_with_approvals,
+    run_with_approvals_streamed,
 )
 from interaction.relay import Relay
 from interaction.testing import BlockingProvider, ScriptedProvider
@@ -95,8 +98,36 @@ class CallsThenEchoes(Model):
         ]
         return ModelResponse(output=output, usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError
+    @override
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The same response, streamed as the one event a runner needs: completed."""
+        response = await self.get_response(
+            system_instructions, input, model_settings, tools, output_schema, handoffs, tracing
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed",
+            sequence_number=0,
+            response=Response(
+                id="resp-1",
+                created_at=0,
+                model="scripted",
+                object="response",
+                output=response.output,
+                parallel_tool_calls=False,
+                tool_choice="auto",
+                tools=[],
+            ),
+        )
 
 
 ARGS: dict[str, object] = {
@@ -283,3 +314,66 @@ async def test_a_bad_timeout_is_refused_before_anything_runs() -> None:
             Agent(name="a", model=model, tools=[ask_user_tool()]), "go", deny_after=float("nan")
         )
     assert model.tools_seen == []  # the model was never called (it would see the tool)
+
+
+# ---------------------------------------------------------------------------- streamed, lists
+
+
+async def test_a_streamed_run_resolves_its_approvals_and_streams_every_round() -> None:
+    ran: list[str] = []
+    scripted = ScriptedProvider({"call-1": "Allow", "call-2": "Deny"})
+    stream = run_with_approvals_streamed(approval_agent(ran), "clean up", provider=scripted)
+    kinds = [event.type async for event in stream.stream_events()]
+    assert ran == ["a.txt"]
+    assert stream.final_output == "deleted a.txt | The user denied delete_file"
+    assert stream.result.interruptions == []
+    assert len(scripted.requests) == 1  # one batch for both calls
+    assert kinds.count("raw_response_event") == 2  # the interrupted round and the resumed one
+    assert "run_item_stream_event" in kinds
+
+
+async def test_a_streamed_run_with_the_tool_and_a_timeout() -> None:
+    ran: list[str] = []
+    blocking = BlockingProvider()
+    stream = run_with_approvals_streamed(
+        approval_agent(ran), "clean up", provider=blocking, deny_after=0.05
+    )
+    async for _ in stream.stream_events():
+        pass
+    denied = "delete_file was not approved: ask_user_question timed out before the user answered"
+    assert stream.final_output == f"{denied} | {denied}"
+    assert ran == []
+
+
+async def test_a_streamed_run_that_keeps_asking_stops_after_max_rounds() -> None:
+    scripted = ScriptedProvider({"call-1": "Allow", "call-2": "Allow"})
+    stream = run_with_approvals_streamed(
+        approval_agent([]), "clean up", provider=scripted, max_rounds=0
+    )
+    with pytest.raises(RuntimeError) as caught:
+        async for _ in stream.stream_events():
+            pass
+    assert str(caught.value) == "the run was still waiting for approvals after 0 rounds"
+    assert scripted.requests == []
+
+
+def test_a_bad_deny_after_is_refused_before_a_streamed_run_starts() -> None:
+    with pytest.raises(ValueError, match="deny_after must be a positive"):
+        run_with_approvals_streamed(approval_agent([]), "go", deny_after=float("nan"))
+
+
+async def test_a_list_input_runs_with_approvals() -> None:
+    ran: list[str] = []
+    conversation: list[TResponseInputItem] = [
+        {"role": "user", "content": "clean up"},
+        {"role": "assistant", "content": "Which files?"},
+        {"role": "user", "content": "a.txt and b.txt"},
+    ]
+    scripted = ScriptedProvider({"call-1": "Allow", "call-2": "Allow"})
+    result = await run_with_approvals(approval_agent(ran), conversation, provider=scripted)
+    assert ran == ["a.txt", "b.txt"]
+    assert result.final_output == "deleted a.txt | deleted b.txt"
+    stream = run_with_approvals_streamed(approval_agent(ran), conversation, provider=scripted)
+    async for _ in stream.stream_events():
+        pass
+    assert stream.final_output == "deleted a.txt | deleted b.txt"

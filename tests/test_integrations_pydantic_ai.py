@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolApproved, ToolDenied
-from pydantic_ai.capabilities import HandleDeferredToolCalls
+from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -25,6 +26,7 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
+    UserInteractionError,
     UserInteractionProvider,
     provide,
     request_digest,
@@ -129,7 +131,10 @@ async def test_a_dismissal_and_a_timeout_are_results_the_model_can_act_on() -> N
 async def test_bad_arguments_tell_the_model_how_to_fix_them() -> None:
     agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", {"questions": "x"})))
     result = await agent.run("go", toolsets=[ask_user_toolset(ScriptedProvider())])
-    assert result.output.startswith("tool said: Error: ask_user_question: questions:")
+    assert result.output == (  # a retry prompt, which this model echoes as a return
+        "tool said: ask_user_question: questions: expected an array of questions, got string."
+        " Fix the arguments and call ask_user_question again."
+    )
 
 
 async def test_test_model_calls_the_tool_with_schema_generated_arguments() -> None:
@@ -390,3 +395,176 @@ def test_a_bad_timeout_is_refused_when_the_toolset_or_handler_is_built() -> None
     for build in (ask_user_toolset, approval_handler):
         with pytest.raises(ValueError, match=r"^timeout must be a positive, finite number"):
             build(timeout=0)
+
+
+# ---------------------------------------------------------------------------- faults
+
+
+def bad_then_good(bad: object) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A model that calls the tool with ``bad`` arguments, then fixes them when retried."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        retried = retry_prompts([last])
+        returned = [
+            p for p in last.parts if isinstance(p, ToolReturnPart) and p.outcome == "success"
+        ]
+        if returned:
+            return ModelResponse(parts=[TextPart(f"tool said: {returned[0].content}")])
+        if retried:
+            good = {"questions": [{"id": "name", "question": "Project name?"}]}
+            return ModelResponse(parts=[ToolCallPart("ask_user_question", good, tool_call_id="c2")])
+        return ModelResponse(parts=[ToolCallPart("ask_user_question", bad, tool_call_id="c1")])  # type: ignore[arg-type]
+
+    return model
+
+
+def retry_prompts(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    """The retry prompts the model got (pydantic-ai 2: returns whose outcome is a retry)."""
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart) and part.outcome == "retried"
+    ]
+
+
+@pytest.mark.parametrize("bad", ["[1, 2]", '"x"', "null", "42"])
+async def test_arguments_that_are_not_an_object_get_a_retry_prompt(bad: object) -> None:
+    agent = Agent(FunctionModel(bad_then_good(bad)))
+    scripted = ScriptedProvider({"name": "seam"})
+    result = await agent.run("go", toolsets=[ask_user_toolset(scripted)])
+    assert result.output == 'tool said: {"answers":[{"id":"name","selected":[],"custom":"seam"}]}'
+    (retry,) = retry_prompts(result.all_messages())
+    assert retry.tool_name == "ask_user_question"
+    # pydantic's validation error, as a plain tool gets for arguments that are not an object
+    assert isinstance(retry.content, list)
+    assert [(e["type"], e["msg"]) for e in retry.content] == [
+        ("dict_type", "Input should be an object")
+    ]
+    assert len(scripted.requests) == 1  # only the fixed call reached the human
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"questions": "x"}, {"questions": []}, {"nothing": 1}, '{"questions": [{"id": "a"}]}'],
+)
+async def test_faulty_arguments_are_a_retry_with_the_seams_advice(bad: object) -> None:
+    agent = Agent(FunctionModel(bad_then_good(bad)))
+    result = await agent.run("go", toolsets=[ask_user_toolset(ScriptedProvider({"name": "x"}))])
+    (retry,) = retry_prompts(result.all_messages())
+    assert isinstance(retry.content, str)
+    assert retry.content.startswith("ask_user_question") or retry.content.startswith(
+        "ask_user_question requires at least one question"
+    )
+    assert result.output.endswith('"custom":"x"}]}')
+
+
+async def test_argument_faults_use_the_retry_budget_and_the_error_hooks() -> None:
+    seen: list[str] = []
+
+    class Watch(AbstractCapability[object]):
+        async def on_tool_validate_error(self, ctx, *, call, tool_def, args, error):  # type: ignore[no-untyped-def]
+            seen.append(f"validate:{type(error).__name__}")
+            raise error
+
+        async def on_tool_execute_error(self, ctx, *, call, tool_def, args, error):  # type: ignore[no-untyped-def]
+            seen.append(f"execute:{type(error).__name__}")
+            raise error
+
+    def always_bad(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        seen.append("model")
+        bad: object = "[1]" if len(messages) == 1 else {"questions": "x"}
+        return ModelResponse(parts=[ToolCallPart("ask_user_question", bad)])  # type: ignore[arg-type]
+
+    agent = Agent(FunctionModel(always_bad), capabilities=[Watch()], retries=2)
+    with pytest.raises(UnexpectedModelBehavior) as caught:
+        await agent.run("go", toolsets=[ask_user_toolset(ScriptedProvider())])
+    assert str(caught.value).startswith("Tool 'ask_user_question' exceeded max retries count of 2.")
+    # The validation error and the retries each spend the budget; the hook sees its end.
+    assert seen == [
+        "model",
+        "validate:ValidationError",
+        "model",
+        "model",
+        "execute:UnexpectedModelBehavior",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("typed", "sent"),
+    [("tabs\there", "tabs here"), ("👩\u200d💻", "👩💻"), ("bell\x07", "bell\ufffd")],
+)
+async def test_custom_text_the_seam_accepts_reaches_the_harness_in_a_form_it_accepts(
+    typed: str, sent: str
+) -> None:
+    output = await run_ask_user(ScriptedProvider({"Package manager": typed}))
+    result = json.loads(output.removeprefix("tool said: ").replace("'", '"'))
+    assert result["Package manager"] == [sent]
+
+
+async def test_a_question_the_harness_accepts_but_the_seam_refuses_is_a_retry() -> None:
+    lookalike = {
+        "questions": [
+            {
+                "header": "Database",
+                "question": "Which database?",
+                "options": [{"label": "pg"}, {"label": "pg\u3164"}],
+            }
+        ]
+    }
+    fixed = {
+        "questions": [
+            {**lookalike["questions"][0], "options": [{"label": "pg"}, {"label": "sqlite"}]}
+        ]
+    }
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        returned = [
+            p for p in last.parts if isinstance(p, ToolReturnPart) and p.outcome == "success"
+        ]
+        if returned:
+            return ModelResponse(parts=[TextPart(f"tool said: {returned[0].content}")])
+        args = fixed if retry_prompts(messages) else lookalike
+        return ModelResponse(parts=[ToolCallPart("ask_user_question", args)])
+
+    scripted = ScriptedProvider({"Database": "sqlite"})
+    agent = Agent(FunctionModel(model), capabilities=[AskUser(answerer=answerer(scripted))])
+    result = await agent.run("go")
+    assert result.output == "tool said: {'Database': ['sqlite']}"
+    (retry,) = retry_prompts(result.all_messages())
+    assert retry.content == (
+        "questions[0].options[1].label: duplicate option label 'pg\u3164' (same as 'pg')"
+    )
+    assert len(scripted.requests) == 1
+
+
+async def test_a_deferred_call_whose_arguments_changed_is_refused() -> None:
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(calls_then_echoes("ask_user_question", ARGS)),
+        output_type=[str, DeferredToolRequests],
+    )
+    first = await agent.run("set up", toolsets=[ask_user_toolset(Suspends())])
+    assert isinstance(first.output, DeferredToolRequests)
+    (call,) = first.output.calls
+    changed = {"questions": [{"id": "pkg", "question": "May I delete your home directory?"}]}
+    forged = DeferredToolRequests(
+        calls=[ToolCallPart(call.tool_name, changed, tool_call_id=call.tool_call_id)],
+        metadata=first.output.metadata,
+    )
+    scripted = ScriptedProvider({"pkg": "Yes"})
+    with pytest.raises(UserInteractionError) as caught:
+        await answer_deferred_calls(forged, provider=scripted)
+    assert caught.value.code == "BAD_REQUEST"
+    assert caught.value.message == "the deferred call's question does not match its digest"
+    assert scripted.requests == []
+    # Unchanged, it is asked.
+    results = await answer_deferred_calls(first.output, provider=ScriptedProvider({"pkg": "npm"}))
+    assert list(results.calls) == ["call-1"]

@@ -39,6 +39,12 @@ from ._suspend import ResumedAnswer as ResumedAnswer
 from ._suspend import Resumption as Resumption
 from ._suspend import request_digest as request_digest
 from ._suspend import resume as resume
+from ._sync import ask_sync as ask_sync
+from ._sync import ask_text_sync as ask_text_sync
+from ._sync import choose_many_sync as choose_many_sync
+from ._sync import choose_sync as choose_sync
+from ._sync import confirm_sync as confirm_sync
+from ._sync import review_plan_sync as review_plan_sync
 from ._text_policy import label_key as label_key
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
@@ -84,13 +90,18 @@ __all__ = [
     "__version__",
     "answer_item",
     "ask",
+    "ask_sync",
     "ask_text",
+    "ask_text_sync",
     "cancelled_error",
     "check_answer",
     "check_request",
     "choose",
     "choose_many",
+    "choose_many_sync",
+    "choose_sync",
     "confirm",
+    "confirm_sync",
     "current_agents",
     "current_provider",
     "escape_controls",
@@ -102,5 +113,6 @@ __all__ = [
     "request_digest",
     "resume",
     "review_plan",
+    "review_plan_sync",
     "split_recommended",
 ]

@@ -10,6 +10,8 @@ internal tools the codec, the tool and the relay share with ``ask()``:
 
 - ``check_questions`` / ``check_caller``: the structural and caller parts of
   ``check_request``, for a codec that has no signal or agent to check;
+- ``call_sync``: how the sync API runs a coroutine for a thread (on the provider's loop, or
+  a fresh one), for the extras' sync forms (``run_tool_sync``, the sync framework tools);
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
 - ``check_provenance`` and ``MAX_PROVENANCE_TEXT``: the provenance check ``ask()`` makes,
@@ -56,6 +58,15 @@ from ._provenance import MAX_PROVENANCE_TEXT, Provenance, check_provenance
 from ._registry import current_provider, provide, register_provider
 from ._request_checks import check_caller, check_questions, check_request, questions_from_json
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
+from ._sync import (
+    ask_sync,
+    ask_text_sync,
+    call_sync,
+    choose_many_sync,
+    choose_sync,
+    confirm_sync,
+    review_plan_sync,
+)
 from ._text_policy import SURROGATE, label_key
 from ._types import (
     AskUserQuestionAnswer,
@@ -108,7 +119,10 @@ __all__ = [
     "answer_item",
     "as_plain",
     "ask",
+    "ask_sync",
     "ask_text",
+    "ask_text_sync",
+    "call_sync",
     "cancelled_error",
     "check_answer",
     "check_caller",
@@ -117,7 +131,10 @@ __all__ = [
     "check_request",
     "choose",
     "choose_many",
+    "choose_many_sync",
+    "choose_sync",
     "confirm",
+    "confirm_sync",
     "current_agents",
     "current_provider",
     "escape_controls",
@@ -133,6 +150,7 @@ __all__ = [
     "request_digest",
     "resume",
     "review_plan",
+    "review_plan_sync",
     "short_repr",
     "split_recommended",
     "thaw",

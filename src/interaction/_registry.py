@@ -4,10 +4,14 @@ A registration lives in a ``ContextVar``, so it is seen by its own context and b
 context copied from it (asyncio tasks, ``asyncio.to_thread``, ``copy_context().run``), never
 by a sibling or a parent. A registration is a mutable cell: disposing it empties the cell,
 which every copied context sees at once, whichever thread or context disposes it.
+
+A registration also remembers the event loop its provider lives on (the loop running where
+it was registered, or the one given): ``interaction.ask_sync`` runs a thread's ask there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import threading
@@ -15,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
 
-from ._errors import DUPLICATE_MESSAGE, ErrorCode, UserInteractionError
+from ._errors import DUPLICATE_MESSAGE, ErrorCode, UserInteractionError, bad_request, type_name
 from ._types import UserInteractionProvider
 
 __all__ = [
@@ -34,10 +38,13 @@ class Watcher(Protocol):
 class Registration:
     """One provider registration and the asks it is serving."""
 
-    __slots__ = ("_lock", "_watchers", "provider")
+    __slots__ = ("_lock", "_watchers", "loop", "provider")
 
-    def __init__(self, provider: UserInteractionProvider) -> None:
+    def __init__(
+        self, provider: UserInteractionProvider, loop: asyncio.AbstractEventLoop | None
+    ) -> None:
         self.provider: UserInteractionProvider | None = provider
+        self.loop = loop  # where a thread's ask_sync() runs the ask; None: on a loop of its own
         self._lock = threading.Lock()
         # A dict used as an ordered set: a disposal aborts the asks in the order they came.
         self._watchers: dict[Watcher, None] = {}
@@ -95,29 +102,46 @@ def current_provider() -> UserInteractionProvider | None:
 
 
 def _register(
-    provider: UserInteractionProvider,
+    provider: UserInteractionProvider, loop: asyncio.AbstractEventLoop | None
 ) -> tuple[Registration, contextvars.Token[Registration | None]]:
+    if loop is None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # registered outside any loop: ask_sync() brings its own
+            loop = None
+    elif not isinstance(loop, asyncio.AbstractEventLoop):
+        raise bad_request("loop", f"expected an asyncio event loop, got {type_name(loop)}")
     if current_registration() is not None:
         raise UserInteractionError(DUPLICATE_MESSAGE, ErrorCode.DUPLICATE_PROVIDER)
-    registration = Registration(provider)
+    registration = Registration(provider, loop)
     return registration, _provider_var.set(registration)
 
 
-def register_provider(provider: UserInteractionProvider) -> Callable[[], None]:
+def register_provider(
+    provider: UserInteractionProvider, *, loop: asyncio.AbstractEventLoop | None = None
+) -> Callable[[], None]:
     """Make ``provider`` active in this context; returns its disposer.
 
     The disposer is idempotent and works from any thread or context. Disposing also
     aborts the asks still pending on this provider (``ASK_ABORTED``).
     Raises ``DUPLICATE_PROVIDER`` while another provider is active here.
+
+    ``loop`` is the event loop the provider lives on, where ``interaction.ask_sync`` runs
+    the asks of threads; by default the loop running here, if any.
     """
-    registration, _ = _register(provider)
+    registration, _ = _register(provider, loop)
     return registration.dispose
 
 
 @contextmanager
-def provide(provider: UserInteractionProvider) -> Iterator[UserInteractionProvider]:
-    """Make ``provider`` active for the body of the ``with``, and dispose it on exit."""
-    registration, token = _register(provider)
+def provide(
+    provider: UserInteractionProvider, *, loop: asyncio.AbstractEventLoop | None = None
+) -> Iterator[UserInteractionProvider]:
+    """Make ``provider`` active for the body of the ``with``, and dispose it on exit.
+
+    ``loop`` is as :func:`register_provider`'s.
+    """
+    registration, token = _register(provider, loop)
     try:
         yield provider
     finally:

@@ -22,6 +22,7 @@ from ._core import (
     UserInteractionError,
     as_plain,
     ask,
+    call_sync,
     check_caller,
     check_questions,
     escape_controls,
@@ -55,6 +56,7 @@ __all__ = [
     "render_error",
     "request_from_arguments",
     "run_tool",
+    "run_tool_sync",
     "tool_parameters",
 ]
 
@@ -422,3 +424,22 @@ async def run_tool(
     except HarnessError as error:
         return render_error(error)
     return ToolResult(render_answer(answer))
+
+
+def run_tool_sync(
+    arguments: object,
+    *,
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
+) -> ToolResult:
+    """:func:`run_tool` for a plain function's thread, as ``interaction.ask_sync`` asks.
+
+    On the thread of a running event loop it is refused (``RuntimeError``): await
+    :func:`run_tool` there.
+    """
+    return call_sync(
+        lambda: run_tool(arguments, agent=agent, signal=signal, limits=limits),
+        "tool.run_tool_sync",
+        "tool.run_tool(arguments)",
+    )

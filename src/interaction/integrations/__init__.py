@@ -7,7 +7,12 @@
 - ``interaction.integrations.openai_agents`` (extra ``[openai-agents]``): a ``FunctionTool``
   and a resolver of a run's tool-approval interruptions;
 - ``interaction.integrations.langgraph`` (extra ``[langgraph]``): a provider that suspends
-  with ``interrupt()`` and a driver that answers pending interrupts and resumes the graph.
+  with ``interrupt()``, a driver that answers pending interrupts and resumes the graph, and
+  a ready ``ask_user_question`` LangChain tool;
+- ``interaction.integrations.smolagents`` (extra ``[smolagents]``): a ready
+  ``ask_user_question`` ``Tool``;
+- ``interaction.integrations.crewai`` (extra ``[crewai]``): a ready ``ask_user_question``
+  tool and the human-input path of a task.
 
 This package imports no framework: import the module you need. See docs/integrations.md.
 """

@@ -54,6 +54,7 @@ __all__ = [
     "usable_id",
     "verdict_of",
     "with_provider",
+    "with_provider_sync",
 ]
 
 T = TypeVar("T")
@@ -87,6 +88,24 @@ async def with_provider(
             return await call()
 
     return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
+
+
+def with_provider_sync(
+    provider: UserInteractionProvider | None,
+    call: Callable[[], T],
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> T:
+    """:func:`with_provider` for a sync framework's thread: ``call()`` with ``provider``
+    registered (on ``loop``, the loop it lives on, if any) in a fresh context."""
+    if provider is None:
+        return call()
+
+    def inside() -> T:
+        with provide(provider, loop=loop):
+            return call()
+
+    return contextvars.Context().run(inside)
 
 
 async def ask_through(

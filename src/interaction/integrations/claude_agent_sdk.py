@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ from .._core import (
     problem_of,
     provide,
 )
+from ..tool import DEFAULT_LIMITS, ToolLimits
 from ._common import (
     ALLOW,
     DENY,
@@ -69,12 +71,14 @@ from ._common import (
 
 __all__ = [
     "ASK_USER_QUESTION",
+    "STOP",
     "CanUseTool",
     "PermissionResult",
     "answered_input",
     "ask_user_question_request",
     "can_use_tool",
     "decide",
+    "dismissed_input",
     "main",
     "permission_prompt",
     "permission_prompt_server",
@@ -83,6 +87,8 @@ __all__ = [
 
 ASK_USER_QUESTION: Final = "AskUserQuestion"
 """The name of Claude Code's built-in tool that asks the user questions."""
+STOP: Final = "Deny, and stop"
+"""The option of a permission question that denies the call and stops the turn."""
 
 PermissionResult: TypeAlias = PermissionResultAllow | PermissionResultDeny
 CanUseTool: TypeAlias = Callable[
@@ -106,13 +112,22 @@ def _bad(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_REQUEST, path, problem, source=ASK_USER_QUESTION)
 
 
-def _text(data: Mapping[str, object], key: str, path: str, *, required: bool) -> str | None:
+def _text(
+    data: Mapping[str, object], key: str, path: str, *, required: bool, limit: int
+) -> str | None:
     value = data.get(key)
     if value is None and not required:
         return None
     if not isinstance(value, str):
         raise _bad(f"{path}.{key}", f"expected a string, got {json_type(value)}")
+    if len(value) > limit:
+        raise _bad(f"{path}.{key}", f"is {len(value)} characters long; the limit is {limit}")
     return value
+
+
+def _count(values: list[object], path: str, what: str, limit: int) -> None:
+    if len(values) > limit:
+        raise _bad(path, f"has {len(values)} {what}; the limit is {limit}")
 
 
 def ask_user_question_request(
@@ -120,22 +135,26 @@ def ask_user_question_request(
     *,
     signal: AbortSignal | None = None,
     key: str | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
 ) -> AskUserQuestionRequest:
     """The request of an ``AskUserQuestion`` input; question ``i`` gets the id ``q{i+1}``.
 
-    ``BAD_REQUEST`` for an input the CLI would not send, and for a batch whose question
-    texts are not unique (the answers are keyed by question text, so they would collide).
+    ``BAD_REQUEST`` for an input the CLI would not send, for one beyond ``limits`` (the
+    bounds the model-facing tool applies: questions, options, and the length of each
+    text), and for a batch whose question texts are not unique (the answers are keyed by
+    question text, so they would collide).
     """
     questions = tool_input.get("questions")
     if not isinstance(questions, list):
         raise _bad("questions", f"expected an array, got {json_type(questions)}")
+    _count(questions, "questions", "questions", limits.max_questions)
     items: list[AskUserQuestionItem] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(questions):
         path = f"questions[{index}]"
         if not isinstance(raw, dict):
             raise _bad(path, f"expected an object, got {json_type(raw)}")
-        text = _text(raw, "question", path, required=True)
+        text = _text(raw, "question", path, required=True, limit=limits.max_question)
         assert text is not None
         if text in seen:
             raise _bad(
@@ -147,16 +166,18 @@ def ask_user_question_request(
         raw_options = raw.get("options", [])
         if not isinstance(raw_options, list):
             raise _bad(f"{path}.options", f"expected an array, got {json_type(raw_options)}")
+        _count(raw_options, f"{path}.options", "options", limits.max_options)
         options = []
         for o_index, option in enumerate(raw_options):
             o_path = f"{path}.options[{o_index}]"
             if not isinstance(option, dict):
                 raise _bad(o_path, f"expected an object, got {json_type(option)}")
-            label = _text(option, "label", o_path, required=True)
+            label = _text(option, "label", o_path, required=True, limit=limits.max_label)
             assert label is not None
-            options.append(
-                AskUserQuestionOption(label, _text(option, "description", o_path, required=False))
+            description = _text(
+                option, "description", o_path, required=False, limit=limits.max_description
             )
+            options.append(AskUserQuestionOption(label, description))
         multi = raw.get("multiSelect", False)
         if not isinstance(multi, bool):
             raise _bad(f"{path}.multiSelect", f"expected a boolean, got {json_type(multi)}")
@@ -164,7 +185,7 @@ def ask_user_question_request(
             AskUserQuestionItem(
                 f"q{index + 1}",
                 text,
-                header=_text(raw, "header", path, required=False),
+                header=_text(raw, "header", path, required=False, limit=limits.max_header),
                 options=options,
                 multi_select=multi,
             )
@@ -205,6 +226,18 @@ def answered_input(
     return updated
 
 
+def dismissed_input(
+    tool_input: Mapping[str, object], request: AskUserQuestionRequest
+) -> dict[str, object]:
+    """The ``updated_input`` of a dismissed ``AskUserQuestion``, in the CLI's own form: no
+    answers, and every question annotated ``{"unanswered": "dismissed"}``."""
+    return {
+        **tool_input,
+        "answers": {},
+        "annotations": {q.question: {"unanswered": "dismissed"} for q in request.questions},
+    }
+
+
 # ---------------------------------------------------------------------------- other tools
 
 
@@ -233,7 +266,7 @@ def _suggestion_options(
     suggestions: Sequence[PermissionUpdate],
 ) -> list[tuple[AskUserQuestionOption, PermissionUpdate]]:
     options: list[tuple[AskUserQuestionOption, PermissionUpdate]] = []
-    taken = {label_key(ALLOW), label_key(DENY)}
+    taken = {label_key(ALLOW), label_key(DENY), label_key(STOP)}
     for update in suggestions:
         label = base = suggestion_label(update)
         count = 1
@@ -252,13 +285,16 @@ async def decide(
     *,
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
 ) -> PermissionResult:
     """The permission decision for one tool call, asked through the seam; fails closed.
 
-    ``AskUserQuestion`` is answered with :func:`answered_input`; a dismissed, timed-out or
-    aborted one, or a malformed one, is denied with the reason. Any other tool is an
-    Allow / Deny question whose detail shows the prompt's description, the reason and the
-    input; a suggestion chosen is returned as ``updated_permissions``.
+    ``AskUserQuestion`` is answered with :func:`answered_input`, a dismissed one with
+    :func:`dismissed_input` (the CLI's ``unanswered: "dismissed"``); a timed-out, aborted
+    or malformed one, or one beyond ``limits``, is denied with the reason. Any other tool
+    is an Allow / Deny / Deny, and stop question whose detail shows the prompt's
+    description, the reason and the input; a suggestion chosen is returned as
+    ``updated_permissions``, and :data:`STOP` denies with ``interrupt=True``.
     """
     if context is None:
         context = ToolPermissionContext()
@@ -267,11 +303,16 @@ async def decide(
     key = context.tool_use_id if usable_id(context.tool_use_id) else None
     if tool_name == ASK_USER_QUESTION:
         try:
-            request = ask_user_question_request(tool_input, signal=signal, key=key)
+            request = ask_user_question_request(tool_input, signal=signal, key=key, limits=limits)
+        except HarnessError as error:
+            return PermissionResultDeny(message=f"{error.message} ({error.code})")
+        try:
             answer = await ask_through(request, provider)
         except HarnessError as error:
             if is_suspension(error):
                 raise
+            if error.code == ErrorCode.ASK_CANCELLED:
+                return PermissionResultAllow(updated_input=dismissed_input(tool_input, request))
             return PermissionResultDeny(message=f"{error.message} ({error.code})")
         return PermissionResultAllow(updated_input=answered_input(tool_input, request, answer))
     suggested = _suggestion_options(context.suggestions)
@@ -288,9 +329,14 @@ async def decide(
         more=[option for option, _ in suggested],
         header=safe_line(context.display_name, "Permission"),
     )
+    name = safe_line(tool_name, "the tool")
+    stop = AskUserQuestionOption(STOP, f"Do not run {name}, and stop the turn")
+    item = dataclasses.replace(item, options=[*item.options, stop])
     verdict = await ask_approval(
         item, tool_name=tool_name, provider=provider, signal=signal, key=key
     )
+    if verdict.choice == STOP:  # the verdict reads every option but Deny as an allow
+        return PermissionResultDeny(message=f"The user denied {name} and stopped", interrupt=True)
     if not verdict.allowed:
         return PermissionResultDeny(message=verdict.message)
     chosen = [update for option, update in suggested if option.label == verdict.choice]
@@ -298,7 +344,10 @@ async def decide(
 
 
 def can_use_tool(
-    provider: UserInteractionProvider | None = None, *, timeout: float | None = None
+    provider: UserInteractionProvider | None = None,
+    *,
+    timeout: float | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
 ) -> CanUseTool:
     """A ``can_use_tool`` callback for ``ClaudeAgentOptions`` that asks a human.
 
@@ -306,7 +355,8 @@ def can_use_tool(
     connected. ``timeout`` (seconds, positive and finite: else a ``ValueError`` here) bounds
     each question: it then denies. When the CLI withdraws a request
     (``control_cancel_request``) the SDK cancels the callback, and the question is
-    withdrawn from the UI.
+    withdrawn from the UI. ``limits`` bounds an ``AskUserQuestion`` batch, as the
+    model-facing tool's do.
     """
     timeout = checked_timeout(timeout)
 
@@ -314,7 +364,9 @@ def can_use_tool(
         tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         signal = timeout_signal(timeout)
-        return await decide(tool_name, tool_input, context, provider=provider, signal=signal)
+        return await decide(
+            tool_name, tool_input, context, provider=provider, signal=signal, limits=limits
+        )
 
     return callback
 
@@ -324,7 +376,10 @@ def can_use_tool(
 
 def _wire(result: PermissionResult) -> str:
     if isinstance(result, PermissionResultDeny):
-        return json.dumps({"behavior": "deny", "message": result.message}, ensure_ascii=False)
+        denial: dict[str, object] = {"behavior": "deny", "message": result.message}
+        if result.interrupt:
+            denial["interrupt"] = True
+        return json.dumps(denial, ensure_ascii=False)
     body: dict[str, object] = {"behavior": "allow", "updatedInput": result.updated_input}
     if result.updated_permissions:
         # All or none, as the SDK sends them: one may restrict what the others allow.

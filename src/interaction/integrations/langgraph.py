@@ -5,6 +5,9 @@
   ..., "schema": <answer JSON Schema>}`` and the ask raises ``AskSuspended`` carrying the
   ``GraphInterrupt``, so ``ask()`` re-raises LangGraph's own exception (never
   ``PROVIDER_FAILED``) and the run stops with the question pending in the checkpoint.
+- :func:`ask_user_tool` is the model-facing ``ask_user_question`` as a LangChain
+  ``StructuredTool`` (sync and async), for prebuilt agents and ``ToolNode`` loops: with
+  :class:`InterruptProvider` active it interrupts the graph like any other ask.
 - :func:`answer_interrupts` reads a thread's pending interrupts, asks each question through
   any provider (terminal, web relay, MCP, a script), checks the answer against the
   request, and returns ``Command(resume={interrupt_id: <wire answer + digest>})``;
@@ -26,6 +29,7 @@ from typing import Any, Final, cast
 
 try:
     from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import StructuredTool, ToolException
     from langgraph.errors import GraphInterrupt
     from langgraph.pregel import Pregel
     from langgraph.types import Command, Interrupt, interrupt
@@ -47,15 +51,33 @@ from .._core import (
     UserInteractionProvider,
     request_digest,
 )
+from ..tool import (
+    DEFAULT_LIMITS,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    ToolLimits,
+    ToolResult,
+    run_tool,
+    run_tool_sync,
+    tool_parameters,
+)
 from ..wire import JSONObject, answer_schema, decode_answer, decode_request, encode_answer
 from ..wire import encode_request as _encode_request
-from ._common import STOPPED, ask_through, with_provider
+from ._common import (
+    STOPPED,
+    ask_through,
+    checked_timeout,
+    timeout_signal,
+    with_provider,
+    with_provider_sync,
+)
 
 __all__ = [
     "KIND",
     "MAX_ROUNDS",
     "InterruptProvider",
     "answer_interrupts",
+    "ask_user_tool",
     "is_question",
     "run_graph",
 ]
@@ -214,3 +236,61 @@ async def run_graph(
             return result
         result = await step(command)
     raise RuntimeError(f"the graph was still asking after {max_rounds} rounds")
+
+
+# ---------------------------------------------------------------------------- the tool
+
+_RETRIED: Final = frozenset({ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS})
+
+
+def _content(result: ToolResult) -> str:
+    """The tool's text; arguments the model must fix are a ``ToolException``, so LangChain
+    returns them as an error ``ToolMessage`` (``status="error"``)."""
+    if result.error is not None and result.error["code"] in _RETRIED:
+        raise ToolException(result.content.removeprefix("Error: "))
+    return result.content
+
+
+def ask_user_tool(
+    provider: UserInteractionProvider | None = None,
+    *,
+    limits: ToolLimits = DEFAULT_LIMITS,
+    timeout: float | None = None,
+) -> StructuredTool:
+    """The model-facing ``ask_user_question`` tool for LangChain and LangGraph agents.
+
+    Its schema is ``interaction.tool``'s and its calls go through ``run_tool`` (awaited by
+    ``ainvoke``) or ``run_tool_sync`` (``invoke``, from a plain thread): the model gets
+    ``{"answers":[...]}`` or a result it can act on. Arguments it must fix are an error
+    tool message (``status="error"``). Inside a graph run with :class:`InterruptProvider`
+    active (:func:`run_graph`), the ask interrupts the graph and the node that called the
+    tool is re-run with the answer. ``timeout`` (seconds) bounds each ask; one that is not
+    positive and finite is a ``ValueError`` here.
+    """
+    timeout = checked_timeout(timeout)
+
+    async def ask_async(**arguments: object) -> str:
+        return _content(
+            await with_provider(
+                provider,
+                lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits),
+            )
+        )
+
+    def ask_sync(**arguments: object) -> str:
+        return _content(
+            with_provider_sync(
+                provider,
+                lambda: run_tool_sync(arguments, signal=timeout_signal(timeout), limits=limits),
+            )
+        )
+
+    return StructuredTool.from_function(
+        func=ask_sync,
+        coroutine=ask_async,
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        args_schema=dict(tool_parameters(limits)),
+        infer_schema=False,
+        handle_tool_error=True,
+    )

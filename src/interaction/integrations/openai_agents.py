@@ -5,7 +5,8 @@
   optional field (``header``, ``options``, ``multi_select``) required.
 - :func:`resolve_interruptions` asks about every pending tool approval of a ``RunState``
   (``result.to_state()``) in one batch and approves or rejects each;
-  :func:`run_with_approvals` runs an agent and resolves its interruptions until it ends.
+  :func:`run_with_approvals` runs an agent and resolves its interruptions until it ends,
+  and :func:`run_with_approvals_streamed` does the same for a streamed run.
 
 Every function asks ``provider`` when one is given, else the provider active in context.
 """
@@ -13,10 +14,21 @@ Every function asks ``provider`` when one is given, else the provider active in 
 from __future__ import annotations
 
 import json
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, Final, Generic, TypeVar
 
 try:
-    from agents import Agent, FunctionTool, Runner, RunResult, RunState, ToolApprovalItem
+    from agents import (
+        Agent,
+        FunctionTool,
+        Runner,
+        RunResult,
+        RunResultStreaming,
+        RunState,
+        StreamEvent,
+        ToolApprovalItem,
+        TResponseInputItem,
+    )
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
@@ -42,7 +54,14 @@ from ._common import (
     with_provider,
 )
 
-__all__ = ["MAX_ROUNDS", "ask_user_tool", "resolve_interruptions", "run_with_approvals"]
+__all__ = [
+    "MAX_ROUNDS",
+    "ApprovedStream",
+    "ask_user_tool",
+    "resolve_interruptions",
+    "run_with_approvals",
+    "run_with_approvals_streamed",
+]
 
 State = TypeVar("State", bound="RunState[Any, Any]")
 Context = TypeVar("Context")
@@ -122,7 +141,7 @@ async def resolve_interruptions(
 
 async def run_with_approvals(
     agent: Agent[Context],
-    input: str,
+    input: str | list[TResponseInputItem],
     *,
     context: Context | None = None,
     provider: UserInteractionProvider | None = None,
@@ -131,8 +150,10 @@ async def run_with_approvals(
 ) -> RunResult:
     """``Runner.run`` that resolves every tool-approval interruption through the seam.
 
-    ``deny_after`` (seconds) bounds each batch of approval questions (then they are rejected);
-    one that is not positive and finite is a ``ValueError`` before the run starts.
+    ``input`` is what ``Runner.run`` takes: a string or a list of input items (a
+    conversation so far). ``deny_after`` (seconds) bounds each batch of approval questions
+    (then they are rejected); one that is not positive and finite is a ``ValueError``
+    before the run starts.
     Raises ``RuntimeError`` if the run is still interrupted after ``max_rounds`` resumptions.
     """
     deny_after = checked_timeout(deny_after, name="deny_after")
@@ -147,3 +168,81 @@ async def run_with_approvals(
     if result.interruptions:
         raise RuntimeError(f"the run was still waiting for approvals after {max_rounds} rounds")
     return result
+
+
+class ApprovedStream(Generic[Context]):
+    """A streamed run that resolves its tool approvals through the seam as it goes.
+
+    Built by :func:`run_with_approvals_streamed`. :meth:`stream_events` yields the events of
+    every round, as ``RunResultStreaming.stream_events()`` does for one: when a round ends
+    interrupted, its approvals are asked (one batch) and the run resumes streaming.
+    :attr:`result` is the current round's ``RunResultStreaming``, the last one once the
+    events end; :attr:`final_output` is its ``final_output``.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Context],
+        input: str | list[TResponseInputItem],
+        *,
+        context: Context | None,
+        provider: UserInteractionProvider | None,
+        deny_after: float | None,
+        max_rounds: int,
+    ) -> None:
+        self._agent = agent
+        self._context = context
+        self._provider = provider
+        self._deny_after = deny_after
+        self._max_rounds = max_rounds
+        self.result: RunResultStreaming = Runner.run_streamed(agent, input, context=context)
+
+    @property
+    def final_output(self) -> Any:
+        return self.result.final_output
+
+    async def stream_events(self) -> AsyncIterator[StreamEvent]:
+        """Every event of every round; ``RuntimeError`` if it is still interrupted after
+        ``max_rounds`` resumptions."""
+        for round in range(self._max_rounds + 1):
+            async for event in self.result.stream_events():
+                yield event
+            if not self.result.interruptions:
+                return
+            if round == self._max_rounds:
+                break
+            state = await resolve_interruptions(
+                self.result.to_state(),
+                provider=self._provider,
+                signal=timeout_signal(self._deny_after),
+            )
+            self.result = Runner.run_streamed(self._agent, state, context=self._context)
+        raise RuntimeError(
+            f"the run was still waiting for approvals after {self._max_rounds} rounds"
+        )
+
+
+def run_with_approvals_streamed(
+    agent: Agent[Context],
+    input: str | list[TResponseInputItem],
+    *,
+    context: Context | None = None,
+    provider: UserInteractionProvider | None = None,
+    deny_after: float | None = None,
+    max_rounds: int = MAX_ROUNDS,
+) -> ApprovedStream[Context]:
+    """``Runner.run_streamed`` that resolves every tool-approval interruption through the
+    seam: iterate ``stream_events()`` of what it returns, then read ``final_output``.
+
+    ``input`` and ``deny_after`` are as :func:`run_with_approvals`'s (a bad ``deny_after``
+    is a ``ValueError`` before the run starts).
+    """
+    deny_after = checked_timeout(deny_after, name="deny_after")
+    return ApprovedStream(
+        agent,
+        input,
+        context=context,
+        provider=provider,
+        deny_after=deny_after,
+        max_rounds=max_rounds,
+    )

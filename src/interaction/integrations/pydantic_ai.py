@@ -16,6 +16,8 @@ Every function asks ``provider`` when one is given, else the provider active in 
 
 from __future__ import annotations
 
+import dataclasses
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -24,12 +26,15 @@ try:
         DeferredToolRequests,
         DeferredToolResults,
         FunctionToolset,
+        ModelRetry,
         RunContext,
         Tool,
         ToolApproved,
         ToolDenied,
     )
     from pydantic_ai.exceptions import CallDeferred
+    from pydantic_ai.toolsets import ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "interaction.integrations.pydantic_ai needs pydantic-ai:"
@@ -42,14 +47,18 @@ from .._core import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     HarnessError,
+    UserInteractionError,
     UserInteractionProvider,
+    request_digest,
 )
 from ..tool import (
     DEFAULT_LIMITS,
     TOOL_DESCRIPTION,
     TOOL_NAME,
     ToolLimits,
+    request_from_arguments,
     run_tool,
     tool_parameters,
 )
@@ -68,6 +77,7 @@ if TYPE_CHECKING:
     from pydantic_ai_harness.ask_user import Answerer, AskUserRequest, AskUserResponse
 
 __all__ = [
+    "FORGED",
     "SKIPPED_ANSWER",
     "ApprovalHandler",
     "answer_deferred_calls",
@@ -75,6 +85,7 @@ __all__ = [
     "approval_handler",
     "approve_deferred",
     "ask_user_toolset",
+    "harness_text",
 ]
 
 ApprovalHandler: TypeAlias = Callable[
@@ -82,6 +93,13 @@ ApprovalHandler: TypeAlias = Callable[
 ]
 SKIPPED_ANSWER: Final = "(The user skipped this question.)"
 """What the ``AskUser`` answerer sends for a skipped question: the harness has no skip."""
+FORGED: Final = "the deferred call's question does not match its digest"
+_RETRIED: Final = frozenset({ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS})
+"""The codes of arguments the model must fix: a ``ModelRetry``, as pydantic-ai expects."""
+_OBJECT_ARGUMENTS: Final = SchemaValidator(
+    core_schema.dict_schema(keys_schema=core_schema.str_schema())
+)
+"""The tool's arguments are a JSON object: anything else is a validation error (a retry)."""
 
 
 # ---------------------------------------------------------------------------- toolset
@@ -110,6 +128,8 @@ def ask_user_toolset(
             )
         except AskSuspended as suspended:
             raise CallDeferred(metadata={"digest": suspended.digest}) from None
+        if result.error is not None and result.error["code"] in _RETRIED:
+            raise ModelRetry(result.content.removeprefix("Error: "))
         return result.content
 
     tool: Tool[object] = Tool.from_schema(
@@ -118,7 +138,24 @@ def ask_user_toolset(
         description=TOOL_DESCRIPTION,
         json_schema=tool_parameters(limits),
     )
-    return FunctionToolset([tool])
+    return _ObjectArgumentsToolset([tool])
+
+
+class _ObjectArgumentsToolset(FunctionToolset[object]):
+    """A ``FunctionToolset`` whose tools take a JSON object of arguments, checked as such.
+
+    ``Tool.from_schema`` validates arguments with an any-value schema, so a model's ``[1]``
+    or ``"x"`` reached the function as ``**arguments`` and ended the run with a
+    ``TypeError``. Here it is pydantic-ai's own validation error: a retry prompt, counted
+    against the tool's retries and seen by the validation error hooks, as for a plain tool.
+    """
+
+    async def get_tools(self, ctx: RunContext[object]) -> dict[str, ToolsetTool[object]]:
+        tools = await super().get_tools(ctx)
+        return {
+            name: dataclasses.replace(tool, args_validator=_OBJECT_ARGUMENTS)
+            for name, tool in tools.items()
+        }
 
 
 async def answer_deferred_calls(
@@ -130,9 +167,12 @@ async def answer_deferred_calls(
 ) -> DeferredToolResults:
     """Ask the deferred ``ask_user_question`` calls of ``requests`` and return their results.
 
-    Each call's arguments are parsed and asked again (checked as on the first try) through
-    ``provider``, else the provider active here; its result text goes under the call's id
-    in ``DeferredToolResults.calls``. Other deferred calls are left alone.
+    Each call deferred by :func:`ask_user_toolset` (its metadata holds the digest of the
+    question it suspended) is parsed, held to that digest (``BAD_REQUEST``, "the deferred
+    call's question does not match its digest", when its arguments were changed since),
+    and asked through ``provider``, else the provider active here; its result text goes
+    under the call's id in ``DeferredToolResults.calls``. Other deferred calls are left
+    alone.
     """
 
     async def answer(arguments: dict[str, object]) -> str:
@@ -143,8 +183,17 @@ async def answer_deferred_calls(
 
     calls: dict[str, object] = {}
     for call in requests.calls:
-        if call.tool_name == TOOL_NAME:
-            calls[call.tool_call_id] = await answer(call.args_as_dict())
+        digest = requests.metadata.get(call.tool_call_id, {}).get("digest")
+        if call.tool_name != TOOL_NAME or digest is None:
+            continue  # not deferred by our toolset
+        arguments = call.args_as_dict()
+        try:
+            asked = request_digest(request_from_arguments(arguments, limits=limits))
+        except UserInteractionError:
+            asked = None
+        if asked != digest:
+            raise UserInteractionError(FORGED, ErrorCode.BAD_REQUEST)
+        calls[call.tool_call_id] = await answer(arguments)
     return DeferredToolResults(calls=calls)
 
 
@@ -221,6 +270,11 @@ def answerer(
     (sent as :data:`SKIPPED_ANSWER`, its custom answer), and options chosen together with
     text of one's own on a multi-select question (sent as one custom answer naming both).
     Use ``AskUser(timeout=...)`` to bound the wait.
+
+    Where the harness's rules and the seam's differ, the run goes on: a question the
+    harness accepts but the seam refuses (labels that differ only by an invisible
+    character, say) is a ``ModelRetry`` with the seam's reason, and text of the user's own
+    that the harness would refuse is sent in a form it accepts (see :func:`harness_text`).
     """
     try:
         from pydantic_ai_harness.ask_user import AskUserAnswer, AskUserResponse
@@ -251,18 +305,41 @@ def answerer(
         except HarnessError as error:
             if error.code in STOPPED:
                 return AskUserResponse(cancelled=True)
+            if error.code in _RETRIED:
+                raise ModelRetry(error.message) from None
             raise
         answers = []
         for question, item in zip(request.questions, reply.answers, strict=True):
-            if item.custom is not None and item.selected:
-                custom = f"Chose {', '.join(item.selected)}, and added: {item.custom}"
+            custom = None if item.custom is None else harness_text(item.custom)
+            if custom is not None and item.selected:
+                custom = f"Chose {', '.join(item.selected)}, and added: {custom}"
                 answers.append(AskUserAnswer(header=question.header, custom_answer=custom))
-            elif item.custom is not None:
-                answers.append(AskUserAnswer(header=question.header, custom_answer=item.custom))
+            elif custom is not None:
+                answers.append(AskUserAnswer(header=question.header, custom_answer=custom))
             elif item.selected:
                 answers.append(AskUserAnswer(header=question.header, selected=tuple(item.selected)))
-            else:
+            else:  # skipped, or text with nothing the harness can show
                 answers.append(AskUserAnswer(header=question.header, custom_answer=SKIPPED_ANSWER))
         return AskUserResponse(answers=tuple(answers))
 
     return answer
+
+
+def harness_text(text: str) -> str | None:
+    """The user's own text as pydantic-ai-harness accepts it, or ``None`` if nothing is left.
+
+    The harness takes printable characters, space separators and newlines. Other
+    whitespace (a tab, a carriage return, a line separator) becomes a space, invisible
+    format characters (the zero-width joiner inside 👩‍💻) are dropped, and any other
+    control character becomes U+FFFD, so what the user meant stays readable.
+    """
+    kept: list[str] = []
+    for char in text:
+        if char.isprintable() or char == "\n" or unicodedata.category(char) == "Zs":
+            kept.append(char)
+        elif char.isspace():
+            kept.append(" ")
+        elif unicodedata.category(char) != "Cf":
+            kept.append("\ufffd")
+    cleaned = "".join(kept)
+    return cleaned if cleaned.strip() else None
