@@ -34,6 +34,7 @@ from ._core import (
     ErrorCode,
     HarnessError,
     PermissionIntent,
+    UserInteractionError,
     UserInteractionProvider,
     check_answer,
 )
@@ -70,7 +71,7 @@ MAX_RECORD: Final = 1024 * 1024
 """The longest record line :func:`read_jsonl` reads, in bytes; a longer line is a fault."""
 
 
-class AuditLogError(HarnessError):
+class AuditLogError(UserInteractionError):
     """The audit log cannot be written or read (code :data:`AUDIT_FAILED`)."""
 
 
