@@ -111,10 +111,10 @@ def _store(args: argparse.Namespace) -> tuple[RuleStore, Callable[[], object] | 
     return JsonFileRuleStore(path, key=env_key(RULES_KEY_ENV)), None
 
 
-def run_rules(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run_rules(args: argparse.Namespace) -> int:
     """``interaction rules ACTION``: the exit status."""
     try:
-        return asyncio.run(_rules(args, out))
+        return asyncio.run(_rules(args, sys.stdout))
     except (_Refused, UserInteractionError) as exc:
         message = exc.message if isinstance(exc, UserInteractionError) else str(exc)
         print(f"interaction: {message}", file=sys.stderr)
@@ -277,8 +277,9 @@ def _lines(args: argparse.Namespace) -> tuple[Callable[[], Iterator[tuple[str, b
     return (lambda: read_jsonl(path)), rotated(path)
 
 
-def run_log(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run_log(args: argparse.Namespace) -> int:
     """``interaction log``: the exit status (1 when --verify finds a problem)."""
+    out = sys.stdout
     try:
         since = _since(args.since)
         lines, partial = _lines(args)
