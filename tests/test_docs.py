@@ -35,6 +35,8 @@ EXPECTED_PAGES = {
     "suspend.md",
     "relay.md",
     "integrations.md",
+    "policies.md",
+    "audit.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
