@@ -342,3 +342,14 @@ async def test_two_processes_appending_lose_and_interleave_nothing(
         assert mine == sorted(mine)
     assert [r["seq"] for r in log] == list(range(1, 301))
     assert verify(read_jsonl(path))[:2] == ([], 300)
+
+
+async def test_a_durable_log_fsyncs_before_append_returns_and_flush_waits(tmp_path: Path) -> None:
+    for durable in (True, False):
+        path = tmp_path / f"{durable}.jsonl"
+        log = JsonlAuditLog(path, durable=durable)
+        for n in range(5):
+            await log.append({"n": n})
+        await log.flush()
+        assert verify(read_jsonl(path))[:2] == ([], 5)
+        log.close()

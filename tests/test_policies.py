@@ -485,3 +485,24 @@ def test_rules_are_frozen_values() -> None:
     rule = Rule("r1", "allow", "Bash", "ls")
     assert rule.spec == "Bash(ls)"
     assert Rule("r1", "deny", "Bash").spec == "Bash"
+
+
+SPECS = [spec for spec, *_ in MATCHING] + ["Bash(npm :*)", "Bash(npm  test:*)", "*(npm:*)"]
+SUMMARIES = [summary for _, _, _, summary, _ in MATCHING] + ["npm  test", "npm ", "npm"]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(SPECS), st.sampled_from(["allow", "deny"])), max_size=8),
+    st.sampled_from(["Bash", "Read", "bash"]),
+    st.one_of(st.sampled_from(SUMMARIES), st.text(alphabet="npm tes*/;a ", max_size=12)),
+)
+def test_the_index_decides_as_checking_every_rule_would(
+    specs: list[tuple[str, str]], tool: str, summary: str
+) -> None:
+    rules = [new_rule(spec, effect) for spec, effect in specs]  # type: ignore[arg-type]
+    found = [rule for rule in rules if matches(rule, tool, summary, None, None)]
+    expected = "deny" if any(r.effect == "deny" for r in found) else "allow" if found else None
+    provider = PolicyProvider(ScriptedProvider(), MemoryRuleStore(rules))
+    decided = asyncio.run(provider.decide(tool, summary))
+    assert (decided.effect if decided else None) == expected
+    assert decided is None or decided in found

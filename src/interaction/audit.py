@@ -21,6 +21,7 @@ import hmac
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ __all__ = [
     "Problem",
     "canonical",
     "chain",
+    "chained",
     "os_user",
     "read_jsonl",
     "rotated",
@@ -82,6 +84,14 @@ def canonical(record: Mapping[str, object]) -> bytes:
 
 def chain(body: Mapping[str, object], seq: int, prev: str, key: bytes | None) -> AuditRecord:
     """``body`` as the record after ``prev``: with its ``seq``, ``prev`` and ``digest``."""
+    return chained(body, seq, prev, key)[0]
+
+
+def chained(
+    body: Mapping[str, object], seq: int, prev: str, key: bytes | None
+) -> tuple[AuditRecord, bytes]:
+    """:func:`chain`, and the record's line: its canonical JSON with the ``digest`` added
+    last (one encoding for both; ``verify`` takes the digest out and encodes the rest)."""
     record: AuditRecord = {**body, "seq": seq, "prev": prev}
     data = canonical(record)
     digest = (
@@ -90,7 +100,7 @@ def chain(body: Mapping[str, object], seq: int, prev: str, key: bytes | None) ->
         else hashlib.sha256(data).hexdigest()
     )
     record["digest"] = digest
-    return record
+    return record, b"%s,\"digest\":\"%s\"}\n" % (data[:-1], digest.encode())
 
 
 class AuditLog(Protocol):
@@ -255,14 +265,68 @@ def _last_line(fd: int, size: int, where: str) -> bytes | None:
     )
 
 
+class _Syncer:
+    """fsyncs written records on a thread of its own, so that an ask does not wait for the
+    disk: every record is fsynced, by an fsync that starts after it was written (one fsync
+    covers every record written before it). ``wait()`` returns once all are synced; an
+    fsync's error is kept and raised by the log's next append, ``flush`` or ``close``."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._pending: list[int] = []  # duplicates of the written files' descriptors
+        self._written = self._synced = 0
+        self._thread: threading.Thread | None = None
+        self.error: OSError | None = None
+
+    def written(self, fd: int) -> None:
+        copy = os.dup(fd)  # the log may close or rotate its own while this one is synced
+        with self._changed:
+            self._pending.append(copy)
+            self._written += 1
+            self._changed.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="interaction-audit-fsync", daemon=True
+                )
+                self._thread.start()
+
+    def wait(self) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self._synced >= self._written)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._pending))
+                batch, self._pending = self._pending, []
+            files: dict[tuple[int, int], int] = {}
+            for fd in batch:
+                stat = os.fstat(fd)
+                files[(stat.st_dev, stat.st_ino)] = fd
+            for fd in files.values():
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    self.error = exc
+            for fd in batch:
+                os.close(fd)
+            with self._changed:
+                self._synced += len(batch)
+                self._changed.notify_all()
+
+
 class JsonlAuditLog:
     """Records as JSON lines in ``path``: append-only, fsync per record, rotated by size.
 
     Each append takes an exclusive ``flock`` on ``PATH.lock``, finds the last record (its
-    own, cached, unless another process has written since), writes one line with
-    ``O_APPEND`` and fsyncs it. When a line would take the file past ``max_bytes``, the
-    file is renamed ``PATH.1`` (older ones shift up; ``PATH.<backups>`` is the oldest
-    kept) and the chain goes on in a new ``PATH``. ``key`` makes each digest an HMAC.
+    own, cached, unless another process has written since) and writes one line with
+    ``O_APPEND``. Every record is fsynced: with ``durable=True`` before ``append`` returns
+    (the ask waits for the disk), by default on a thread of the log's own right after, so
+    the ask does not wait (the record is in the file at once for every reader and survives
+    the process; a power cut may lose the last few milliseconds; ``flush()`` waits). When a
+    line would take the file past ``max_bytes``, the file is renamed ``PATH.1`` (older ones
+    shift up; ``PATH.<backups>`` is the oldest kept) and the chain goes on in a new
+    ``PATH``. ``key`` makes each digest an HMAC.
     """
 
     def __init__(
@@ -272,6 +336,7 @@ class JsonlAuditLog:
         max_bytes: int = 10 * 1024 * 1024,
         backups: int = 5,
         key: bytes | None = None,
+        durable: bool = False,
     ) -> None:
         if max_bytes < 1024 or backups < 1:
             raise ValueError("max_bytes is at least 1024 and backups at least 1")
@@ -283,19 +348,42 @@ class JsonlAuditLog:
         self._fd: int | None = None
         self._head: tuple[int, str] | None = None
         self._head_at: tuple[int, int] | None = None  # (inode, size) after our last write
+        self._syncer = None if durable else _Syncer()
 
     async def append(self, body: Mapping[str, object]) -> AuditRecord:
         # A few small writes and an fsync, on the loop's thread: a thread hop would cost
         # more than the write, and an ask being cancelled still records its outcome.
         try:
+            self._raise_sync_error()
             return self._append(body)
         except OSError as exc:
-            raise AuditLogError(
-                f"audit log {self.path}: cannot be written ({exc.strerror or exc})", AUDIT_FAILED
-            ) from None
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: OSError) -> AuditLogError:
+        return AuditLogError(
+            f"audit log {self.path}: cannot be written ({exc.strerror or exc})", AUDIT_FAILED
+        )
+
+    def _raise_sync_error(self) -> None:
+        syncer = self._syncer
+        if syncer is not None and syncer.error is not None:
+            error, syncer.error = syncer.error, None
+            raise error
+
+    async def flush(self) -> None:
+        """Return once every record appended so far is fsynced."""
+        if self._syncer is not None:
+            await asyncio.to_thread(self._syncer.wait)
+        try:
+            self._raise_sync_error()
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def close(self) -> None:
-        """Close the file and the lock (the next append opens them again)."""
+        """Wait for the fsyncs, then close the file and the lock (the next append opens
+        them again)."""
+        if self._syncer is not None:
+            self._syncer.wait()
         for fd in (self._fd, self._lock):
             if fd is not None:
                 os.close(fd)
@@ -313,12 +401,14 @@ class JsonlAuditLog:
             fd, inode, size = self._current()
             head = self._head if self._head_at == (inode, size) else self._read_head(fd, size)
             seq, prev = (head[0] + 1, head[1]) if head is not None else (1, GENESIS)
-            record = chain(body, seq, prev, self._key)
-            line = canonical(record) + b"\n"
+            record, line = chained(body, seq, prev, self._key)
             if size and size + len(line) > self.max_bytes:
                 fd, inode, size = self._rotate()
             os.write(fd, line)
-            os.fsync(fd)
+            if self._syncer is None:
+                os.fsync(fd)
+            else:
+                self._syncer.written(fd)
             self._head = (seq, str(record["digest"]))
             self._head_at = (inode, size + len(line))
             return record

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-__all__ = ["DecidedBy", "Decision", "collect_decisions", "report_decision"]
+__all__ = ["DecidedBy", "Decision", "collect_decisions", "listening", "report_decision"]
 
 DecidedBy: TypeAlias = Literal["human", "policy", "timeout"]
 """A person answered; a policy rule answered; the timeout policy answered."""
@@ -33,6 +33,11 @@ class Decision:
 
 
 _NOTES: ContextVar[list[Decision] | None] = ContextVar("interaction_decisions", default=None)
+
+
+def listening() -> bool:
+    """Whether an audit collects decisions here (so a hot path can skip building one)."""
+    return _NOTES.get() is not None
 
 
 def report_decision(decision: Decision) -> None:

@@ -26,6 +26,7 @@ import math
 import os
 import re
 import secrets
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from ._core import (
     UserInteractionProvider,
     aborted_error,
 )
-from .decisions import Decision, report_decision
+from .decisions import Decision, listening, report_decision
 
 __all__ = [
     "RULE_STORE_CORRUPT",
@@ -426,6 +427,7 @@ class JsonFileRuleStore:
 
     def __init__(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
         self.path = Path(path)
+        self._fspath = os.fspath(self.path)
         self._key = key
         self._seen: tuple[int, int, int] | None = None
         self._cache: tuple[Rule, ...] = ()
@@ -451,16 +453,23 @@ class JsonFileRuleStore:
 
     def _load(self) -> tuple[Rule, ...]:
         try:
-            stat = os.stat(self.path)
+            stat = os.stat(self._fspath)
         except FileNotFoundError:
             self._seen, self._cache = None, ()
             return ()
         except OSError as exc:
             raise self._unavailable(exc) from None
-        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        if seen != self._seen:
+        # Each write stamps the file with the clock's own nanoseconds (not the file system's
+        # coarser tick), so a rewrite never looks like the file read before.
+        seen = self._seen
+        if (
+            seen is None
+            or stat.st_mtime_ns != seen[1]
+            or stat.st_ino != seen[0]
+            or stat.st_size != seen[2]
+        ):
             self._cache = tuple(self._read())
-            self._seen = seen
+            self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         return self._cache
 
     def _unavailable(self, exc: OSError) -> RuleStoreError:
@@ -524,6 +533,8 @@ class JsonFileRuleStore:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.write(fd, text.encode())
+                stamp = max(time.time_ns(), self._seen[1] + 1 if self._seen else 0)
+                os.utime(fd, ns=(stamp, stamp))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -604,10 +615,52 @@ def timeout_for(policy: TimeoutPolicy) -> Iterator[None]:
 # ---------------------------------------------------------------------- the provider
 
 
-@dataclass(frozen=True, slots=True)
-class _Permission:
-    question: AskUserQuestionItem
-    intent: PermissionIntent
+class _Index:
+    """A store's rules, filed so that an ask looks only at those that may match.
+
+    By tool: the rules for any input, those with an exact pattern (by the text) or a prefix
+    (by the text: an input's candidates are the input itself and its every part before a
+    space), and the globs; the tool ``*``'s rules are looked at for every tool. Each
+    candidate is still checked by its matcher, its source and its session, as
+    :func:`matches` does, so the index only leaves out rules that cannot match.
+    """
+
+    __slots__ = ("any_tool", "exact", "prefix", "rules", "scan")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = rules
+        self.exact: dict[tuple[str, str], list[tuple[Rule, _Matcher]]] = {}
+        self.prefix: dict[tuple[str, str], list[tuple[Rule, _Matcher]]] = {}
+        self.scan: dict[str, list[tuple[Rule, _Matcher]]] = {}
+        self.any_tool: list[tuple[Rule, _Matcher]] = []
+        for rule in rules:
+            matcher = _matcher(rule.pattern)
+            entry = (rule, matcher)
+            if rule.tool == "*":
+                self.any_tool.append(entry)
+            elif matcher.kind == "exact":
+                self.exact.setdefault((rule.tool, matcher.text), []).append(entry)
+            elif matcher.kind == "prefix":
+                self.prefix.setdefault((rule.tool, matcher.text), []).append(entry)
+            else:  # any input, or a glob
+                self.scan.setdefault(rule.tool, []).append(entry)
+
+    def candidates(self, tool: str, summary: str) -> list[tuple[Rule, _Matcher]]:
+        found = [*self.scan.get(tool, ()), *self.exact.get((tool, summary), ()), *self.any_tool]
+        prefix = self.prefix
+        if prefix:
+            found += prefix.get((tool, summary), ())
+            space = summary.find(" ")
+            while space >= 0:
+                found += prefix.get((tool, summary[:space]), ())
+                space = summary.find(" ", space + 1)
+        return found
+
+
+_Permission: TypeAlias = tuple[AskUserQuestionItem, PermissionIntent]
+_UNSEEN: Final = object()
+MEMO_SIZE: Final = 4096
+"""How many inputs' decisions a policy provider remembers between changes of its rules."""
 
 
 class PolicyProvider:
@@ -646,11 +699,18 @@ class PolicyProvider:
         self.always = always
         self.timeout = timeout
         self.answerer = answerer
+        self._indexes: list[_Index | None] = [None, None]
+        self._answers: dict[tuple[str, str], AskUserQuestionAnswer] = {}
+        self._memo: tuple[_Index | None, _Index | None, dict[tuple[str, str], Rule | None]] = (
+            None,
+            None,
+            {},
+        )
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         permissions = _permissions(request)
         if permissions:
-            decided = await self._decide(request, permissions)
+            decided = await self._decide(permissions)
             if decided is not None:
                 return decided
         answer = await self._ask_inner(request)
@@ -660,41 +720,81 @@ class PolicyProvider:
 
     async def decide(self, tool: str, summary: str) -> Rule | None:
         """The rule that decides ``tool`` with ``summary`` now (deny first), if any."""
-        found = await self._matching(tool, summary)
-        denies = [rule for rule in found if rule.effect == "deny"]
-        if denies:
-            return denies[0]
-        allows = [rule for rule in found if rule.effect == "allow"]
-        allows.sort(key=lambda rule: rule.scope == "once")  # keep once-rules for later
-        return allows[0] if allows else None
+        return self._decided((await self._index(0), await self._index(1)), tool, summary)
 
-    async def _matching(self, tool: str, summary: str) -> list[Rule]:
+    def _decided(self, indexes: tuple[_Index, _Index], tool: str, summary: str) -> Rule | None:
+        """:meth:`_looked_up`, remembered until the rules change (an index is rebuilt)."""
+        memo = self._memo
+        if memo[0] is not indexes[0] or memo[1] is not indexes[1] or len(memo[2]) >= MEMO_SIZE:
+            memo = self._memo = (indexes[0], indexes[1], {})
+        key = (tool, summary)
+        decided = memo[2].get(key, _UNSEEN)
+        if decided is _UNSEEN:
+            decided = memo[2][key] = self._looked_up(indexes, tool, summary)
+        return decided  # type: ignore[return-value]  # a Rule or None, never _UNSEEN here
+
+    def _looked_up(self, indexes: tuple[_Index, _Index], tool: str, summary: str) -> Rule | None:
         source, session = self.source, self.session
-        found = []
-        for store in (self.session_rules, self.rules):
-            for rule in await store.rules():
-                if matches(rule, tool, summary, source, session):
-                    found.append(rule)
-        return found
+        allow: Rule | None = None
+        for index in indexes:
+            if not index.rules:
+                continue
+            for rule, matcher in index.candidates(tool, summary):
+                if (
+                    (rule.source is None or rule.source == source)
+                    and (rule.scope != "session" or rule.session == session)
+                    and matcher(summary, rule.effect)
+                ):
+                    if rule.effect == "deny":
+                        return rule
+                    if allow is None or (allow.scope == "once" and rule.scope != "once"):
+                        allow = rule  # a lasting rule answers before a once-rule is spent
+        return allow
 
-    async def _decide(
-        self, request: AskUserQuestionRequest, permissions: list[_Permission]
-    ) -> AskUserQuestionAnswer | None:
-        chosen: list[tuple[_Permission, Rule]] = []
-        for permission in permissions:
-            intent = permission.intent
-            rule = await self.decide(intent.tool, intent.summary)
-            if rule is None:
-                return None
-            chosen.append((permission, rule))
-        items = []
-        for permission, rule in chosen:
-            if rule.scope == "once" and not await self._take(rule):
-                return await self._decide(request, permissions)  # another ask used it
-            label = permission.intent.allow if rule.effect == "allow" else permission.intent.deny
-            items.append(AskUserQuestionAnswerItem(permission.question.id, (label,)))
-        report_decision(Decision("policy", rule=",".join(rule.id for _, rule in chosen)))
-        return AskUserQuestionAnswer(items)
+    async def _index(self, which: int) -> _Index:
+        """The index of the session's rules (0) or the store's (1), rebuilt when they change."""
+        store = self.session_rules if which == 0 else self.rules
+        rules = await store.rules()
+        cached = self._indexes[which]
+        if cached is None or cached.rules is not rules:
+            cached = self._indexes[which] = _Index(rules)
+        return cached
+
+    async def _decide(self, permissions: list[_Permission]) -> AskUserQuestionAnswer | None:
+        while True:
+            indexes = (await self._index(0), await self._index(1))
+            chosen = []
+            for _, intent in permissions:
+                rule = self._decided(indexes, intent.tool, intent.summary)
+                if rule is None:
+                    return None
+                chosen.append(rule)
+            for rule in chosen:
+                if rule.scope == "once" and not await self._take(rule):
+                    break  # another ask spent it first: decide again
+            else:
+                break
+        if listening():
+            report_decision(Decision("policy", rule=",".join(rule.id for rule in chosen)))
+        if len(chosen) == 1:  # the common case: one answer object per id and label, reused
+            (question, intent), rule = permissions[0], chosen[0]
+            key = (question.id, intent.allow if rule.effect == "allow" else intent.deny)
+            answer = self._answers.get(key)
+            if answer is None:
+                if len(self._answers) >= MEMO_SIZE:
+                    self._answers.clear()
+                answer = self._answers[key] = AskUserQuestionAnswer(
+                    [AskUserQuestionAnswerItem(key[0], (key[1],))]
+                )
+            return answer
+        return AskUserQuestionAnswer(
+            [
+                AskUserQuestionAnswerItem(
+                    question.id, (intent.allow if rule.effect == "allow" else intent.deny,)
+                )
+                for (question, intent), rule in zip(permissions, chosen, strict=True)
+            ]
+        )
 
     async def _take(self, rule: Rule) -> bool:
         return await self.session_rules.take(rule.id) or await self.rules.take(rule.id)
@@ -718,9 +818,8 @@ class PolicyProvider:
         self, permissions: list[_Permission], answer: AskUserQuestionAnswer
     ) -> None:
         chosen = {item.id: item for item in answer.answers}
-        for permission in permissions:
-            intent = permission.intent
-            item = chosen.get(permission.question.id)
+        for question, intent in permissions:
+            item = chosen.get(question.id)
             if (
                 item is None
                 or intent.allow_always is None
@@ -747,7 +846,7 @@ def _permissions(request: AskUserQuestionRequest) -> list[_Permission]:
     found = []
     for question in request.questions:
         intent = question.intent
-        if not isinstance(intent, PermissionIntent) or question.multi_select:
+        if type(intent) is not PermissionIntent or question.multi_select:
             return []
-        found.append(_Permission(question, intent))
+        found.append((question, intent))
     return found

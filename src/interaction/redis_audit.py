@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from .audit import AUDIT_FAILED, GENESIS, AuditLogError, AuditRecord, canonical, chain
+from .audit import AUDIT_FAILED, GENESIS, AuditLogError, AuditRecord, chained
 
 __all__ = ["RedisAuditLog"]
 
@@ -80,11 +80,11 @@ class RedisAuditLog:
                             AUDIT_FAILED,
                         )
                     seq, prev = int(found[1]), found[2].decode()
-                record = chain(body, seq + 1, prev, self._key)
+                record, line = chained(body, seq + 1, prev, self._key)
                 new_head = f"{seq + 1} {record['digest']}"
                 done = await self._append(
                     keys=[self.stream, self.head],
-                    args=[head or b"", new_head, canonical(record)],
+                    args=[head or b"", new_head, line[:-1]],
                 )
                 if done:
                     return record
