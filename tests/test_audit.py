@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from interaction import (
     AbortSignal,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     ask,
     cancelled_error,
@@ -65,6 +67,7 @@ async def test_a_human_answer_is_recorded_with_who_and_when(tmp_path: Path) -> N
         "host": "box",
         "session": None,
         "tool": "Bash",
+        "provenance": None,
         "questions": [
             {
                 "id": "q0",
@@ -87,6 +90,29 @@ async def test_a_human_answer_is_recorded_with_who_and_when(tmp_path: Path) -> N
         "decidedBy": "human",
         "answerer": "joe",
         "rule": None,
+    }
+
+
+async def test_the_requests_provenance_says_where_it_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    asked = datetime(2026, 12, 5, 8, 0, 0, 123000, tzinfo=UTC)
+    provenance = Provenance("mcp-server", "ci-7", "run-42", "deploy", asked)
+    request = AskUserQuestionRequest(REQUEST.questions, provenance=provenance)
+    with provide(audited(ScriptedProvider({"q0": "Deny"}), path)):
+        await ask(request)
+    (record,) = records(path)
+    assert (record["source"], record["host"], record["session"], record["tool"]) == (
+        "mcp-server",
+        "ci-7",
+        "run-42",
+        "deploy",
+    )
+    assert record["provenance"] == {
+        "source": "mcp-server",
+        "host": "ci-7",
+        "session": "run-42",
+        "tool": "deploy",
+        "askedAt": "2026-12-05T08:00:00.123Z",
     }
 
 

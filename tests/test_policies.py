@@ -21,6 +21,7 @@ from interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     PermissionVerdict,
+    Provenance,
     UserInteractionError,
     ask,
     ask_permission,
@@ -258,6 +259,29 @@ async def test_a_once_rule_answers_one_ask_and_is_gone() -> None:
     assert await store.rules() == ()
     answer, _ = await ask_through(provider, request_for("deploy"))
     assert answer == answered(("q0", "Deny"))
+
+
+async def test_the_requests_provenance_names_its_source() -> None:
+    human = ScriptedProvider({"q0": "Always allow"})
+    store = MemoryRuleStore([new_rule("Bash(ls)", source="ci-bot")])
+    provider = PolicyProvider(human, store, source="host-default")
+
+    def from_source(source: str | None, summary: str = "ls") -> AskUserQuestionRequest:
+        return AskUserQuestionRequest(
+            request_for(summary).questions,
+            provenance=None if source is None else Provenance(source=source),
+        )
+
+    answer, _ = await ask_through(provider, from_source("ci-bot"))
+    assert answer == answered(("q0", "Allow"))
+    assert human.requests == []
+    await ask_through(provider, from_source(None))  # the provider's own source: no match
+    assert len(human.requests) == 1
+    await ask_through(provider, from_source("other", "make"))  # always: a rule for "other"
+    rule = next(r for r in await store.rules() if r.spec == "Bash(make)")
+    assert rule.source == "other"
+    assert (await provider.decide("Bash", "make", "other")) == rule
+    assert await provider.decide("Bash", "make") is None
 
 
 async def test_session_rules_last_as_long_as_their_session() -> None:

@@ -40,7 +40,7 @@ from ._core import (
     check_answer,
 )
 from .decisions import Decision, collect_decisions
-from .wire import encode_answer, encode_request
+from .wire import encode_answer, encode_provenance, encode_request
 
 __all__ = [
     "AUDIT_FAILED",
@@ -100,7 +100,7 @@ def chained(
         else hashlib.sha256(data).hexdigest()
     )
     record["digest"] = digest
-    return record, b"%s,\"digest\":\"%s\"}\n" % (data[:-1], digest.encode())
+    return record, b'%s,"digest":"%s"}\n' % (data[:-1], digest.encode())
 
 
 class AuditLog(Protocol):
@@ -178,6 +178,7 @@ class AuditProvider:
             decision = Decision("human", self.answerer)
         if decision is not None and decision.by == "timeout":
             outcome = "timeout"
+        provenance = request.provenance
         tools = sorted(
             {q.intent.tool for q in request.questions if isinstance(q.intent, PermissionIntent)}
         )
@@ -185,11 +186,12 @@ class AuditProvider:
             "v": 1,
             "at": _now(),
             "askedAt": asked_at,
+            "provenance": None if provenance is None else encode_provenance(provenance),
             "seconds": round(time.monotonic() - started, 3),
-            "source": self.source,
-            "host": self.host,
-            "session": self.session,
-            "tool": ",".join(tools) or None,
+            "source": (provenance and provenance.source) or self.source,
+            "host": (provenance and provenance.host) or self.host,
+            "session": (provenance and provenance.session) or self.session,
+            "tool": (provenance and provenance.tool) or ",".join(tools) or None,
             "questions": encode_request(request)["questions"],
             "outcome": outcome,
             "answer": None if answer is None else encode_answer(answer)["answers"],

@@ -701,7 +701,9 @@ class PolicyProvider:
         self.answerer = answerer
         self._indexes: list[_Index | None] = [None, None]
         self._answers: dict[tuple[str, str], AskUserQuestionAnswer] = {}
-        self._memo: tuple[_Index | None, _Index | None, dict[tuple[str, str], Rule | None]] = (
+        self._memo: tuple[
+            _Index | None, _Index | None, dict[tuple[str, str, str | None], Rule | None]
+        ] = (
             None,
             None,
             {},
@@ -709,32 +711,40 @@ class PolicyProvider:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         permissions = _permissions(request)
-        if permissions:
-            decided = await self._decide(permissions)
-            if decided is not None:
-                return decided
+        if not permissions:
+            return await self._ask_inner(request)
+        provenance = request.provenance
+        source = (provenance.source if provenance is not None else None) or self.source
+        decided = await self._decide(permissions, source)
+        if decided is not None:
+            return decided
         answer = await self._ask_inner(request)
-        if permissions:
-            await self._remember(permissions, answer)
+        await self._remember(permissions, answer, source)
         return answer
 
-    async def decide(self, tool: str, summary: str) -> Rule | None:
-        """The rule that decides ``tool`` with ``summary`` now (deny first), if any."""
-        return self._decided((await self._index(0), await self._index(1)), tool, summary)
+    async def decide(self, tool: str, summary: str, source: str | None = None) -> Rule | None:
+        """The rule that decides ``tool`` with ``summary`` from ``source`` (this provider's
+        by default) now, deny first; ``None`` when none does."""
+        indexes = (await self._index(0), await self._index(1))
+        return self._decided(indexes, tool, summary, source or self.source)
 
-    def _decided(self, indexes: tuple[_Index, _Index], tool: str, summary: str) -> Rule | None:
+    def _decided(
+        self, indexes: tuple[_Index, _Index], tool: str, summary: str, source: str | None
+    ) -> Rule | None:
         """:meth:`_looked_up`, remembered until the rules change (an index is rebuilt)."""
         memo = self._memo
         if memo[0] is not indexes[0] or memo[1] is not indexes[1] or len(memo[2]) >= MEMO_SIZE:
             memo = self._memo = (indexes[0], indexes[1], {})
-        key = (tool, summary)
+        key = (tool, summary, source)
         decided = memo[2].get(key, _UNSEEN)
         if decided is _UNSEEN:
-            decided = memo[2][key] = self._looked_up(indexes, tool, summary)
+            decided = memo[2][key] = self._looked_up(indexes, tool, summary, source)
         return decided  # type: ignore[return-value]  # a Rule or None, never _UNSEEN here
 
-    def _looked_up(self, indexes: tuple[_Index, _Index], tool: str, summary: str) -> Rule | None:
-        source, session = self.source, self.session
+    def _looked_up(
+        self, indexes: tuple[_Index, _Index], tool: str, summary: str, source: str | None
+    ) -> Rule | None:
+        session = self.session
         allow: Rule | None = None
         for index in indexes:
             if not index.rules:
@@ -760,12 +770,14 @@ class PolicyProvider:
             cached = self._indexes[which] = _Index(rules)
         return cached
 
-    async def _decide(self, permissions: list[_Permission]) -> AskUserQuestionAnswer | None:
+    async def _decide(
+        self, permissions: list[_Permission], source: str | None
+    ) -> AskUserQuestionAnswer | None:
         while True:
             indexes = (await self._index(0), await self._index(1))
             chosen = []
             for _, intent in permissions:
-                rule = self._decided(indexes, intent.tool, intent.summary)
+                rule = self._decided(indexes, intent.tool, intent.summary, source)
                 if rule is None:
                     return None
                 chosen.append(rule)
@@ -815,7 +827,7 @@ class PolicyProvider:
         return answer
 
     async def _remember(
-        self, permissions: list[_Permission], answer: AskUserQuestionAnswer
+        self, permissions: list[_Permission], answer: AskUserQuestionAnswer, source: str | None
     ) -> None:
         chosen = {item.id: item for item in answer.answers}
         for question, intent in permissions:
@@ -830,7 +842,7 @@ class PolicyProvider:
             try:
                 rule = new_rule(
                     f"{intent.tool}({exact_pattern(intent.summary)})",
-                    source=self.source,
+                    source=source,
                     scope=self.always,
                     session=self.session if self.always == "session" else None,
                     created_by=self.answerer,
