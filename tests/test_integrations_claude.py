@@ -411,7 +411,7 @@ async def test_deny_and_own_text_on_the_web_page_carry_a_message() -> None:
     ]
 
 
-async def test_a_dismissed_question_denies() -> None:
+async def test_a_dismissed_question_denies_and_a_dismissed_permission_interrupts() -> None:
     decisions: list[dict[str, Any]] = []
 
     async def script(cli: FakeCLI) -> None:
@@ -427,6 +427,7 @@ async def test_a_dismissed_question_denies() -> None:
             "behavior": "deny",
             "message": "Bash was not approved: the user dismissed ask_user_question without"
             " answering",
+            "interrupt": True,
         },
         {
             "behavior": "deny",

@@ -257,8 +257,11 @@ async def decide(
 
     ``AskUserQuestion`` is answered with :func:`answered_input`; a dismissed, timed-out or
     aborted one, or a malformed one, is denied with the reason. Any other tool is an
-    Allow / Deny question whose detail shows the prompt's description, the reason and the
-    input; a suggestion chosen is returned as ``updated_permissions``.
+    Allow / Deny permission prompt whose detail shows the prompt's description, the reason
+    and the input; a suggestion chosen is returned as ``updated_permissions`` (the first
+    suggestion that adds allow rules is the prompt's "allow always", so a policy provider
+    remembers it too). A dismissed prompt is denied with ``interrupt=True``, which stops the
+    turn; a denial, a skip or a timeout lets the model go on.
     """
     if context is None:
         context = ToolPermissionContext()
@@ -286,15 +289,30 @@ async def decide(
         question=context.title,
         notes=notes,
         more=[option for option, _ in suggested],
+        always=_always_label(suggested),
         header=safe_line(context.display_name, "Permission"),
     )
     verdict = await ask_approval(
         item, tool_name=tool_name, provider=provider, signal=signal, key=key
     )
     if not verdict.allowed:
-        return PermissionResultDeny(message=verdict.message)
+        # Dismissing the prompt stops the turn, as Esc does in Claude Code; a denial lets
+        # the model go on and try something else.
+        dismissed = verdict.code == ErrorCode.ASK_CANCELLED
+        return PermissionResultDeny(message=verdict.message, interrupt=dismissed)
     chosen = [update for option, update in suggested if option.label == verdict.choice]
     return PermissionResultAllow(updated_permissions=chosen or None)
+
+
+def _always_label(
+    suggested: Sequence[tuple[AskUserQuestionOption, PermissionUpdate]],
+) -> str | None:
+    """The option that is the prompt's "allow always": the first suggestion that adds allow
+    rules (Claude Code's own "don't ask again"), else none."""
+    for option, update in suggested:
+        if update.type == "addRules" and update.behavior == "allow":
+            return option.label
+    return None
 
 
 def can_use_tool(
