@@ -23,11 +23,12 @@ from interaction import (
     provide,
 )
 from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl, verify
-from interaction.policies import JsonFileRuleStore, PolicyProvider
+from interaction.policies import JsonFileRuleStore, PolicyProvider, new_rule
 from interaction.relay import Relay
 from interaction.web import WebServer
 
 from .tmux import Pane
+from .web_helpers import client
 
 INTERACTION = (sys.executable, "-m", "interaction")
 PERMISSION = {
@@ -145,3 +146,85 @@ async def test_allow_always_on_the_page_answers_the_next_ask_without_a_prompt(
     assert relay.pending() == []
     records = [json.loads(line) for _, line in read_jsonl(tmp_path / "a.jsonl")]
     assert [(r["decidedBy"], r["rule"]) for r in records] == [("human", None), ("policy", rule.id)]
+
+
+@pytest.fixture
+async def rules_site(tmp_path: Path) -> AsyncIterator[tuple[WebServer, JsonFileRuleStore]]:
+    relay = Relay()
+    store = JsonFileRuleStore(tmp_path / "rules.json")
+    async with WebServer(relay, rules=store) as server:
+        try:
+            yield server, store
+        finally:
+            relay.close()
+
+
+async def test_the_rules_api_lists_adds_and_revokes_behind_the_token(
+    rules_site: tuple[WebServer, JsonFileRuleStore],
+) -> None:
+    server, store = rules_site
+    async with client(server) as http:
+        assert (await http.get("/api/rules")).json() == {"rules": []}
+        added = await http.post("/api/rules", json={"spec": "Bash(npm test:*)", "effect": "deny"})
+        assert added.status_code == 201
+        rule = added.json()
+        assert (rule["effect"], rule["tool"], rule["pattern"], rule["createdBy"]) == (
+            "deny",
+            "Bash",
+            "npm test:*",
+            "web",
+        )
+        assert [r.id for r in await store.rules()] == [rule["id"]]
+        bad = await http.post("/api/rules", json={"spec": "Bash(ls"})
+        assert (bad.status_code, bad.json()["error"]) == (
+            400,
+            {
+                "code": "BAD_REQUEST",
+                "message": "rule spec 'Bash(ls' must end with ) after its pattern",
+            },
+        )
+        huge = await http.post("/api/rules", content=b'{"spec": "' + b"x" * 9000 + b'"}')
+        assert huge.status_code == 413
+        assert (await http.post(f"/api/rules/{rule['id']}/revoke")).status_code == 204
+        assert (await http.post(f"/api/rules/{rule['id']}/revoke")).status_code == 404
+        assert await store.rules() == ()
+    async with client(server, token=False) as stranger:
+        assert (await stranger.get("/api/rules")).status_code == 401
+        assert (await stranger.post("/api/rules", json={"spec": "*"})).status_code == 401
+    assert await store.rules() == ()
+
+
+async def test_a_server_without_rules_has_no_rules_api() -> None:
+    relay = Relay()
+    async with WebServer(relay) as server, client(server) as http:
+        assert (await http.get("/api/rules")).status_code == 404
+    relay.close()
+
+
+async def test_the_page_lists_adds_and_revokes_rules(
+    browser: Browser, rules_site: tuple[WebServer, JsonFileRuleStore]
+) -> None:
+    server, store = rules_site
+    await store.add(new_rule("Read(src/**)", created_by="alice"))
+    page = await browser.new_page()
+    try:
+        await page.goto(server.url)
+        panel = page.get_by_test_id("rules")
+        await panel.locator("summary").click()
+        rows = page.get_by_test_id("rule")
+        await rows.first.wait_for()
+        assert await rows.first.locator("code").inner_text() == "Read(src/**)"
+        await page.get_by_test_id("rule-spec").fill("Bash(rm:*)")
+        await page.get_by_test_id("rule-effect").select_option("deny")
+        await page.get_by_test_id("rule-add").click()
+        await rows.nth(1).wait_for()
+        assert [r.spec for r in await store.rules()] == ["Read(src/**)", "Bash(rm:*)"]
+        await page.get_by_test_id("rule-spec").fill("Bash(")
+        await page.get_by_test_id("rule-add").click()
+        error = page.get_by_test_id("rule-error")
+        await error.filter(has_text="must end with").wait_for()
+        await rows.first.get_by_test_id("revoke").click()
+        await page.wait_for_function("document.querySelectorAll('[data-testid=rule]').length === 1")
+        assert [r.spec for r in await store.rules()] == ["Bash(rm:*)"]
+    finally:
+        await page.close()

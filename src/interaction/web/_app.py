@@ -27,6 +27,7 @@ from .._core import (
     is_plan_review,
 )
 from ..display import present
+from ..policies import RuleStore
 from ..relay import (
     NOT_PENDING,
     RELAY_UNAVAILABLE,
@@ -38,6 +39,7 @@ from ..relay import (
     not_pending_error,
 )
 from ..wire import decode_answer, encode_answer, encode_request
+from ._rules import rule_routes
 
 __all__ = ["WebApp", "create_app", "parse_host"]
 
@@ -335,7 +337,14 @@ class _Handoff:
 class WebApp:
     """The ASGI app of :func:`create_app`, with :meth:`close_streams` for a quick stop."""
 
-    def __init__(self, relay: RelayBackend, *, token: str, hosts: Collection[str]) -> None:
+    def __init__(
+        self,
+        relay: RelayBackend,
+        *,
+        token: str,
+        hosts: Collection[str],
+        rules: RuleStore | None = None,
+    ) -> None:
         self.relay = relay
         self.token = token
         self._streams: set[asyncio.Future[None]] = set()
@@ -347,7 +356,11 @@ class WebApp:
         page = (_ASSETS / "page.html").read_text("utf-8")
         script = (_ASSETS / "app.js").read_text("utf-8")
         style = (_ASSETS / "app.css").read_text("utf-8")
-        self._page = page.replace("{{style}}", style).replace("{{script}}", script)
+        self._page = (
+            page.replace("{{rules}}", "no" if rules is None else "yes")
+            .replace("{{style}}", style)
+            .replace("{{script}}", script)
+        )
         routes = [
             Route("/", self.index),
             Route("/api/questions", self.list_questions),
@@ -355,6 +368,7 @@ class WebApp:
             Route("/api/questions/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/api/events", self.events),
             Route("/api/ping", self.ping, methods=["POST"]),
+            *(rule_routes(rules) if rules is not None else []),
         ]
         starlette = Starlette(
             routes=routes,

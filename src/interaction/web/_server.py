@@ -15,6 +15,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..policies import RuleStore
 from ..relay import RelayBackend
 from ._app import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp, error_body, parse_host
 
@@ -115,7 +116,8 @@ class WebServer:
     ``hosts`` names the extra ``Host`` values to answer, for a server reached by another
     name than loopback (``host="0.0.0.0"``): ``name`` (any port) or ``name:port``. The
     loopback names with the server's port, and the bound address when it is a specific
-    one, are always answered.
+    one, are always answered. With ``rules`` (a :class:`~interaction.policies.RuleStore`),
+    the page also lists, adds and revokes the policy rules (``/api/rules``).
     """
 
     def __init__(
@@ -126,8 +128,10 @@ class WebServer:
         port: int = 0,
         token: str | None = None,
         hosts: Iterable[str] = (),
+        rules: RuleStore | None = None,
     ) -> None:
         self.relay = relay
+        self.rules = rules
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
@@ -173,7 +177,9 @@ class WebServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        self._app = WebApp(self.relay, token=self.token, hosts=self.allowed_hosts())
+        self._app = WebApp(
+            self.relay, token=self.token, hosts=self.allowed_hosts(), rules=self.rules
+        )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
