@@ -422,7 +422,8 @@ def _wrapped(
         store = JsonFileRuleStore(args.rules, key=env_key("INTERACTION_RULES_KEY"))
         provider = PolicyProvider(provider, store, source=source, answerer=user)
     if args.audit is not None:
-        log = JsonlAuditLog(args.audit, key=env_key("INTERACTION_AUDIT_KEY"))
+        # One ask per process: it may as well wait for its record's fsync before exiting.
+        log = JsonlAuditLog(args.audit, key=env_key("INTERACTION_AUDIT_KEY"), durable=True)
         provider = AuditProvider(provider, log, source=source, answerer=user)
     return provider
 
