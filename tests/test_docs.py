@@ -37,6 +37,8 @@ EXPECTED_PAGES = {
     "integrations.md",
     "acp.md",
     "a2a.md",
+    "policies.md",
+    "audit.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

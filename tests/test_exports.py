@@ -39,6 +39,7 @@ INTERNAL_ONLY = {
     "MAX_PROVENANCE_TEXT",
     "MISMATCH_MESSAGE",
     "SURROGATE",
+    "aborted_error",
     "as_plain",
     "call_sync",
     "check_caller",

@@ -412,7 +412,7 @@ async def test_deny_and_own_text_on_the_web_page_carry_a_message() -> None:
     ]
 
 
-async def test_a_dismissed_question_denies_a_tool_and_is_dismissed_for_ask_user_question() -> None:
+async def test_a_dismissed_question_is_dismissed_and_a_dismissed_permission_interrupts() -> None:
     decisions: list[dict[str, Any]] = []
 
     async def script(cli: FakeCLI) -> None:
@@ -430,6 +430,7 @@ async def test_a_dismissed_question_denies_a_tool_and_is_dismissed_for_ask_user_
                 "behavior": "deny",
                 "message": "Bash was not approved: the user dismissed ask_user_question without"
                 " answering",
+                "interrupt": True,
             },
             {  # the CLI's own form of a dismissal: it tells the model nobody answered
                 "behavior": "allow",

@@ -17,11 +17,15 @@ from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
 from ._errors import UserInteractionError as UserInteractionError
 from ._errors import cancelled_error as cancelled_error
+from ._helpers import PermissionVerdict as PermissionVerdict
 from ._helpers import PlanVerdict as PlanVerdict
+from ._helpers import ask_permission as ask_permission
 from ._helpers import ask_text as ask_text
 from ._helpers import choose as choose
 from ._helpers import choose_many as choose_many
 from ._helpers import confirm as confirm
+from ._helpers import permission_question as permission_question
+from ._helpers import permission_verdict as permission_verdict
 from ._helpers import review_plan as review_plan
 from ._presentation import OTHER_LABEL as OTHER_LABEL
 from ._presentation import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
@@ -79,6 +83,7 @@ __all__ = [
     "JSONValue",
     "LiveAgents",
     "PermissionIntent",
+    "PermissionVerdict",
     "PlanReviewIntent",
     "PlanVerdict",
     "Provenance",
@@ -90,6 +95,7 @@ __all__ = [
     "__version__",
     "answer_item",
     "ask",
+    "ask_permission",
     "ask_sync",
     "ask_text",
     "ask_text_sync",
@@ -107,6 +113,8 @@ __all__ = [
     "escape_controls",
     "is_plan_review",
     "label_key",
+    "permission_question",
+    "permission_verdict",
     "provide",
     "provide_agents",
     "register_provider",

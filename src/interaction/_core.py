@@ -17,6 +17,8 @@ internal tools the codec, the tool and the relay share with ``ask()``:
 - ``check_provenance`` and ``MAX_PROVENANCE_TEXT``: the provenance check ``ask()`` makes,
   for the codec that reads one off the wire, and its length bound;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
+- ``aborted_error``: the ``ASK_TIMEOUT`` / ``ASK_ABORTED`` error of an abort reason, for a
+  provider wrapper that ends an ask by its own timeout (policies);
 - ``DISPOSED_MESSAGE``: the fixed message of an ask aborted by its provider's disposal;
 - ``MISMATCH_MESSAGE``: the fixed message of a resumed ask whose question changed, for the
   hosts that resume asks their own way (MCP rounds, LangGraph);
@@ -40,12 +42,24 @@ from ._errors import (
     ErrorCode,
     HarnessError,
     UserInteractionError,
+    aborted_error,
     cancelled_error,
     fault,
     json_type,
     problem_of,
 )
-from ._helpers import PlanVerdict, ask_text, choose, choose_many, confirm, review_plan
+from ._helpers import (
+    PermissionVerdict,
+    PlanVerdict,
+    ask_permission,
+    ask_text,
+    choose,
+    choose_many,
+    confirm,
+    permission_question,
+    permission_verdict,
+    review_plan,
+)
 from ._presentation import (
     OTHER_LABEL,
     RECOMMENDED_SUFFIX,
@@ -107,6 +121,7 @@ __all__ = [
     "JSONValue",
     "LiveAgents",
     "PermissionIntent",
+    "PermissionVerdict",
     "PlanReviewIntent",
     "PlanVerdict",
     "Provenance",
@@ -116,9 +131,11 @@ __all__ = [
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
+    "aborted_error",
     "answer_item",
     "as_plain",
     "ask",
+    "ask_permission",
     "ask_sync",
     "ask_text",
     "ask_text_sync",
@@ -142,6 +159,8 @@ __all__ = [
     "is_plan_review",
     "json_type",
     "label_key",
+    "permission_question",
+    "permission_verdict",
     "problem_of",
     "provide",
     "provide_agents",

@@ -13,6 +13,7 @@ from ._types import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    PermissionIntent,
     PlanReviewIntent,
 )
 
@@ -20,7 +21,18 @@ if TYPE_CHECKING:
     from ._abort import AbortSignal
     from ._agents import Agent
 
-__all__ = ["PlanVerdict", "ask_text", "choose", "choose_many", "confirm", "review_plan"]
+__all__ = [
+    "PermissionVerdict",
+    "PlanVerdict",
+    "ask_permission",
+    "ask_text",
+    "choose",
+    "choose_many",
+    "confirm",
+    "permission_question",
+    "permission_verdict",
+    "review_plan",
+]
 
 OptionLike = str | AskUserQuestionOption
 
@@ -162,3 +174,88 @@ async def review_plan(
     )
     choice = item.selected[0] if item.selected else None
     return PlanVerdict(choice == approve and item.custom is None, choice, item.custom)
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionVerdict:
+    """The outcome of a permission prompt.
+
+    ``allowed`` only for the allow or allow-always option; ``always`` for the latter.
+    ``edit`` is the person's own text (an edited input, or a reply), which never allows:
+    the caller checks it again. ``choice`` is the option label chosen, if any.
+    """
+
+    allowed: bool
+    always: bool = False
+    edit: str | None = None
+    choice: str | None = None
+
+
+def permission_question(
+    tool: str,
+    summary: str,
+    *,
+    detail: str | None = None,
+    question: str | None = None,
+    allow: str = "Allow",
+    allow_always: str | None = "Always allow",
+    deny: str = "Deny",
+    header: str | None = None,
+    id: str = "permission",
+) -> AskUserQuestionItem:
+    """A permission question for ``tool`` with the one-line input ``summary``.
+
+    ``detail`` (the full input; ``summary`` by default) is what the person reviews;
+    ``allow_always=None`` offers no "always" option.
+    """
+    labels = [allow, *([] if allow_always is None else [allow_always]), deny]
+    return AskUserQuestionItem(
+        id,
+        question if question is not None else f"Allow {tool} to run with this input?",
+        detail=detail if detail is not None else (summary or "(no input)"),
+        header=header,
+        options=[AskUserQuestionOption(label) for label in labels],
+        intent=PermissionIntent(tool, summary, allow, deny, allow_always),
+    )
+
+
+def permission_verdict(
+    question: AskUserQuestionItem, item: AskUserQuestionAnswerItem
+) -> PermissionVerdict:
+    """What the answer ``item`` to the permission ``question`` decided."""
+    intent = question.intent
+    if not isinstance(intent, PermissionIntent):
+        raise bad_request("intent", f"expected a PermissionIntent, got {type_name(intent)}")
+    choice = item.selected[0] if item.selected else None
+    if item.custom is not None:
+        return PermissionVerdict(False, edit=item.custom, choice=choice)
+    allowed = choice is not None and choice in (intent.allow, intent.allow_always)
+    return PermissionVerdict(
+        allowed, choice is not None and choice == intent.allow_always, None, choice
+    )
+
+
+async def ask_permission(
+    tool: str,
+    summary: str,
+    *,
+    detail: str | None = None,
+    question: str | None = None,
+    always: bool = True,
+    id: str = "permission",
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> PermissionVerdict:
+    """Ask whether ``tool`` may run with ``summary``; allowed only by an allow option.
+
+    A skip or a dismissal never allows; text of the person's own comes back as ``edit``.
+    """
+    item = permission_question(
+        tool,
+        summary,
+        detail=detail,
+        question=question,
+        allow_always="Always allow" if always else None,
+        id=id,
+    )
+    return permission_verdict(item, await _ask_one(item, agent, signal))

@@ -1,4 +1,4 @@
-"""The ``interaction`` command: ``demo``, ``ask``, ``schema`` and ``serve``.
+"""The ``interaction`` command: ``demo``, ``ask``, ``schema``, ``serve``, ``rules`` and ``log``.
 
 Prompts go to stderr so that stdout carries only the answer JSON. Exit status: 0 answered,
 1 not answered (cancelled, timed out, aborted), 2 bad input or refused request.
@@ -36,6 +36,8 @@ from ._core import (
     provide_agents,
 )
 from ._demo import DEMO_BATCH, DEMO_PLAN
+from ._records_cli import add_commands as add_records_commands
+from ._records_cli import env_key, run_log, run_rules
 from .console import ConsoleProvider
 from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
@@ -385,6 +387,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
+    add_records_commands(commands.add_parser)
+    ask_.add_argument(
+        "--rules",
+        metavar="PATH",
+        help="answer permissions from the rules in PATH first; allow always adds one",
+    )
+    ask_.add_argument("--audit", metavar="PATH", help="record the outcome in the JSONL log PATH")
+    ask_.add_argument("--source", help="the source the rules and the audit name (default: cli)")
     for name, (description, examples) in _HELP.items():
         command = commands.choices[name]
         command.description = textwrap.fill(description, 78)
@@ -425,6 +435,28 @@ _HELP: Final = {
             "interaction serve --host 0.0.0.0",
             "interaction serve --redis redis://127.0.0.1:6379/0",
             "interaction serve --postgres postgresql://app@db.internal/app --migrate",
+        ],
+    ),
+    "rules": (
+        "List, add or revoke the policy rules that answer permission prompts before anyone"
+        " sees them (see docs/policies.md for the grammar). The store is --store PATH, or"
+        " $INTERACTION_RULES, or --redis URL with the key in $INTERACTION_RULES_KEY.",
+        [
+            "interaction rules list --store rules.json",
+            "interaction rules add 'Bash(npm test:*)' --store rules.json",
+            "interaction rules add 'Bash(rm:*)' --deny --store rules.json",
+            "interaction rules revoke r1a2b3c4d5e6 --store rules.json",
+        ],
+    ),
+    "log": (
+        "Print the audit trail as a table (or --json lines), filtered by --since and"
+        " --source; --follow keeps printing new records; --verify checks the hash chain"
+        " (exit status 1 when it is broken; the key, if any, in $INTERACTION_AUDIT_KEY).",
+        [
+            "interaction log audit.jsonl",
+            "interaction log audit.jsonl --since 2h --source ci",
+            "interaction log audit.jsonl --verify",
+            "interaction log --redis redis://127.0.0.1:6379/0 --follow",
         ],
     ),
     "schema": (
@@ -502,6 +534,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             schema=args.schema,
             migrate=args.migrate,
         )
+    if args.command == "rules":
+        return run_rules(args)
+    if args.command == "log":
+        return run_log(args)
     if args.command == "schema":
         if args.which is None:
             print(
@@ -523,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if signal is not None:
                 request = AskUserQuestionRequest(request.questions, signal=signal)
             provider = choose_provider(answers, plain=args.plain, deadline=deadline)
-            answer = asyncio.run(_ask_file(provider, request))
+            answer = asyncio.run(_ask_file(_wrapped(provider, args), request))
     except UserInteractionError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -531,6 +567,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOT_ANSWERED
     print(_json(answer))
     return EXIT_ANSWERED
+
+
+def _wrapped(
+    provider: UserInteractionProvider, args: argparse.Namespace
+) -> UserInteractionProvider:
+    """The provider inside the rules of ``--rules`` and the audit of ``--audit``."""
+    from .audit import AuditProvider, JsonlAuditLog, os_user
+    from .policies import JsonFileRuleStore, PolicyProvider
+
+    source = args.source or "cli"
+    user = os_user()
+    if args.rules is not None:
+        store = JsonFileRuleStore(args.rules, key=env_key("INTERACTION_RULES_KEY"))
+        provider = PolicyProvider(provider, store, source=source, answerer=user)
+    if args.audit is not None:
+        # One ask per process: it may as well wait for its record's fsync before exiting.
+        log = JsonlAuditLog(args.audit, key=env_key("INTERACTION_AUDIT_KEY"), durable=True)
+        provider = AuditProvider(provider, log, source=source, answerer=user)
+    return provider
 
 
 def _json(answer: AskUserQuestionAnswer) -> str:

@@ -26,6 +26,7 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    PermissionIntent,
     UserInteractionError,
     UserInteractionProvider,
     ask,
@@ -38,6 +39,8 @@ from .._core import (
 
 __all__ = [
     "ALLOW",
+    "ALWAYS_ALLOW",
+    "ALWAYS_DENY",
     "DENY",
     "STOPPED",
     "Verdict",
@@ -46,6 +49,7 @@ __all__ = [
     "ask_approvals",
     "ask_through",
     "checked_timeout",
+    "input_summary",
     "is_suspension",
     "question_ids",
     "safe_line",
@@ -61,6 +65,9 @@ T = TypeVar("T")
 
 ALLOW: Final = "Allow"
 DENY: Final = "Deny"
+ALWAYS_ALLOW: Final = "Always allow"
+ALWAYS_DENY: Final = "Always deny"
+"""Offered after ``Deny`` by frameworks that can remember a rejection (OpenAI Agents)."""
 STOPPED: Final = frozenset({ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, ErrorCode.ASK_ABORTED})
 """The codes of an ask that ended without an answer: a dismissal, a timeout, an abort."""
 MAX_DETAIL: Final = 4000
@@ -209,6 +216,37 @@ def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
     return escape_controls("\n\n".join(parts))
 
 
+SUMMARY_KEYS: Final = ("command", "file_path", "notebook_path", "path", "url", "pattern")
+"""The input keys whose text stands for a tool call's input, the first one present (a
+shell's command, a file tool's path, as Claude Code's rules read them); without one, the
+input's compact JSON does. The prompt's detail always shows the whole input."""
+
+
+def input_summary(arguments: object) -> str:
+    """A tool call's input on one line (see :data:`SUMMARY_KEYS`): what a permission
+    prompt shows first and a policy rule's pattern is matched against.
+
+    Never cut short (a rule for the start of a long input must not match the rest), and
+    control characters, line breaks included, are written as visible escapes rather than
+    dropped or joined, so ``ls\nrm -rf ~`` never reads as ``ls rm -rf ~``.
+    """
+    if isinstance(arguments, dict):
+        key = next((k for k in SUMMARY_KEYS if isinstance(arguments.get(k), str)), None)
+        text = _compact(arguments) if key is None else arguments[key]
+    elif isinstance(arguments, str):
+        text = arguments
+    else:
+        text = _compact(arguments)
+    return escape_controls(text, keep_newlines=False)
+
+
+def _compact(arguments: object) -> str:
+    try:
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):  # a circular structure, say
+        return repr(arguments)
+
+
 def approval_item(
     tool_name: str,
     arguments: object,
@@ -216,10 +254,18 @@ def approval_item(
     question: str | None = None,
     notes: Sequence[str | None] = (),
     more: Sequence[AskUserQuestionOption] = (),
+    always: str | None = None,
+    deny_always: bool = False,
     id: str = "permission",
     header: str = "Permission",
 ) -> AskUserQuestionItem:
-    """The Allow / (more allow options) / Deny question for one tool call."""
+    """The Allow / (more options) / Deny question for one tool call, a permission prompt.
+
+    Its :class:`~interaction.PermissionIntent` names ``Allow``, ``Deny`` and, when given,
+    ``always`` (one of ``more``'s labels) as the allow-always option, so every UI shows a
+    permission prompt and a policy provider can answer it. ``deny_always`` adds
+    :data:`ALWAYS_DENY` after ``Deny``.
+    """
     name = safe_line(tool_name, "a tool")
     return AskUserQuestionItem(
         id,
@@ -230,7 +276,9 @@ def approval_item(
             AskUserQuestionOption(ALLOW, f"Run {name} this once"),
             *more,
             AskUserQuestionOption(DENY, f"Do not run {name}"),
+            *([AskUserQuestionOption(ALWAYS_DENY, f"Never run {name}")] if deny_always else []),
         ],
+        intent=PermissionIntent(name, input_summary(arguments), ALLOW, DENY, always),
     )
 
 
@@ -240,13 +288,17 @@ class Verdict:
 
     ``choice`` is the allow option chosen (``None`` when denied); ``message`` says why a
     call was denied, in words fit for the model (the user's own text when they wrote one).
-    ``code`` is the error code when the ask ended without an answer.
+    ``code`` is the error code when the ask ended without an answer. ``always``: the
+    allow-always option, or :data:`ALWAYS_DENY`, was chosen. ``edit`` is the user's own
+    text (an edited input, or a reply), which denies until the caller checks it again.
     """
 
     allowed: bool
     choice: str | None = None
     message: str = ""
     code: str | None = None
+    always: bool = False
+    edit: str | None = None
 
 
 async def ask_approval(
@@ -292,17 +344,28 @@ async def ask_approvals(
             )
             for _, name in items
         ]
-    return [verdict_of(reply, name) for reply, (_, name) in zip(answer.answers, items, strict=True)]
+    return [
+        verdict_of(reply, name, item)
+        for reply, (item, name) in zip(answer.answers, items, strict=True)
+    ]
 
 
-def verdict_of(reply: AskUserQuestionAnswerItem, tool_name: str) -> Verdict:
+def verdict_of(
+    reply: AskUserQuestionAnswerItem, tool_name: str, item: AskUserQuestionItem | None = None
+) -> Verdict:
     """The verdict one approval answer gives: only an allow option allows."""
     name = safe_line(tool_name, "the tool")
     if reply.custom is not None:
-        return Verdict(False, message=f"The user denied {name} and said: {reply.custom}")
+        return Verdict(
+            False, message=f"The user denied {name} and said: {reply.custom}", edit=reply.custom
+        )
     if not reply.selected:
         return Verdict(False, message=f"The user skipped the permission question for {name}")
     choice = reply.selected[0]
     if choice == DENY:
         return Verdict(False, message=f"The user denied {name}")
-    return Verdict(True, choice=choice)
+    if choice == ALWAYS_DENY:
+        return Verdict(False, message=f"The user denied {name}, from now on", always=True)
+    intent = None if item is None else item.intent
+    always = isinstance(intent, PermissionIntent) and choice == intent.allow_always
+    return Verdict(True, choice=choice, always=always)

@@ -292,9 +292,12 @@ async def decide(
     ``AskUserQuestion`` is answered with :func:`answered_input`, a dismissed one with
     :func:`dismissed_input` (the CLI's ``unanswered: "dismissed"``); a timed-out, aborted
     or malformed one, or one beyond ``limits``, is denied with the reason. Any other tool
-    is an Allow / Deny / Deny, and stop question whose detail shows the prompt's
+    is an Allow / Deny / Deny, and stop permission prompt whose detail shows the prompt's
     description, the reason and the input; a suggestion chosen is returned as
-    ``updated_permissions``, and :data:`STOP` denies with ``interrupt=True``.
+    ``updated_permissions`` (the first suggestion that adds allow rules is the prompt's
+    "allow always", so a policy provider remembers it too). :data:`STOP`, or dismissing
+    the prompt, denies with ``interrupt=True``, which stops the turn; a denial, a skip or
+    a timeout lets the model go on.
     """
     if context is None:
         context = ToolPermissionContext()
@@ -327,6 +330,7 @@ async def decide(
         question=context.title,
         notes=notes,
         more=[option for option, _ in suggested],
+        always=_always_label(suggested),
         header=safe_line(context.display_name, "Permission"),
     )
     name = safe_line(tool_name, "the tool")
@@ -338,9 +342,23 @@ async def decide(
     if verdict.choice == STOP:  # the verdict reads every option but Deny as an allow
         return PermissionResultDeny(message=f"The user denied {name} and stopped", interrupt=True)
     if not verdict.allowed:
-        return PermissionResultDeny(message=verdict.message)
+        # Dismissing the prompt stops the turn, as Esc does in Claude Code; a denial lets
+        # the model go on and try something else.
+        dismissed = verdict.code == ErrorCode.ASK_CANCELLED
+        return PermissionResultDeny(message=verdict.message, interrupt=dismissed)
     chosen = [update for option, update in suggested if option.label == verdict.choice]
     return PermissionResultAllow(updated_permissions=chosen or None)
+
+
+def _always_label(
+    suggested: Sequence[tuple[AskUserQuestionOption, PermissionUpdate]],
+) -> str | None:
+    """The option that is the prompt's "allow always": the first suggestion that adds allow
+    rules (Claude Code's own "don't ask again"), else none."""
+    for option, update in suggested:
+        if update.type == "addRules" and update.behavior == "allow":
+            return option.label
+    return None
 
 
 def can_use_tool(

@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         ' pip install "interaction-seam[openai-agents]"'
     ) from exc
 
-from .._core import AbortSignal, AskUserQuestionItem, UserInteractionProvider
+from .._core import AbortSignal, AskUserQuestionItem, AskUserQuestionOption, UserInteractionProvider
 from ..tool import (
     DEFAULT_LIMITS,
     TOOL_DESCRIPTION,
@@ -46,6 +46,7 @@ from ..tool import (
     tool_parameters,
 )
 from ._common import (
+    ALWAYS_ALLOW,
     approval_item,
     ask_approvals,
     checked_timeout,
@@ -117,9 +118,12 @@ async def resolve_interruptions(
 ) -> State:
     """Ask about every pending approval of ``state``, approve or reject each, return ``state``.
 
-    Only ``Allow`` approves; anything else rejects with a message the model sees when the
-    run resumes (``Deny``, the user's own text, a skip, a dismissal, a timeout, an abort).
-    Resume with ``Runner.run(agent, state)``.
+    ``Allow`` approves, ``Always allow`` approves with ``always_approve=True`` (the SDK
+    then approves that tool for the agent from now on); anything else rejects with a message
+    the model sees when the run resumes (``Deny``, the user's own text, a skip, a
+    dismissal, a timeout, an abort), ``Always deny`` with ``always_reject=True``. Each
+    question is a permission prompt (its ``PermissionIntent``), so a policy provider may
+    answer it. Resume with ``Runner.run(agent, state)``.
     """
     pending = state.get_interruptions()
     if not pending:
@@ -129,13 +133,22 @@ async def resolve_interruptions(
     items: list[tuple[AskUserQuestionItem, str]] = []
     for item, question_id in zip(pending, ids, strict=True):
         name = item.name or "tool"
-        items.append((approval_item(name, _arguments(item), id=question_id), name))
+        always = AskUserQuestionOption(ALWAYS_ALLOW, f"Run {name} now and from now on")
+        question = approval_item(
+            name,
+            _arguments(item),
+            id=question_id,
+            more=[always],
+            always=ALWAYS_ALLOW,
+            deny_always=True,
+        )
+        items.append((question, name))
     verdicts = await ask_approvals(items, provider=provider, signal=signal)
     for item, verdict in zip(pending, verdicts, strict=True):
         if verdict.allowed:
-            state.approve(item)
+            state.approve(item, always_approve=verdict.always)
         else:
-            state.reject(item, rejection_message=verdict.message)
+            state.reject(item, always_reject=verdict.always, rejection_message=verdict.message)
     return state
 
 

@@ -17,9 +17,10 @@ Every function asks ``provider`` when one is given, else the provider active in 
 from __future__ import annotations
 
 import dataclasses
+import json
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 try:
     from pydantic_ai import (
@@ -64,7 +65,9 @@ from ..tool import (
 )
 from ._common import (
     STOPPED,
+    Verdict,
     approval_item,
+    ask_approval,
     ask_approvals,
     ask_through,
     checked_timeout,
@@ -210,6 +213,9 @@ async def approve_deferred(
 
     ``Allow`` approves (``ToolApproved()``); anything else is ``ToolDenied`` with a message
     for the model: ``Deny``, the user's own text, a skip, a dismissal, a timeout, an abort.
+    The user's own text that is a JSON object is their edit of the call's arguments: it is
+    asked again as a permission of its own (up to :data:`MAX_EDITS` times), and an
+    ``Allow`` of it is ``ToolApproved(override_args=...)``; the edit alone never approves.
     ``requests.calls`` (external execution) are left alone. A call's question id is its
     ``tool_call_id`` when that is a usable, unique question id, else ``call-<n>``: the ids
     come from the model, and one unusable id must not fail the batch.
@@ -228,11 +234,46 @@ async def approve_deferred(
     ]
     verdicts = await ask_approvals(items, provider=provider, signal=signal)
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
-    for call, verdict in zip(requests.approvals, verdicts, strict=True):
-        approvals[call.tool_call_id] = (
-            ToolApproved() if verdict.allowed else ToolDenied(verdict.message)
-        )
+    for call, first, question_id in zip(requests.approvals, verdicts, ids, strict=True):
+        verdict = first
+        edited = _edited_arguments(verdict)
+        rounds = 0
+        while edited is not None and rounds < MAX_EDITS:
+            rounds += 1
+            item = approval_item(
+                call.tool_name,
+                edited,
+                question=f"Allow {call.tool_name} to run with your edited input?",
+                id=question_id,
+                header="Approve the edited call",
+            )
+            verdict = await ask_approval(
+                item, tool_name=call.tool_name, provider=provider, signal=signal
+            )
+            if verdict.allowed:
+                approvals[call.tool_call_id] = ToolApproved(override_args=edited)
+                break
+            edited = _edited_arguments(verdict)
+        else:
+            approvals[call.tool_call_id] = (
+                ToolApproved() if verdict.allowed else ToolDenied(verdict.message)
+            )
     return DeferredToolResults(approvals=approvals)
+
+
+MAX_EDITS: Final = 3
+"""How many edits of one call's arguments are asked about before it is denied."""
+
+
+def _edited_arguments(verdict: Verdict) -> dict[str, Any] | None:
+    """The user's own text as edited arguments, when it is a JSON object."""
+    if verdict.edit is None:
+        return None
+    try:
+        parsed = json.loads(verdict.edit)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def approval_handler(

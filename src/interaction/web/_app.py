@@ -27,6 +27,7 @@ from .._core import (
     is_plan_review,
 )
 from ..display import present
+from ..policies import RuleStore
 from ..relay import (
     NOT_PENDING,
     RELAY_UNAVAILABLE,
@@ -38,6 +39,7 @@ from ..relay import (
     not_pending_error,
 )
 from ..wire import decode_answer, encode_answer, encode_request
+from ._rules import rule_routes
 
 __all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
 
@@ -360,6 +362,7 @@ class WebApp:
         token: str,
         hosts: Collection[str],
         max_streams: int = DEFAULT_MAX_STREAMS,
+        rules: RuleStore | None = None,
     ) -> None:
         self.relay = relay
         self.token = token
@@ -373,7 +376,11 @@ class WebApp:
         page = (_ASSETS / "page.html").read_text("utf-8")
         script = (_ASSETS / "app.js").read_text("utf-8")
         style = (_ASSETS / "app.css").read_text("utf-8")
-        self._page = page.replace("{{style}}", style).replace("{{script}}", script)
+        self._page = (
+            page.replace("{{rules}}", "no" if rules is None else "yes")
+            .replace("{{style}}", style)
+            .replace("{{script}}", script)
+        )
         routes = [
             Route("/", self.index),
             Route("/api/questions", self.list_questions),
@@ -381,6 +388,7 @@ class WebApp:
             Route("/api/questions/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/api/events", self.events),
             Route("/api/ping", self.ping, methods=["POST"]),
+            *(rule_routes(rules) if rules is not None else []),
         ]
         starlette = Starlette(
             routes=routes,

@@ -17,6 +17,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..policies import RuleStore
 from ..relay import RelayBackend
 from ._app import (
     DEFAULT_MAX_STREAMS,
@@ -354,7 +355,8 @@ class WebServer:
     ``hosts`` names the extra ``Host`` values to answer, for a server reached by another
     name than loopback (``host="0.0.0.0"``): ``name`` (any port) or ``name:port``. The
     loopback names with the server's port, and the bound address when it is a specific
-    one, are always answered.
+    one, are always answered. With ``rules`` (a :class:`~interaction.policies.RuleStore`),
+    the page also lists, adds and revokes the policy rules (``/api/rules``).
 
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
@@ -373,8 +375,10 @@ class WebServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_streams: int = DEFAULT_MAX_STREAMS,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        rules: RuleStore | None = None,
     ) -> None:
         self.relay = relay
+        self.rules = rules
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
@@ -433,7 +437,11 @@ class WebServer:
             raise
         self.port = sock.getsockname()[1]
         self._app = WebApp(
-            self.relay, token=self.token, hosts=self.allowed_hosts(), max_streams=self.max_streams
+            self.relay,
+            token=self.token,
+            hosts=self.allowed_hosts(),
+            max_streams=self.max_streams,
+            rules=self.rules,
         )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         self._server = _Server(config, _Limits(self.max_connections, self.request_timeout))

@@ -646,5 +646,48 @@
       showStopped(reason === "closed" ? "The agent closed its questions." : "The server was stopped.");
     });
   };
+  // ---- the policy rules, when the server keeps them (WebServer(rules=...)): list, add, revoke
+  const rulesPanel = document.getElementById("rules");
+  const rulesBody = document.getElementById("rules-body");
+  const showRules = async () => {
+    if (rulesPanel.dataset.enabled !== "yes") return; // this server keeps no rules
+    const { status, data } = await api("/api/rules");
+    rulesPanel.hidden = false;
+    rulesBody.replaceChildren();
+    if (status !== 200) {
+      rulesBody.append(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
+      return;
+    }
+    const table = el("table", { class: "rules-table", "data-testid": "rules-table" });
+    table.append(el("tr", {}, ...["Effect", "Rule", "Source", "Scope", "By", ""].map((h) => el("th", { text: h }))));
+    for (const rule of data.rules) {
+      const spec = rule.pattern === null ? rule.tool : `${rule.tool}(${rule.pattern})`;
+      const revoke = el("button", { type: "button", "data-testid": "revoke", text: "Revoke" });
+      revoke.addEventListener("click", async () => {
+        const result = await api(`/api/rules/${encodeURIComponent(rule.id)}/revoke`, {});
+        if (result.status !== 204) say(errorOf(result.data).message || "The rule was not revoked.", "warning");
+        showRules();
+      });
+      table.append(el("tr", { "data-testid": "rule", "data-rule-id": rule.id },
+        el("td", { text: rule.effect }), el("td", {}, el("code", { text: spec })),
+        el("td", { text: rule.source || "any" }), el("td", { text: rule.scope }),
+        el("td", { text: rule.createdBy || "" }), el("td", {}, revoke)));
+    }
+    const spec = el("input", { type: "text", "data-testid": "rule-spec", "aria-label": "New rule, as Bash(npm test:*)", placeholder: "Bash(npm test:*)", autocomplete: "off" });
+    const effect = el("select", { "data-testid": "rule-effect", "aria-label": "Effect" },
+      el("option", { value: "allow", text: "allow" }), el("option", { value: "deny", text: "deny" }));
+    const add = el("button", { type: "submit", "data-testid": "rule-add", text: "Add rule" });
+    const form = el("form", { class: "rule-form" }, spec, effect, add);
+    const problem = el("p", { class: "error", role: "alert", "data-testid": "rule-error" });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const result = await api("/api/rules", { spec: spec.value, effect: effect.value });
+      if (result.status === 201) showRules();
+      else problem.textContent = errorOf(result.data).message || `The rule was refused (${result.status}).`;
+    });
+    rulesBody.append(data.rules.length ? table : el("p", { text: "No rules yet." }), form, problem);
+  };
+  rulesPanel.addEventListener("toggle", () => { if (rulesPanel.open) showRules(); });
+  showRules();
   connect();
 })();

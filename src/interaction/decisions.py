@@ -1,0 +1,58 @@
+"""Who decided an ask: the note a provider leaves for the audit trail around it.
+
+A provider wrapper that answers by itself (a policy rule, a timeout) or a provider that
+knows who answered (a named web user, an MCP or ACP client) calls :func:`report_decision`
+while it handles an ask; :class:`interaction.audit.AuditProvider`, which wraps it, reads
+what was reported with :func:`collect_decisions`. Nothing is kept when no audit listens.
+A provider's ``ask()`` runs in the asking task's own context, so the note needs no
+plumbing through the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = ["DecidedBy", "Decision", "collect_decisions", "listening", "report_decision"]
+
+DecidedBy: TypeAlias = Literal["human", "policy", "timeout"]
+"""A person answered; a policy rule answered; the timeout policy answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Who decided: ``by`` what, ``name`` of whom (an OS user, a web user, a client's
+    name), and for a policy the ``rule`` id that answered."""
+
+    by: DecidedBy
+    name: str | None = None
+    rule: str | None = None
+
+
+_NOTES: ContextVar[list[Decision] | None] = ContextVar("interaction_decisions", default=None)
+
+
+def listening() -> bool:
+    """Whether an audit collects decisions here (so a hot path can skip building one)."""
+    return _NOTES.get() is not None
+
+
+def report_decision(decision: Decision) -> None:
+    """Say who decided the ask being handled; the last report of an ask counts."""
+    notes = _NOTES.get()
+    if notes is not None:
+        notes.append(decision)
+
+
+@contextmanager
+def collect_decisions() -> Iterator[list[Decision]]:
+    """Collect the decisions reported inside the block (nested blocks collect their own)."""
+    notes: list[Decision] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)

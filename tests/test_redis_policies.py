@@ -1,0 +1,255 @@
+"""Rules and the audit trail in a real redis-server, shared by processes standing in for hosts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from interaction import AskUserQuestionRequest, ask, permission_question, provide
+from interaction.audit import verify
+from interaction.policies import (
+    RULE_STORE_CORRUPT,
+    RULE_STORE_UNAVAILABLE,
+    PolicyProvider,
+    RuleStoreError,
+    new_rule,
+    rule_to_json,
+)
+from interaction.redis_audit import RedisAuditLog
+from interaction.redis_rules import RedisRuleStore
+from interaction.testing import ScriptedProvider
+
+from .redis_server import RedisServer, free_port, redis_server
+
+__all__ = ["redis_server"]  # a fixture
+
+KEY = b"a-test-key-of-32-bytes-----------"
+ENV = {**os.environ, "INTERACTION_RULES_KEY": KEY.decode()}
+
+
+@pytest.fixture
+async def prefix(redis_server: RedisServer) -> AsyncIterator[str]:
+    name = f"t{uuid.uuid4().hex[:10]}"
+    yield name
+    client = aioredis.Redis.from_url(redis_server.url)
+    keys = await client.keys(f"{name}:*")
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "interaction",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=ENV,
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def request_for(summary: str) -> AskUserQuestionRequest:
+    return AskUserQuestionRequest([permission_question("Bash", summary, id="q")])
+
+
+async def decided(store: RedisRuleStore, summary: str) -> tuple[list[str], int]:
+    human = ScriptedProvider({"q": "Deny"})
+    with provide(PolicyProvider(human, store)):
+        answer = await ask(request_for(summary))
+    return list(answer.answers[0].selected), len(human.requests)
+
+
+ASKER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from interaction import AskUserQuestionRequest, ask, permission_question, provide
+    from interaction.policies import PolicyProvider
+    from interaction.redis_rules import RedisRuleStore
+    from interaction.testing import ScriptedProvider
+
+    async def main() -> None:
+        store = RedisRuleStore(sys.argv[1], key=sys.argv[3].encode(), prefix=sys.argv[2])
+        human = ScriptedProvider({"q": sys.argv[5]})
+        request = AskUserQuestionRequest([permission_question("Bash", sys.argv[4], id="q")])
+        with provide(PolicyProvider(human, store, answerer="host-b")):
+            answer = await ask(request)
+        selected = list(answer.answers[0].selected)
+        print(json.dumps({"selected": selected, "asked": len(human.requests)}))
+        await store.aclose()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def ask_on_another_host(url: str, prefix: str, summary: str, human: str) -> dict[str, object]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ASKER, url, prefix, KEY.decode(), summary, human,
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await process.communicate()
+    assert process.returncode == 0
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+async def test_a_rule_added_on_one_host_answers_on_another_until_revoked(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    store = RedisRuleStore(redis_server.url, key=KEY, prefix=prefix)
+    try:
+        assert await decided(store, "npm test") == (["Deny"], 1)
+        status, rule_id, _ = await cli(
+            "rules", "add", "Bash(npm test:*)", "--redis", redis_server.url, "--prefix", prefix
+        )
+        assert status == 0
+        assert await decided(store, "npm test") == (["Allow"], 0)
+        status, listing, _ = await cli(
+            "rules", "list", "--json", "--redis", redis_server.url, "--prefix", prefix
+        )
+        assert [json.loads(line)["id"] for line in listing.splitlines()] == [rule_id.strip()]
+        status, _, _ = await cli(
+            "rules", "revoke", rule_id.strip(), "--redis", redis_server.url, "--prefix", prefix
+        )
+        assert status == 0
+        assert await decided(store, "npm test") == (["Deny"], 1)
+    finally:
+        await store.aclose()
+
+
+async def test_allow_always_on_one_host_answers_the_next_ask_on_another(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    first = await ask_on_another_host(redis_server.url, prefix, "make check", "Always allow")
+    assert first == {"selected": ["Always allow"], "asked": 1}
+    second = await ask_on_another_host(redis_server.url, prefix, "make check", "Deny")
+    assert second == {"selected": ["Allow"], "asked": 0}
+    store = RedisRuleStore(redis_server.url, key=KEY, prefix=prefix)
+    (rule,) = await store.rules()
+    assert (rule.spec, rule.created_by) == ("Bash(make check)", "host-b")
+    await store.aclose()
+
+
+async def test_of_two_hosts_taking_one_once_rule_exactly_one_wins(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    stores = [RedisRuleStore(redis_server.url, key=KEY, prefix=prefix) for _ in range(2)]
+    try:
+        for _ in range(20):
+            rule = new_rule("Bash(deploy)", scope="once")
+            await stores[0].add(rule)
+            taken = await asyncio.gather(*(store.take(rule.id) for store in stores))
+            assert sorted(taken) == [False, True]
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def test_a_tampered_rule_is_corruption_and_never_an_allow(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    store = RedisRuleStore(redis_server.url, key=KEY, prefix=prefix)
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        rule = new_rule("Bash(rm -rf /)", "deny")
+        await store.add(rule)
+        forged = {**rule_to_json(rule), "effect": "allow", "mac": "0" * 64}
+        await client.hset(store.hash, rule.id, json.dumps(forged))
+        human = ScriptedProvider({"q": "Deny"})
+        with provide(PolicyProvider(human, store)), pytest.raises(RuleStoreError) as caught:
+            await ask(request_for("rm -rf /"))
+        assert caught.value.code == RULE_STORE_CORRUPT
+        assert caught.value.message == (
+            f"rule store redis {store.hash}[{rule.id.encode()!r}]: fails its MAC: it was"
+            " changed, or written with another key"
+        )
+        assert human.requests == []
+        unsigned = new_rule("Bash")
+        await client.hset(store.hash, unsigned.id, json.dumps(rule_to_json(unsigned)))
+        with pytest.raises(RuleStoreError):
+            await store.rules()
+    finally:
+        await client.aclose()
+        await store.aclose()
+
+
+async def test_an_unreachable_store_fails_the_ask() -> None:
+    store = RedisRuleStore(f"redis://127.0.0.1:{free_port()}/0", key=KEY)
+    human = ScriptedProvider({"q": "Allow"})
+    with provide(PolicyProvider(human, store)), pytest.raises(RuleStoreError) as caught:
+        await ask(request_for("ls"))
+    assert caught.value.code == RULE_STORE_UNAVAILABLE
+    assert caught.value.message == (
+        "rule store redis interaction:rules: cannot be reached (ConnectionError)"
+    )
+    assert human.requests == []
+    await store.aclose()
+
+
+def test_a_short_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        RedisRuleStore("redis://127.0.0.1:1/0", key=b"short")
+
+
+APPENDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from interaction.redis_audit import RedisAuditLog
+
+    async def main() -> None:
+        log = RedisAuditLog(sys.argv[1], prefix=sys.argv[2])
+        for n in range(int(sys.argv[4])):
+            await log.append({"host": sys.argv[3], "n": n})
+        await log.aclose()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def append_from(url: str, prefix: str, host: str, count: int) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", APPENDER, url, prefix, host, str(count)
+    )
+    assert await process.wait() == 0
+
+
+async def test_hosts_appending_to_one_stream_keep_one_chain(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    await asyncio.gather(
+        append_from(redis_server.url, prefix, "a", 60),
+        append_from(redis_server.url, prefix, "b", 60),
+    )
+    log = RedisAuditLog(redis_server.url, prefix=prefix)
+    lines = await log.read_all(batch=7)
+    records = [json.loads(line) for _, line in lines]
+    assert [r["seq"] for r in records] == list(range(1, 121))
+    assert sorted((r["host"], r["n"]) for r in records) == sorted(
+        (h, n) for h in "ab" for n in range(60)
+    )
+    assert verify(lines)[:2] == ([], 120)
+    status, out, _ = await cli("log", "--redis", redis_server.url, "--prefix", prefix, "--verify")
+    assert (status, out.split(",")[0]) == (0, "ok: 120 records")
+    client = aioredis.Redis.from_url(redis_server.url)
+    await client.xdel(log.stream, lines[50][0].split("#")[1])
+    await client.aclose()
+    status, out, err = await cli("log", "--redis", redis_server.url, "--prefix", prefix, "--verify")
+    assert status == 1
+    assert out == (
+        f"{lines[51][0]}: record 52 follows record 50: records are missing or out of order\n"
+    )
+    assert err == "interaction: the chain is broken (1 problems in 119 records)\n"
+    await log.aclose()
