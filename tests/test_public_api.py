@@ -69,6 +69,7 @@ DOCUMENTED = [
     "resume",
     "review_plan",
     "split_recommended",
+    "with_provenance",
 ]
 
 

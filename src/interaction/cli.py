@@ -26,11 +26,14 @@ from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     __version__,
     ask,
+    check_provenance,
     escape_controls,
+    problem_of,
     provide,
     provide_agents,
 )
@@ -214,6 +217,11 @@ def _parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    ask_.add_argument(
+        "--source",
+        metavar="NAME",
+        help="who asks, shown with the question (the request's provenance source)",
+    )
     serve = commands.add_parser(
         "serve", help="serve the answering page, with the demo asked again and again"
     )
@@ -262,6 +270,7 @@ _HELP: Final = {
         [
             "interaction ask request.json",
             "interaction ask request.json --timeout 60",
+            "interaction ask request.json --source deploy-bot",
             "interaction ask < request.json",
             "generate-request | interaction ask -",
         ],
@@ -322,6 +331,21 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
     return request, terminal
 
 
+def _with_source(request: AskUserQuestionRequest, source: str | None) -> AskUserQuestionRequest:
+    """``request`` with ``--source`` as its provenance's source (it replaces the file's)."""
+    if source is None:
+        return request
+    given = request.provenance or Provenance()
+    provenance = Provenance(source, given.host, given.session, given.tool, given.asked_at)
+    try:
+        check_provenance(provenance)
+    except UserInteractionError as error:
+        raise UserInteractionError(
+            f"--source: {problem_of(error)}", ErrorCode.BAD_REQUEST
+        ) from None
+    return AskUserQuestionRequest(request.questions, provenance=provenance)
+
+
 def _timeout(seconds: float | None) -> AbortSignal | None:
     """The signal of ``--timeout``; a bad value is a ``BAD_REQUEST`` that names it."""
     if seconds is None:
@@ -360,8 +384,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal = _timeout(args.timeout)
             deadline = None if signal is None else time.monotonic() + args.timeout
             request, answers = _read_request(args.file)
+            request = _with_source(request, args.source)
             if signal is not None:
-                request = AskUserQuestionRequest(request.questions, signal=signal)
+                request = AskUserQuestionRequest(
+                    request.questions, signal=signal, provenance=request.provenance
+                )
             provider = choose_provider(answers, plain=args.plain, deadline=deadline)
             answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:

@@ -35,6 +35,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeVar
 
 from ._core import (
@@ -47,6 +48,7 @@ from ._core import (
     check_answer,
     check_request,
     request_digest,
+    with_provenance,
 )
 from .relay import (
     RELAY_FULL,
@@ -55,6 +57,7 @@ from .relay import (
     PendingQuestion,
     RelayEvent,
     RelaySnapshot,
+    local_host,
     not_pending_error,
 )
 from .wire import decode_answer, decode_request, dumps
@@ -63,6 +66,7 @@ __all__ = ["RedisRelay"]
 
 _T = TypeVar("_T")
 _log: Final = logging.getLogger("interaction.redis_relay")
+_HOST: Final = local_host()
 
 _POSITION: Final = re.compile(r"(\d{1,20})-(\d{1,20})")
 _STALE_MESSAGE: Final = "the relay cannot replay events from that position; take a fresh snapshot"
@@ -732,10 +736,12 @@ class RedisRelay:
         self._waiters.setdefault(question_id, []).append(waiter)  # before publishing
         maybe_published = True
         try:
+            # Where the question comes from, where the asker left it unsaid (see docs/notify.md).
+            stamped = with_provenance(request, host=_HOST, asked_at=datetime.now(UTC))
             args: list[str | int] = [
                 self._base,
                 question_id,
-                dumps(request),
+                dumps(stamped),
                 self.owner,
                 self._ms(self.lease_ttl),
                 self.max_pending,

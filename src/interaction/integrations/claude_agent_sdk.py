@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .._core import (
+    MAX_PROVENANCE_TEXT,
     AbortSignal,
     AskUserQuestionAnswer,
     AskUserQuestionItem,
@@ -45,6 +46,7 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     check_questions,
@@ -53,6 +55,7 @@ from .._core import (
     label_key,
     problem_of,
     provide,
+    with_provenance,
 )
 from ._common import (
     ALLOW,
@@ -62,6 +65,7 @@ from ._common import (
     ask_through,
     checked_timeout,
     is_suspension,
+    provenance_text,
     safe_line,
     timeout_signal,
     usable_id,
@@ -265,9 +269,11 @@ async def decide(
     # The CLI's id for the call is the resume key, when it can be one: a blank or
     # control-laden id must not turn a permission prompt into a denial.
     key = context.tool_use_id if usable_id(context.tool_use_id) else None
+    provenance = _provenance(tool_name, context)
     if tool_name == ASK_USER_QUESTION:
         try:
             request = ask_user_question_request(tool_input, signal=signal, key=key)
+            request = with_provenance(request, source=provenance.source, tool=provenance.tool)
             answer = await ask_through(request, provider)
         except HarnessError as error:
             if is_suspension(error):
@@ -289,12 +295,22 @@ async def decide(
         header=safe_line(context.display_name, "Permission"),
     )
     verdict = await ask_approval(
-        item, tool_name=tool_name, provider=provider, signal=signal, key=key
+        item, tool_name=tool_name, provider=provider, signal=signal, key=key, provenance=provenance
     )
     if not verdict.allowed:
         return PermissionResultDeny(message=verdict.message)
     chosen = [update for option, update in suggested if option.label == verdict.choice]
     return PermissionResultAllow(updated_permissions=chosen or None)
+
+
+def _provenance(tool_name: str, context: ToolPermissionContext) -> Provenance:
+    """Who asks: the subagent that called the tool (the SDK's ``agent_id``; the main agent
+    has none) and the tool."""
+    agent = provenance_text(context.agent_id)
+    return Provenance(
+        source=None if agent is None else f"subagent {agent}"[:MAX_PROVENANCE_TEXT],
+        tool=provenance_text(tool_name),
+    )
 
 
 def can_use_tool(

@@ -114,7 +114,14 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     if flow.reviewing:
         return _review(flow, viewport, width, height)
     limit = height - _SPARE_ROWS
-    head = _rows([_strip(flow, width) if flow.review else _title(flow), *_question(flow)], width)
+    head = _rows(
+        [
+            _strip(flow, width) if flow.review else _title(flow),
+            *_provenance(flow),
+            *_question(flow),
+        ],
+        width,
+    )
     detail = flow.question.detail
     detail_rows = _detail(detail, width - len(MARGIN)) if detail else []
     blocks = _Blocks(flow, width)
@@ -334,6 +341,13 @@ def _strip(flow: BatchFlow, width: int) -> Line:
         if fits(top - 1, end):
             top -= 1
     return Line(shown(top, end))
+
+
+def _provenance(flow: BatchFlow) -> list[Line]:
+    """One dim line: who asks, from where, since when (its age as of this paint)."""
+    provenance = flow.view.provenance
+    said = "" if provenance is None else provenance.summary()
+    return [Line([("class:provenance", said)])] if said else []
 
 
 def _question(flow: BatchFlow) -> list[Line]:

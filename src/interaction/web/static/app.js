@@ -255,6 +255,40 @@
     if (box) box.textContent = message;
   };
 
+  // ---- provenance: who asks, from where, since when (the server escaped it; set as text)
+  // The age is worded as display.asked_ago words it, and kept current while shown.
+  const askedAgo = (askedAt, now = Date.now()) => {
+    const seconds = Math.floor((now - Date.parse(askedAt)) / 1000);
+    if (!(seconds >= 60)) return "asked just now"; // also a clock ahead of ours, or no date
+    if (seconds < 3600) return `asked ${Math.floor(seconds / 60)} min ago`;
+    if (seconds < 48 * 3600) return `asked ${Math.floor(seconds / 3600)} h ago`;
+    return `asked ${Math.floor(seconds / 86400)} days ago`;
+  };
+  const provenanceLine = (view) => {
+    const p = view.provenance;
+    if (!p) return null;
+    const parts = [];
+    if (p.source) parts.push(el("span", { class: "source", "data-testid": "source", text: p.source }));
+    if (p.host) parts.push(el("span", { class: "host", "data-testid": "host", text: "on " + p.host }));
+    if (p.session) parts.push(el("span", { text: "session " + p.session }));
+    if (p.tool) parts.push(el("span", { text: "tool " + p.tool }));
+    if (p.askedAt) {
+      parts.push(el("time", { datetime: p.askedAt, "data-testid": "asked-at",
+        title: new Date(p.askedAt).toLocaleString(), text: askedAgo(p.askedAt) }));
+    }
+    if (!parts.length) return null;
+    const line = el("p", { class: "provenance", "data-testid": "provenance" });
+    // "deploy-bot on build-7 · session 42 · tool deploy · asked 3 min ago", as summary() says it
+    parts.forEach((part, n) => { if (n) line.append(n === 1 && p.source && p.host ? " " : " · "); line.append(part); });
+    return line;
+  };
+  const refreshAges = () => {
+    for (const time of document.querySelectorAll("time[data-testid=asked-at]")) {
+      time.textContent = askedAgo(time.getAttribute("datetime"));
+    }
+  };
+  setInterval(refreshAges, 10000);
+
   // ---- rendering
   const ROLES = { allow: "Allow once", "allow-always": "Allow always", deny: "Deny" };
   const labelNode = (option) => el("span", { class: "label" }, document.createTextNode(option.text),
@@ -294,6 +328,7 @@
     const plan = markdown(q.detail || "", { class: "detail plan-body", tabindex: "0", role: "region", "aria-label": "The plan" });
     const card = el("section", { class: "card plan", "data-testid": "plan-review", "aria-labelledby": titleId },
       el("p", { class: "progress", text: "Plan review" + (q.header ? " · " + q.header : "") }),
+      provenanceLine(entry.view),
       el("h2", { class: "question", id: titleId, text: q.question }),
       plan,
       el("p", { class: "error", role: "alert", "data-testid": "error" }));
@@ -331,6 +366,7 @@
     const place = [total > 1 ? `Question ${index + 1}/${total}` : "", asks, q.header || ""].filter((p) => p).join(" · ");
     const card = el("section", { class: q.permission ? "card permission" : "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
       el("p", { class: "progress", "data-testid": "progress", text: place || "Question" }),
+      provenanceLine(entry.view),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.permission ? el("p", { class: "permission-input", "data-testid": "permission" },
         el("span", { class: "tool", text: q.permission.tool }),
