@@ -16,6 +16,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..relay import RelayBackend
+from ..signing import AnswerLinks
 from ._app import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp, error_body, parse_host
 
 __all__ = ["WebServer"]
@@ -115,7 +116,8 @@ class WebServer:
     ``hosts`` names the extra ``Host`` values to answer, for a server reached by another
     name than loopback (``host="0.0.0.0"``): ``name`` (any port) or ``name:port``. The
     loopback names with the server's port, and the bound address when it is a specific
-    one, are always answered.
+    one, are always answered. ``links`` (:class:`~interaction.signing.AnswerLinks`) lets
+    the answer links they issue open the page on their one question (docs/notify.md).
     """
 
     def __init__(
@@ -126,8 +128,10 @@ class WebServer:
         port: int = 0,
         token: str | None = None,
         hosts: Iterable[str] = (),
+        links: AnswerLinks | None = None,
     ) -> None:
         self.relay = relay
+        self.links = links
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
@@ -173,7 +177,9 @@ class WebServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        self._app = WebApp(self.relay, token=self.token, hosts=self.allowed_hosts())
+        self._app = WebApp(
+            self.relay, token=self.token, hosts=self.allowed_hosts(), links=self.links
+        )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
