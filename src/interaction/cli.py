@@ -12,11 +12,12 @@ import contextlib
 import errno
 import json
 import math
+import os
 import socket
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
@@ -43,7 +44,10 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
+    from .notify import Step
     from .redis_relay import RedisRelay
+    from .relay import RelayBackend
+    from .web import WebServer
 
 __all__ = ["main"]
 
@@ -100,13 +104,47 @@ async def _ask_file(
         return await ask(request)
 
 
-async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> None:
+@dataclass(frozen=True)
+class _Serving:
+    """How ``serve`` serves: where, for whom, and who is told of each question."""
+
+    host: str
+    port: int
+    allow_hosts: Sequence[str] = ()
+    steps: Sequence[Step] = ()
+    public_url: str | None = None
+
+    @contextlib.asynccontextmanager
+    async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
+        """The web server over ``relay``, with its notifications when ``--notify`` is on."""
+        from .signing import AnswerLinks
+        from .web import WebServer
+
+        links = AnswerLinks() if self.steps else None
+        async with WebServer(
+            relay,
+            host=self.host,
+            port=self.port,
+            hosts=self.allow_hosts,
+            links=links,
+            public_url=self.public_url,
+        ) as server:
+            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            if not self.steps:
+                yield server
+                return
+            from .notify import Notifications
+
+            base = server.base
+            async with Notifications(relay, self.steps, links=links, public_url=base):
+                yield server
+
+
+async def _serve_demo(serving: _Serving) -> None:
     from .relay import Relay
-    from .web import WebServer
 
     relay = Relay()
-    async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
-        print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+    async with serving.server(relay):
         with provide(relay):
             try:
                 while True:  # the demo, asked again each time it is answered
@@ -121,16 +159,11 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str] = ()) -> 
                 relay.close()
 
 
-async def _serve_shared(
-    relay: RedisRelay, host: str, port: int, allow_hosts: Sequence[str] = ()
-) -> None:
+async def _serve_shared(relay: RedisRelay, serving: _Serving) -> None:
     """The page over the questions in Redis, asked by any process on the same store."""
-    from .web import WebServer
-
     try:
         await relay.connect()
-        async with WebServer(relay, host=host, port=port, hosts=allow_hosts) as server:
-            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+        async with serving.server(relay):
             await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
     finally:
         await relay.aclose()
@@ -157,25 +190,34 @@ def _serve(
     allow_hosts: Sequence[str] = (),
     redis_url: str | None = None,
     prefix: str = "interaction",
+    *,
+    notify: Sequence[str] = (),
+    public_url: str | None = None,
 ) -> int:
     try:
         import interaction.web
 
         if redis_url is not None:
             import interaction.redis_relay  # noqa: F401
-    except ImportError as exc:
+        steps = _steps(notify)
+        if public_url is not None:
+            from .web._server import check_public_url
+
+            public_url = check_public_url(public_url)
+    except (ImportError, ValueError) as exc:  # a missing extra, a bad --notify or --public-url
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not 0 <= port <= MAX_PORT:
         print(f"interaction: --port {port} is out of range: use 0-{MAX_PORT}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    serving = _Serving(host, port, allow_hosts, steps, public_url)
     try:
         if redis_url is None:
-            serving = _serve_demo(host, port, allow_hosts)
+            running = _serve_demo(serving)
         else:
-            serving = _serve_shared(_redis_relay(redis_url, prefix), host, port, allow_hosts)
+            running = _serve_shared(_redis_relay(redis_url, prefix), serving)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
-            asyncio.run(serving)
+            asyncio.run(running)
     except ValueError as exc:  # a bad --allow-host, --redis or --prefix
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -186,6 +228,15 @@ def _serve(
         print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_ANSWERED
+
+
+def _steps(specs: Sequence[str]) -> list[Step]:
+    """The notification steps of ``--notify`` (none without it: no extra needed then)."""
+    if not specs:
+        return []
+    from .notify._config import steps_from_specs
+
+    return steps_from_specs(specs, os.environ)
 
 
 def _why(exc: OSError) -> str:
@@ -238,6 +289,21 @@ def _parser() -> argparse.ArgumentParser:
         help="the Redis key prefix the askers use (default interaction)",
     )
     serve.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="KIND[@DELAY]=TARGET",
+        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL];"
+        " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
+        " (docs/notify.md; extra [notify])",
+    )
+    serve.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the page's address as people reach it (behind a reverse proxy):"
+        " printed, and used by answer links",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -285,6 +351,7 @@ _HELP: Final = {
             "interaction serve --port 0",
             "interaction serve --host 0.0.0.0",
             "interaction serve --redis redis://127.0.0.1:6379/0",
+            "interaction serve --notify slack --notify email@30m=me@example.com",
         ],
     ),
     "schema": (
@@ -365,7 +432,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port, args.allow_host, args.redis, args.prefix)
+        return _serve(
+            args.host,
+            args.port,
+            args.allow_host,
+            args.redis,
+            args.prefix,
+            notify=args.notify,
+            public_url=args.public_url,
+        )
     if args.command == "schema":
         if args.which is None:
             print(

@@ -229,10 +229,12 @@ class _Guard:
         token: str,
         hosts: Collection[str],
         scoped: Callable[[str], str | None] | None = None,
+        origins: Collection[str] = (),
     ) -> None:
         self.app = app
         self.token = token.encode()
         self.hosts = _Hosts(hosts)
+        self.origins = frozenset(origin.lower() for origin in origins)  # beside http://<Host>
         self.scoped = scoped  # a one-question session's token -> its question id
 
     def _refuse(self, scope: Scope) -> Response | None:
@@ -241,7 +243,11 @@ class _Guard:
         if not self.hosts.allows(host):
             return _error(421, "BAD_HOST", "this server does not answer for that Host")
         origin = headers.get("origin")
-        if origin is not None and origin.lower() != f"http://{host.strip().lower()}":
+        if (
+            origin is not None
+            and origin.lower() != f"http://{host.strip().lower()}"
+            and origin.lower() not in self.origins
+        ):
             return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
         if self.scoped is not None and scope["path"] == LINK_PATH:
             return None  # an answer link carries its own signed, single-use proof
@@ -376,6 +382,7 @@ class WebApp:
         token: str,
         hosts: Collection[str],
         links: AnswerLinks | None = None,
+        origins: Collection[str] = (),
     ) -> None:
         self.relay = relay
         self.token = token
@@ -405,7 +412,7 @@ class WebApp:
             exception_handlers={HTTPException: self._http_error, Exception: self._crash},
         )
         scoped = self._question_of if links is not None else None
-        self._app = _Guard(starlette, token, hosts, scoped)
+        self._app = _Guard(starlette, token, hosts, scoped, origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -691,14 +698,17 @@ def create_app(
     token: str,
     hosts: Collection[str] = LOOPBACK_NAMES,
     links: AnswerLinks | None = None,
+    origins: Collection[str] = (),
 ) -> ASGIApp:
     """The app over ``relay``.
 
     ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that
     port only (IPv6 in brackets). The default is the loopback names on any port. With
     ``links``, ``GET /link?t=...`` redeems the answer links they issued (docs/notify.md).
+    ``origins`` are further ``Origin`` values accepted beside ``http://<Host>`` (the
+    ``https://`` origin of a page behind a TLS proxy).
     """
-    return WebApp(relay, token=token, hosts=hosts, links=links)
+    return WebApp(relay, token=token, hosts=hosts, links=links, origins=origins)
 
 
 def _only(request: Request) -> tuple[str | None, str | None]:

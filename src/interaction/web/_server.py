@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Iterable
 from typing import Final
+from urllib.parse import urlsplit
 
 import h11
 import uvicorn
@@ -107,6 +108,26 @@ class _Server(uvicorn.Server):
             await server.wait_closed()
 
 
+def check_public_url(url: str) -> str:
+    """``url`` without a trailing slash, if it can be the page's public address:
+    ``http(s)://HOST[:PORT][/PATH]``, no query, no fragment; ``ValueError`` otherwise."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018  # a bad port raises here
+    except ValueError:
+        raise ValueError(f"--public-url {url!r} has a bad port") from None
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(
+            f"--public-url {url!r} is not a page address: use https://HOST[:PORT][/PATH]"
+        )
+    return url.rstrip("/")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
 class WebServer:
     """Serves a relay's page and API; :attr:`url` (with the token) is known once started.
 
@@ -118,6 +139,8 @@ class WebServer:
     loopback names with the server's port, and the bound address when it is a specific
     one, are always answered. ``links`` (:class:`~interaction.signing.AnswerLinks`) lets
     the answer links they issue open the page on their one question (docs/notify.md).
+    ``public_url`` is the page's address as people reach it (behind a reverse proxy with
+    TLS, say): :attr:`url` and answer links use it, and its host and origin are answered.
     """
 
     def __init__(
@@ -129,9 +152,11 @@ class WebServer:
         token: str | None = None,
         hosts: Iterable[str] = (),
         links: AnswerLinks | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.relay = relay
         self.links = links
+        self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
@@ -145,6 +170,9 @@ class WebServer:
 
     @property
     def base(self) -> str:
+        """Where the page is reached: the public URL when one is given."""
+        if self.public_url is not None:
+            return self.public_url
         if self.host in _ANY and self.hosts:  # reached by the first name given
             name, port = parse_host(self.hosts[0])
             return f"http://{name}:{port or self.port}"
@@ -161,7 +189,8 @@ class WebServer:
         names = set(LOOPBACK_NAMES)
         if self.host not in _LOOPBACK and self.host not in _ANY:
             names.add(f"[{self.host}]" if ":" in self.host else self.host)
-        return {f"{name}:{self.port}" for name in names} | set(self.hosts)
+        public = set() if self.public_url is None else {urlsplit(self.public_url).netloc}
+        return {f"{name}:{self.port}" for name in names} | set(self.hosts) | public
 
     async def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -177,8 +206,13 @@ class WebServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
+        origins = () if self.public_url is None else (_origin(self.public_url),)
         self._app = WebApp(
-            self.relay, token=self.token, hosts=self.allowed_hosts(), links=self.links
+            self.relay,
+            token=self.token,
+            hosts=self.allowed_hosts(),
+            links=self.links,
+            origins=origins,
         )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         self._server = _Server(config)
