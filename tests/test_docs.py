@@ -35,6 +35,7 @@ EXPECTED_PAGES = {
     "suspend.md",
     "relay.md",
     "integrations.md",
+    "notify.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
@@ -67,3 +68,12 @@ def test_examples_run(page: Path, pytester: pytest.Pytester) -> None:
         pytester.makepyfile(**{f"test_{page.stem}_example": "\n\n".join([*code, *tests])})
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto")
         result.assert_outcomes(passed=len(tests))
+
+
+def test_the_readme_lists_every_page_and_links_only_what_the_repo_has() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    missing = [p.name for p in (ROOT / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
+    assert missing == []
+    targets = re.findall(r"\]\(([^)#\s]+)", readme)
+    assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []
+    assert "`interaction-seam`" in readme  # the name to pip install
