@@ -129,7 +129,8 @@
         close();
         const code = [];
         while (++i < lines.length && !lines[i].startsWith("```")) code.push(lines[i]);
-        root.append(el("pre", {}, el("code", { text: code.join("\n") })));
+        // Focusable, so a block wider than the card can be scrolled from the keyboard.
+        root.append(el("pre", { tabindex: "0" }, el("code", { text: code.join("\n") })));
         continue;
       }
       const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -283,7 +284,7 @@
     return line;
   };
   const refreshAges = () => {
-    for (const time of document.querySelectorAll("time[data-testid=asked-at]")) {
+    for (const time of document.querySelectorAll("time[datetime]")) {
       time.textContent = askedAgo(time.getAttribute("datetime"));
     }
   };
@@ -458,10 +459,11 @@
     main.replaceChildren();
     primary = choose = null;
     if (stopped) return;
-    const entry = questions.values().next().value;
+    const entry = pick();
     shown = entry ? entry.id : null;
+    updateInbox();
     if (!entry) {
-      main.append(el("p", { class: "idle", text: "No question is waiting." }));
+      main.append(el("p", { class: "idle", text: only ? `No question from ${only} is waiting.` : "No question is waiting." }));
       shortcuts.replaceChildren();
       return;
     }
@@ -484,9 +486,11 @@
   const updateQueue = () => {
     const line = main.querySelector(".queue");
     if (line) line.textContent = questions.size > 1 ? `${questions.size - 1} more waiting` : "";
+    updateInbox();
   };
   const remove = (id) => {
     const had = questions.delete(id);
+    if (chosen === id) chosen = null;
     if (shown === id) render(); else if (had) updateQueue();
   };
 
@@ -508,6 +512,100 @@
   const markSeen = () => { touched = true; release(); };
   main.addEventListener("input", markSeen, true);
   main.addEventListener("change", markSeen, true);
+
+  // ---- the inbox: every waiting question (source, first question, age), filtered by
+  // source; arrivals announced, counted in the tab title, and, while the tab is hidden,
+  // a browser notification (permission asked once, on a click) and an optional chime
+  const inbox = document.getElementById("inbox");
+  const alerts = document.getElementById("alerts");
+  const BASE_TITLE = document.title;
+  let chosen = null; // the question picked in the inbox
+  let only = ""; // the source filter: "" for every source
+  const sourceOf = (entry) => (entry.view.provenance && entry.view.provenance.source) || "";
+  const firstLine = (entry) => {
+    const q = entry.view.questions[0];
+    return (q.header || q.question.split("\n")[0]).slice(0, 120);
+  };
+  const listed = () => [...questions.values()].filter((entry) => !only || sourceOf(entry) === only);
+  function pick() {
+    return chosen && questions.has(chosen) ? questions.get(chosen) : listed()[0] || null;
+  }
+  function updateInbox() {
+    document.title = questions.size ? `(${questions.size}) ${BASE_TITLE}` : BASE_TITLE;
+    const sources = [...new Set([...questions.values()].map(sourceOf).filter(Boolean))].sort();
+    if (only && !sources.includes(only) && !questions.size) only = "";
+    inbox.hidden = questions.size < 2 && !only;
+    if (inbox.hidden) { inbox.replaceChildren(); return; }
+    const head = el("div", { class: "inbox-head" },
+      el("h2", { class: "inbox-title", text: `${questions.size} waiting` }));
+    if (sources.length > 1 || only) {
+      const filter = el("select", { "data-testid": "source-filter", "aria-label": "Show questions from" },
+        el("option", { value: "", text: "All sources" }),
+        ...sources.map((source) => el("option", { value: source, text: source })));
+      filter.value = only;
+      filter.addEventListener("change", () => { only = filter.value; chosen = null; if (!busy) render(); });
+      head.append(filter);
+    }
+    const list = el("ul", { class: "inbox-list" });
+    for (const entry of listed()) {
+      const p = entry.view.provenance;
+      const item = el("button", { type: "button", class: "inbox-item", "data-testid": "inbox-item",
+        "data-id": entry.id, "aria-current": entry.id === shown ? "true" : "false" },
+        el("span", { class: "inbox-source", text: sourceOf(entry) || "—" }),
+        el("span", { class: "inbox-question", text: firstLine(entry) }),
+        p && p.askedAt ? el("time", { datetime: p.askedAt, text: askedAgo(p.askedAt) }) : null);
+      item.addEventListener("click", () => { if (busy) return; chosen = entry.id; acted(); render(); });
+      list.append(el("li", {}, item));
+    }
+    inbox.replaceChildren(head, list);
+  }
+  const SOUND = "interaction-sound";
+  let audio = null; // made on the click that turns the chime on (browsers need a gesture)
+  const chime = () => {
+    if (!audio || localStorage.getItem(SOUND) !== "on") return;
+    const tone = audio.createOscillator();
+    const gain = audio.createGain();
+    gain.gain.value = 0.08;
+    tone.frequency.value = 880;
+    tone.connect(gain).connect(audio.destination);
+    tone.start();
+    tone.stop(audio.currentTime + 0.15);
+  };
+  const notifyBrowser = (entry) => {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    const from = sourceOf(entry);
+    const note = new Notification(from ? `Question from ${from}` : "A question is waiting",
+      { body: firstLine(entry), tag: entry.id });
+    note.addEventListener("click", () => {
+      window.focus();
+      chosen = entry.id;
+      if (!busy) render();
+      note.close();
+    });
+  };
+  function announce(entry) {
+    if (shown && shown !== entry.id) {
+      const from = sourceOf(entry);
+      say(`New question${from ? " from " + from : ""}: ${firstLine(entry)}`);
+    }
+    if (document.hidden) { notifyBrowser(entry); chime(); }
+  }
+  const updateAlerts = () => {
+    alerts.replaceChildren();
+    if ("Notification" in window && Notification.permission === "default") {
+      const ask = el("button", { type: "button", class: "link", "data-testid": "notify-me", text: "Notify me" });
+      ask.addEventListener("click", async () => { await Notification.requestPermission(); updateAlerts(); });
+      alerts.append(ask);
+    }
+    const sound = el("input", { type: "checkbox", "data-testid": "sound" });
+    sound.checked = localStorage.getItem(SOUND) === "on";
+    sound.addEventListener("change", () => {
+      localStorage.setItem(SOUND, sound.checked ? "on" : "off");
+      if (sound.checked && !audio && window.AudioContext) audio = new AudioContext();
+    });
+    alerts.append(el("label", { class: "sound" }, sound, document.createTextNode(" Sound")));
+  };
+  updateAlerts();
 
   // ---- the stream: a snapshot on every (re)connect, then what happens
   let events = null;
@@ -575,6 +673,7 @@
       if (questions.has(entry.id)) return;
       questions.set(entry.id, entry);
       if (!shown) render(); else updateQueue();
+      announce(entry);
     });
     events.addEventListener("resolved", (event) => {
       const { id, outcome } = JSON.parse(event.data);
