@@ -13,9 +13,11 @@ import errno
 import json
 import math
 import os
+import re
 import socket
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -55,10 +57,41 @@ EXIT_ANSWERED: Final = 0
 EXIT_NOT_ANSWERED: Final = 1
 EXIT_BAD_INPUT: Final = 2
 MAX_PORT: Final = 65535
+MAX_TIMEOUT_SECONDS: Final = threading.TIMEOUT_MAX
+_HOST_NAME: Final = re.compile(
+    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?"
+    r"|\[[0-9a-f:.]+\]",
+    re.IGNORECASE,
+)
+
+
+def valid_host(entry: str) -> bool:
+    """Whether ``entry`` is a host name, an IPv4 address or a bracketed IPv6 address,
+    with an optional ``:PORT`` (what ``--allow-host`` takes)."""
+    name, colon, port = entry.rpartition(":") if not entry.endswith("]") else (entry, "", "")
+    if not colon or (name.count(":") and not name.startswith("[")):
+        name, port = entry, ""
+    if port and not (port.isascii() and port.isdigit() and 0 < int(port) <= MAX_PORT):
+        return False
+    return len(name) <= 253 and _HOST_NAME.fullmatch(name) is not None
+
+
 EXIT_CODES: Final = """exit status:
   0  answered (the answer JSON is on stdout)
   1  not answered: dismissed, input ended, timed out or aborted
   2  bad input: a bad request, option or file (the message is on stderr)"""
+_EXITS: Final = {
+    "demo": EXIT_CODES,
+    "ask": EXIT_CODES,
+    "serve": """exit status:
+  0  stopped (Ctrl-C or SIGTERM)
+  2  bad input: a bad option, a missing extra, a port in use, a store that cannot be
+     reached, a channel that is not configured (the message is on stderr)""",
+    "schema": """exit status:
+  0  printed (the schema JSON is on stdout)
+  2  bad input: no schema or an unknown one named (the message is on stderr)""",
+}
+"""Each command's own exit statuses, for its ``--help``."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +163,13 @@ class _Serving:
             public_url=self.public_url,
         ) as server:
             print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            if self.host in {"0.0.0.0", "::", ""} and not self.allow_hosts and not self.public_url:
+                print(
+                    "interaction: other machines reach it only by a name it allows:"
+                    " add --allow-host NAME[:PORT] (or --public-url URL behind a proxy)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if not self.steps:
                 yield server
                 return
@@ -247,7 +287,8 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser, and each subcommand's by name."""
     parser = argparse.ArgumentParser(
         prog="interaction",
         description="Ask a human through the interaction seam.",
@@ -255,7 +296,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not required here: main() names an unknown flag before it says a command is missing.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
     ask_ = commands.add_parser("ask", help="ask a request given as wire JSON; print the answer")
     for command in (demo, ask_):
@@ -268,6 +310,16 @@ def _parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    ask_.add_argument(
+        "--redis",
+        metavar="URL",
+        help="put the question on the RedisRelay at URL (a page served with serve --redis"
+        " shows it) instead of asking here",
+    )
+    ask_.add_argument(
+        "--prefix",
+        help="the Redis key prefix the page serves (default interaction; needs --redis)",
+    )
     ask_.add_argument(
         "--source",
         metavar="NAME",
@@ -285,8 +337,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--prefix",
-        default="interaction",
-        help="the Redis key prefix the askers use (default interaction)",
+        help="the Redis key prefix the askers use (default interaction; needs --redis)",
     )
     serve.add_argument(
         "--notify",
@@ -316,9 +367,9 @@ def _parser() -> argparse.ArgumentParser:
         command = commands.choices[name]
         command.description = textwrap.fill(description, 78)
         command.epilog = "examples:\n" + "".join(f"  {line}\n" for line in examples)
-        command.epilog += f"\n{EXIT_CODES}"
+        command.epilog += f"\n{_EXITS[name]}"
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-    return parser
+    return parser, {name: commands.choices[name] for name in _HELP}
 
 
 SCHEMAS: Final = ("request", "answer", "tool")
@@ -337,6 +388,7 @@ _HELP: Final = {
             "interaction ask request.json",
             "interaction ask request.json --timeout 60",
             "interaction ask request.json --source deploy-bot",
+            "interaction ask request.json --redis redis://127.0.0.1:6379/0",
             "interaction ask < request.json",
             "generate-request | interaction ask -",
         ],
@@ -369,8 +421,34 @@ def _fail(error: UserInteractionError) -> int:
     return EXIT_BAD_INPUT
 
 
-def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
-    """The request, and where answers come from when stdin held the request."""
+def _ask_shared(url: str, prefix: str, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+    """Ask through the RedisRelay at ``url``: a page serving it shows the question."""
+    try:
+        import interaction.redis_relay  # noqa: F401
+    except ImportError as exc:
+        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+    try:
+        relay = _redis_relay(url, prefix)
+    except ValueError as exc:
+        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+
+    async def asking() -> AskUserQuestionAnswer:
+        try:
+            await relay.connect()
+            with provide(relay):
+                return await ask(request)
+        finally:
+            await relay.aclose()
+
+    print("interaction: the question waits on the page serving this store", file=sys.stderr)
+    return asyncio.run(asking())
+
+
+def _read_request(
+    file: str, *, terminal: bool = True
+) -> tuple[AskUserQuestionRequest, TextIO | None]:
+    """The request, and where answers come from when stdin held the request (a terminal,
+    unless ``terminal`` is false: the answers come from elsewhere)."""
     if file != "-":
         try:
             with open(file, "rb") as handle:
@@ -387,15 +465,17 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
             flush=True,
         )
     request = decode_request(sys.stdin.buffer.read())
+    if not terminal:
+        return request, None
     try:
-        terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
+        tty = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
     except OSError:
         raise UserInteractionError(
             "the request came on stdin and there is no terminal to answer on;"
             " pass the request as a FILE instead",
             ErrorCode.BAD_REQUEST,
         ) from None
-    return request, terminal
+    return request, tty
 
 
 def _with_source(request: AskUserQuestionRequest, source: str | None) -> AskUserQuestionRequest:
@@ -417,27 +497,57 @@ def _timeout(seconds: float | None) -> AbortSignal | None:
     """The signal of ``--timeout``; a bad value is a ``BAD_REQUEST`` that names it."""
     if seconds is None:
         return None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UserInteractionError(
-            f"--timeout must be a positive number of seconds, got {seconds:g}",
-            ErrorCode.BAD_REQUEST,
-        )
     try:
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(seconds)
         return AbortSignal.timeout(seconds)
-    except ValueError as exc:  # past what a timer can wait
-        raise UserInteractionError(f"--timeout {seconds:g}: {exc}", ErrorCode.BAD_REQUEST) from None
+    except ValueError:  # also past what a timer can wait: one wording for every bad value
+        raise UserInteractionError(
+            f"--timeout must be a positive number of seconds up to {MAX_TIMEOUT_SECONDS:.0f},"
+            f" got {seconds:g}",
+            ErrorCode.BAD_REQUEST,
+        ) from None
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an unknown flag is named with its own command's usage."""
+    parser, commands = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner = commands.get(args.command, parser) if args.command else parser
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error("name a command: demo, ask, serve or schema (see interaction --help)")
+    if args.command in {"serve", "ask"} and args.prefix is not None and args.redis is None:
+        commands[args.command].error("--prefix needs --redis (it names the Redis keys)")
+    if args.command == "serve":
+        for entry in args.allow_host:
+            if not valid_host(entry):
+                commands["serve"].error(
+                    f"--allow-host {entry!r} is not a host name, an address or HOST:PORT"
+                )
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # stdout closed early (`| head`): no traceback, no more output
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_NOT_ANSWERED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = _arguments(argv)
     if args.command == "serve":
         return _serve(
             args.host,
             args.port,
             args.allow_host,
             args.redis,
-            args.prefix,
+            args.prefix or "interaction",
             notify=args.notify,
             public_url=args.public_url,
         )
@@ -451,6 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         schemas = {"request": request_schema, "answer": answer_schema, "tool": tool_parameters}
         print(json.dumps(schemas[args.which](), indent=2))
+        sys.stdout.flush()  # a closed pipe is seen here, inside main()
         return EXIT_ANSWERED
     try:
         if args.command == "demo":
@@ -458,20 +569,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             signal = _timeout(args.timeout)
             deadline = None if signal is None else time.monotonic() + args.timeout
-            request, answers = _read_request(args.file)
+            request, answers = _read_request(args.file, terminal=args.redis is None)
             request = _with_source(request, args.source)
             if signal is not None:
                 request = AskUserQuestionRequest(
                     request.questions, signal=signal, provenance=request.provenance
                 )
-            provider = choose_provider(answers, plain=args.plain, deadline=deadline)
-            answer = asyncio.run(_ask_file(provider, request))
+            if args.redis is not None:
+                answer = _ask_shared(args.redis, args.prefix or "interaction", request)
+            else:
+                provider = choose_provider(answers, plain=args.plain, deadline=deadline)
+                answer = asyncio.run(_ask_file(provider, request))
     except UserInteractionError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
         print("interaction: interrupted", file=sys.stderr)
         return EXIT_NOT_ANSWERED
     print(_json(answer))
+    sys.stdout.flush()
     return EXIT_ANSWERED
 
 

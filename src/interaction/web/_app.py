@@ -241,7 +241,12 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if not self.hosts.allows(host):
-            return _error(421, "BAD_HOST", "this server does not answer for that Host")
+            return _error(
+                421,
+                "BAD_HOST",
+                f"this server does not answer for the Host {host[:100]!r}; to reach it by that"
+                " name, start it with --allow-host NAME[:PORT] (WebServer(hosts=[...]))",
+            )
         origin = headers.get("origin")
         if (
             origin is not None

@@ -176,6 +176,8 @@ class WebServer:
         if self.host in _ANY and self.hosts:  # reached by the first name given
             name, port = parse_host(self.hosts[0])
             return f"http://{name}:{port or self.port}"
+        if self.host in _ANY:  # no name given: the one that answers here is loopback's
+            return f"http://127.0.0.1:{self.port}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
