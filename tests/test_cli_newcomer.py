@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.async_api import Browser
 
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem
 from interaction.redis_relay import RedisRelay
@@ -205,3 +206,42 @@ async def test_ask_redis_puts_the_question_on_the_shared_page(
             await child.wait()
         await events.aclose()
         await page.aclose()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["demo", "redis"])
+async def test_ctrl_c_with_a_page_open_stops_without_a_traceback(
+    browser: Browser, redis_server: RedisServer, shared: bool
+) -> None:
+    store = ["--redis", redis_server.url, "--prefix", "cc-" + os.urandom(4).hex()] if shared else []
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "interaction",
+        "serve",
+        "--port",
+        "0",
+        *store,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert child.stderr is not None
+        async with asyncio.timeout(WAIT):
+            url = (await child.stderr.readline()).decode().split(" at ", 1)[1].strip()
+        page = await browser.new_page()
+        try:
+            await page.goto(url)
+            await page.get_by_test_id("status").get_by_text("connected").wait_for()
+            child.send_signal(signal.SIGINT)
+            async with asyncio.timeout(WAIT):
+                rest = (await child.stderr.read()).decode()
+                await child.wait()
+            await page.get_by_test_id("stopped").wait_for()  # the page was told, too
+        finally:
+            await page.close()
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    assert child.returncode == 0
+    assert rest == ""  # no "Exception in ASGI application", no CancelledError traceback

@@ -8,7 +8,8 @@ import json
 import secrets
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -76,9 +77,18 @@ class _Server(uvicorn.Server):
     """uvicorn's server, told to exit by an event instead of noticing it within 0.1 s, and
     shut down without uvicorn's fixed pauses (0.1 s each)."""
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
         super().__init__(config)
         self.exit_now = asyncio.Event()
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Ctrl-C or SIGTERM, which uvicorn catches while it serves: the event streams end
+        first (with ``closing``), as in :meth:`WebServer.stop`, so no response is still
+        running when the grace time ends and uvicorn cancels what is left."""
+        self._on_exit()
+        super().handle_exit(sig, frame)
+        self.exit_now.set()
 
     async def main_loop(self) -> None:
         counter = 0
@@ -217,7 +227,7 @@ class WebServer:
             origins=origins,
         )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
-        self._server = _Server(config)
+        self._server = _Server(config, self._app.close_streams)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
 
     async def stop(self) -> None:
