@@ -77,3 +77,15 @@ def test_the_readme_lists_every_page_and_links_only_what_the_repo_has() -> None:
     targets = re.findall(r"\]\(([^)#\s]+)", readme)
     assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []
     assert "`interaction-seam`" in readme  # the name to pip install
+
+
+def test_each_web_example_runs_on_its_own() -> None:
+    # A reader copies one block: it must not lean on the imports of the blocks before it.
+    for is_test, source in blocks(ROOT / "docs" / "web.md"):
+        assert not is_test
+        module = types.ModuleType("docs_web_alone")
+        sys.modules[module.__name__] = module
+        try:
+            contextvars.copy_context().run(exec, compile(source, "web.md", "exec"), module.__dict__)
+        finally:
+            del sys.modules[module.__name__]

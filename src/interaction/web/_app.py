@@ -498,7 +498,7 @@ class WebApp:
         html = self._page.replace("{{nonce}}", nonce)
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
-            " connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none';"
+            " connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none';"
             " frame-ancestors 'none'"
         )
         response = Response(html, media_type="text/html", headers={"content-security-policy": csp})

@@ -118,6 +118,7 @@
     for (const node of toNodes(items)) out.append(node); // no spread: a long text has many
     return out;
   };
+  const TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
   const markdown = (source, attrs = {}) => {
     const root = el("div", { class: "detail", "data-testid": "detail", ...attrs });
     const lines = source.split("\n");
@@ -133,6 +134,31 @@
         root.append(el("pre", { tabindex: "0" }, el("code", { text: code.join("\n") })));
         continue;
       }
+      if (/^\s*\|/.test(line) && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
+        close(); // a table: a header row, its rule, then the rows that start with |
+        const cells = (row) => row.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+        const head = el("tr");
+        for (const cell of cells(line)) head.append(el("th", {}, inline(cell)));
+        const body = el("tbody");
+        i += 1;
+        while (i + 1 < lines.length && /^\s*\|/.test(lines[i + 1])) {
+          const row = el("tr");
+          for (const cell of cells(lines[++i])) row.append(el("td", {}, inline(cell)));
+          body.append(row);
+        }
+        root.append(el("div", { class: "table", tabindex: "0" }, el("table", {}, el("thead", {}, head), body)));
+        continue;
+      }
+      const quote = /^\s*>\s?(.*)$/.exec(line);
+      if (quote) {
+        close(); // a quote: this line and the > lines that follow
+        const block = el("blockquote", {}, inline(quote[1]));
+        while (i + 1 < lines.length && /^\s*>/.test(lines[i + 1])) {
+          block.append(el("br"), inline(lines[++i].replace(/^\s*>\s?/, "")));
+        }
+        root.append(block);
+        continue;
+      }
       const heading = /^(#{1,6})\s+(.*)$/.exec(line);
       const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
       const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
@@ -140,7 +166,11 @@
       else if (bullet || numbered) {
         const tag = bullet ? "ul" : "ol";
         if (!list || list.tagName.toLowerCase() !== tag) { paragraph = null; list = el(tag); root.append(list); }
-        list.append(el("li", {}, inline((bullet || numbered)[1])));
+        const text = (bullet || numbered)[1];
+        const task = /^\[([ xX])\]\s+(.*)$/.exec(text); // a task list item: - [ ] or - [x]
+        list.append(task
+          ? el("li", { class: "task" }, el("span", { class: "box", text: task[1] === " " ? "☐ " : "☑ " }), inline(task[2]))
+          : el("li", {}, inline(text)));
       } else if (!line.trim()) close();
       else {
         list = null;
@@ -180,7 +210,10 @@
   };
   const titleOf = (entry) => {
     const q = entry && entry.view.questions[0];
-    return q ? "“" + (q.header || q.question).slice(0, 80) + "”" : "The question";
+    if (!q) return "The question";
+    const first = "“" + (q.header || q.question).slice(0, 80) + "”";
+    const total = entry.view.questions.length;
+    return total > 1 ? `The batch of ${total} questions (${first} first)` : first;
   };
   let noticeTimer = null;
   const say = (text, kind = "info") => {
@@ -229,7 +262,8 @@
     busy = null;
     if (status >= 200 && status < 300) {
       dropDraft(entry.id);
-      say(path.endsWith("/cancel") ? "Dismissed." : "Answer sent.");
+      const skipped = body && body.answers && body.answers.every((a) => !a.selected.length && a.custom === undefined);
+      say(path.endsWith("/cancel") ? "Dismissed." : skipped ? "Sent, with every question skipped." : "Answer sent.");
       remove(entry.id);
       return;
     }
@@ -313,9 +347,35 @@
     shortcuts.replaceChildren();
     parts.forEach(([keys, what], n) => {
       if (n) shortcuts.append(document.createTextNode(" · "));
-      keys.forEach((key, k) => { if (k) shortcuts.append("/"); shortcuts.append(kbd(key)); });
+      keys.forEach((key, k) => { if (k) shortcuts.append("+"); shortcuts.append(kbd(key)); });
       shortcuts.append(document.createTextNode(" " + what));
     });
+  };
+
+  // ---- Cancel on a batch with work in it asks first, as the terminal does
+  const cancelButton = (entry, draft, button) => {
+    const holder = el("span", { class: "cancel" });
+    const dismiss = () => settle(entry, `/api/questions/${entry.id}/cancel`, {});
+    const ask = () => {
+      const work = draft.items.filter((i) => i.selected.length || i.custom.trim()).length;
+      if (!work) { dismiss(); return; }
+      const keep = button("Keep", "keep", () => holder.replaceChildren(first));
+      holder.replaceChildren(
+        el("span", { class: "confirm", "data-testid": "discard-prompt", text: `Discard ${work} answer${work === 1 ? "" : "s"}?` }),
+        button("Discard", "discard", dismiss), keep);
+      keep.focus();
+    };
+    const first = button("Cancel", "cancel", ask);
+    holder.append(first);
+    return holder;
+  };
+  // ---- a plan that scrolls says so, until its end is in view
+  const scrollHint = (plan) => {
+    const hint = el("p", { class: "scroll-hint", "data-testid": "scroll-hint", "aria-hidden": "true", text: "More of the plan below ↓" });
+    const update = () => { hint.hidden = plan.scrollHeight - plan.scrollTop - plan.clientHeight < 4; };
+    plan.addEventListener("scroll", update);
+    requestAnimationFrame(update);
+    return hint;
   };
 
   let primary = null; // what Ctrl+Enter does on the card shown
@@ -332,7 +392,20 @@
       provenanceLine(entry.view),
       el("h2", { class: "question", id: titleId, text: q.question }),
       plan,
-      el("p", { class: "error", role: "alert", "data-testid": "error" }));
+      scrollHint(plan));
+    // The answer of one's own, as in the terminal: an intent never takes it away.
+    const words = el("input", { type: "text", "data-testid": "other", "aria-label": q.other || "Your own answer", autocomplete: "off" });
+    const ownWords = () => {
+      if (words.value.trim()) settle(entry, `/api/questions/${entry.id}/answer`, { answers: [{ id: q.id, selected: [], custom: words.value }] });
+    };
+    words.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing && !event.repeat) { event.preventDefault(); ownWords(); }
+    });
+    const sendWords = el("button", { type: "button", "data-testid": "send-other", text: "Send" });
+    sendWords.addEventListener("click", ownWords);
+    card.append(el("label", { class: "other" }, el("span", { text: "Or answer in your own words (what to change, say)" }),
+      el("span", { class: "other-row" }, words, sendWords)));
+    card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
     const send = (label) => () => settle(entry, `/api/questions/${entry.id}/answer`,
       { answers: [{ id: q.id, selected: [label] }] });
@@ -437,16 +510,32 @@
       item.selected = []; item.custom = ""; store();
       forward();
     }));
-    actions.append(index < total - 1
+    const sendButton = index < total - 1
       ? button("Next", "next", forward, true)
-      : button("Submit", "submit", submit, true));
+      : button("Submit", "submit", submit, true);
+    actions.append(sendButton);
     actions.append(el("span", { class: "spacer" }));
-    actions.append(button("Cancel", "cancel", () => settle(entry, `/api/questions/${entry.id}/cancel`, {})));
+    actions.append(cancelButton(entry, draft, button));
     card.append(actions);
+    if (index === total - 1) {
+      // Nothing chosen or typed: the button says what it sends.
+      const label = () => {
+        const empty = !item.selected.length && !item.custom.trim();
+        const none = draft.items.every((i) => !i.selected.length && !i.custom.trim());
+        sendButton.textContent = empty ? (none && total > 1 ? "Skip all and send" : "Skip and send") : "Submit";
+      };
+      label();
+      card.addEventListener("input", label);
+      card.addEventListener("change", label);
+    }
     primary = forward;
-    choose = (n) => { const input = inputs[n]; if (input && !input.disabled) input.click(); };
+    choose = (n) => {
+      const input = inputs[n];
+      if (input && !input.disabled) { input.click(); input.focus(); } // the focus ring follows
+    };
     const last = index < total - 1 ? "next" : "submit";
-    showKeys(...(inputs.length ? [[["1", "9"], "choose"]] : []),
+    const digits = Math.min(inputs.length, 9);
+    showKeys(...(inputs.length ? [[[digits > 1 ? `1–${digits}` : "1"], "choose"]] : []),
       [["Enter"], `in the text field: ${last}`], [["Ctrl", "Enter"], last]);
     return card;
   };
