@@ -494,9 +494,11 @@ def _status(flow: BatchFlow) -> list[Line]:
     if flow.seconds_left is not None:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
         lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
-    if flow.multi and flow.draft.chosen and not flow.reviewing:
-        chosen = ", ".join(_shown(flow.question, flow.draft.chosen))
-        lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
+    own = flow.draft.text.strip()
+    if flow.multi and (flow.draft.chosen or own) and not flow.reviewing:
+        # The user's own words go with the labels on a multi-select: they are shown too.
+        shown = [*_shown(flow.question, flow.draft.chosen), *([f"“{_safe(own)}”"] if own else [])]
+        lines.append(Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        "))
     if flow.reviewing and None in flow.answers:
         lines.append(Line([("class:notice", OPEN_ARE_SKIPS)]))
     if flow.notice:
