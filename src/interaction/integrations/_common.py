@@ -279,7 +279,11 @@ async def ask_approvals(
     """Ask several approval questions (each with its tool's name) as one batch.
 
     The question ids must be unique. An ask that ends without an answer denies them all.
+    Without ``provenance``, a batch of one tool's calls names that tool as the one asking.
     """
+    tools = {name for _, name in items}
+    if provenance is None and len(tools) == 1 and (tool := provenance_text(tools.pop())):
+        provenance = Provenance(tool=tool)
     request = AskUserQuestionRequest(
         [item for item, _ in items], signal=signal, key=key, provenance=provenance
     )
