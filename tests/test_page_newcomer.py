@@ -178,3 +178,18 @@ async def test_a_favicon_and_no_key_hints_on_a_touch_screen(browser: Browser) ->
                 await task
         finally:
             await context.close()
+
+
+async def test_a_batch_shows_its_progress(site: tuple[Relay, WebServer, Page]) -> None:
+    relay, _, page = site
+    task = asking(PKG, NOTES)
+    strip = page.get_by_test_id("strip")
+    await strip.wait_for()
+    assert await strip.locator("li").all_inner_texts() == ["● Tools", "○ Anything else?"]
+    await page.get_by_text("npm", exact=True).click()
+    await page.get_by_test_id("next").click()
+    await page.locator("[data-question-id=notes]").wait_for()
+    assert await strip.locator("li").all_inner_texts() == ["✓ Tools", "● Anything else?"]
+    relay.cancel(relay.pending()[0].id)
+    with pytest.raises(UserInteractionError):
+        await task

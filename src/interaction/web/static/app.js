@@ -369,6 +369,22 @@
     holder.append(first);
     return holder;
   };
+  // ---- a batch shows where the user is, as the terminal's strip does:
+  // ✓ answered, ● this one, ○ still open
+  const batchStrip = (entry, draft, index) => {
+    const total = entry.view.questions.length;
+    if (total < 2) return null;
+    const strip = el("ol", { class: "strip", "data-testid": "strip", "aria-label": "Progress" });
+    entry.view.questions.forEach((q, n) => {
+      const item = draft.items[n];
+      const done = item && (item.selected.length || item.custom.trim());
+      const mark = n === index ? "●" : done ? "✓" : "○";
+      const state = n === index ? "current" : done ? "answered" : "open";
+      strip.append(el("li", { class: state, "aria-current": n === index ? "step" : "false",
+        text: `${mark} ${(q.header || q.question.split("\n")[0]).slice(0, 40)}` }));
+    });
+    return strip;
+  };
   // ---- a plan that scrolls says so, until its end is in view
   const scrollHint = (plan) => {
     const hint = el("p", { class: "scroll-hint", "data-testid": "scroll-hint", "aria-hidden": "true", text: "More of the plan below ↓" });
@@ -440,6 +456,7 @@
     const place = [total > 1 ? `Question ${index + 1}/${total}` : "", asks, q.header || ""].filter((p) => p).join(" · ");
     const card = el("section", { class: q.permission ? "card permission" : "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
       el("p", { class: "progress", "data-testid": "progress", text: place || "Question" }),
+      batchStrip(entry, draft, index),
       provenanceLine(entry.view),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.permission ? el("p", { class: "permission-input", "data-testid": "permission" },
