@@ -297,3 +297,29 @@ async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCapture
     )
     assert "slack: pending notice refused: Slack answered 404" in caplog.text
     assert "/services/x" not in caplog.text
+
+
+async def test_an_answer_link_never_narrows_a_browser_that_holds_the_pages_token() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            first = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            second = asyncio.create_task(ask(AskUserQuestionRequest([PKG])))
+            for _ in range(2):  # both asks have reached the relay
+                await anext(arrivals)
+            async with httpx.AsyncClient(base_url=server.base, follow_redirects=True) as owner:
+                await owner.get(f"/?token={server.token}")  # the page's cookie
+                link = links.link(relay.pending()[1].id, server.base)
+                opened = await owner.get(link.removeprefix(server.base))
+                assert opened.status_code == 200
+                listed = (await owner.get("/api/questions")).json()["questions"]
+                assert len(listed) == 2  # still the whole page
+            async with httpx.AsyncClient(base_url=server.base, follow_redirects=True) as guest:
+                other = links.link(relay.pending()[1].id, server.base)
+                assert (await guest.get(other.removeprefix(server.base))).status_code == 200
+                listed = (await guest.get("/api/questions")).json()["questions"]
+                assert [q["id"] for q in listed] == [relay.pending()[1].id]
+            relay.close()
+            await asyncio.gather(first, second, return_exceptions=True)

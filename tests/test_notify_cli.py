@@ -78,7 +78,7 @@ def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
             ["--public-url", "ftp://answers.example.com"],
             {},
             "--public-url 'ftp://answers.example.com' is not a page address:"
-            " use https://HOST[:PORT][/PATH]",
+            " use https://HOST[:PORT]",
         ),
     ],
 )
@@ -128,7 +128,7 @@ async def test_serve_notifies_a_webhook_with_a_link_under_the_public_url() -> No
             "--notify",
             f"webhook={receiver.url}",
             "--public-url",
-            "https://answers.example.com/team/",
+            "https://answers.example.com/",
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
@@ -137,14 +137,12 @@ async def test_serve_notifies_a_webhook_with_a_link_under_the_public_url() -> No
             assert child.stderr is not None
             async with asyncio.timeout(WAIT):
                 first = (await child.stderr.readline()).decode()
-            assert first.startswith(
-                "interaction: answer at https://answers.example.com/team/?token="
-            )
+            assert first.startswith("interaction: answer at https://answers.example.com/?token=")
             call = await receiver.next_call()  # the demo's first question
             assert verify_webhook(SECRET, call.body, call.headers[SIGNATURE_HEADER])
             sent = call.json()
             assert sent["event"] == "pending"
-            assert sent["link"].startswith("https://answers.example.com/team/link?t=v1.")
+            assert sent["link"].startswith("https://answers.example.com/link?t=v1.")
         finally:
             child.send_signal(signal.SIGINT)
             async with asyncio.timeout(WAIT):

@@ -288,6 +288,15 @@ class Notifications:
                     wait = self.retry.delay(min(failures, 10))
                     log.warning("notify: the relay failed (%s); again in %gs", error.code, wait)
                     await self.clock.sleep(wait)
+            except Exception as error:  # never the asks: notices only stop a while
+                failures += 1
+                wait = self.retry.delay(min(failures, 10))
+                log.error(
+                    "notify: following the relay failed (%s); again in %gs",
+                    type(error).__name__,
+                    wait,
+                )
+                await self.clock.sleep(wait)
 
     def _seen(self, position: str) -> None:
         if position:

@@ -60,6 +60,8 @@ TEXTS_KEPT: Final = 1_000
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
 COOKIE_PREFIX: Final = "interaction_token_"
+LINK_COOKIE_PREFIX: Final = "interaction_link_"
+"""The cookie of a one-question session that an answer link opened."""
 SCOPED_KEPT: Final = 10_000
 """How many one-question sessions (from answer links) the app holds at once."""
 LINK_PATH: Final = "/link"
@@ -204,15 +206,15 @@ SECURITY_HEADERS: Final = [
 ]
 
 
-def cookie_name(scope: Scope) -> str:
+def cookie_name(scope: Scope, prefix: str = COOKIE_PREFIX) -> str:
     """The token cookie's name: one per port, as cookies do not tell ports apart."""
     server = scope.get("server")
     port = server[1] if server and server[1] is not None else 0
-    return f"{COOKIE_PREFIX}{port}"
+    return f"{prefix}{port}"
 
 
-def _cookie(scope: Scope, header: str) -> str:
-    wanted = cookie_name(scope) + "="
+def _cookie(scope: Scope, header: str, prefix: str = COOKIE_PREFIX) -> str:
+    wanted = cookie_name(scope, prefix) + "="
     for part in header.split(";"):
         pair = part.strip()
         if pair.startswith(wanted):
@@ -267,14 +269,19 @@ class _Guard:
         except UnicodeEncodeError:  # pragma: no cover - query strings decode to valid text
             valid = False
         if not valid:
-            return self._one_question(scope, given)
+            link = _cookie(scope, headers.get("cookie", ""), LINK_COOKIE_PREFIX)
+            return self._one_question(scope, given, link)
         return None
 
-    def _one_question(self, scope: Scope, given: str) -> Response | None:
+    def _one_question(self, scope: Scope, *candidates: str) -> Response | None:
         """Let a one-question session (opened by an answer link) reach that question only:
         the page, the list and the stream (which show only it), and its answer and cancel."""
-        question = self.scoped(given) if self.scoped is not None and given else None
-        if question is None:
+        question = given = None
+        if self.scoped is not None:
+            for given in filter(None, candidates):
+                if (question := self.scoped(given)) is not None:
+                    break
+        if question is None or given is None:
             return _error(401, "UNAUTHORIZED", "a valid token is required")
         path = scope["path"]
         mine = (f"/api/questions/{question}/answer", f"/api/questions/{question}/cancel")
@@ -503,10 +510,11 @@ class WebApp:
         )
         response = Response(html, media_type="text/html", headers={"content-security-policy": csp})
         # The page talks to the API with this cookie; its script drops ?token= from the URL.
-        token = _only(request)[1] or self.token
-        response.set_cookie(
-            cookie_name(request.scope), token, httponly=True, samesite="strict", path="/"
-        )
+        scoped = _only(request)[1]
+        # A one-question session has a cookie of its own, so opening an answer link in a
+        # browser that holds the page's token never narrows that browser's page.
+        name = cookie_name(request.scope, LINK_COOKIE_PREFIX if scoped else COOKIE_PREFIX)
+        response.set_cookie(name, scoped or self.token, httponly=True, samesite="strict", path="/")
         return response
 
     # ------------------------------------------------------------------ answer links

@@ -120,16 +120,21 @@ class _Server(uvicorn.Server):
 
 def check_public_url(url: str) -> str:
     """``url`` without a trailing slash, if it can be the page's public address:
-    ``http(s)://HOST[:PORT][/PATH]``, no query, no fragment; ``ValueError`` otherwise."""
+    ``http(s)://HOST[:PORT]`` (the root of its host: the page calls ``/api/...``), no
+    query, no fragment; ``ValueError`` otherwise."""
     parts = urlsplit(url)
     try:
         parts.port  # noqa: B018  # a bad port raises here
     except ValueError:
         raise ValueError(f"--public-url {url!r} has a bad port") from None
-    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
-        raise ValueError(
-            f"--public-url {url!r} is not a page address: use https://HOST[:PORT][/PATH]"
-        )
+    if (
+        parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or parts.path not in {"", "/"}  # the page's script calls /api/... from the root
+        or parts.query
+        or parts.fragment
+    ):
+        raise ValueError(f"--public-url {url!r} is not a page address: use https://HOST[:PORT]")
     return url.rstrip("/")
 
 
