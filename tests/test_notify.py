@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -32,11 +33,15 @@ from interaction.notify import (
     Step,
     WebhookNotifier,
 )
+from interaction.redis_relay import RedisRelay
 from interaction.relay import PendingQuestion, Relay
 from interaction.signing import SIGNATURE_HEADER, AnswerLinks, sign_webhook, verify_webhook
 
 from .helpers import import_error_without
 from .notify_helpers import Recorder, receiving
+from .redis_server import RedisServer, redis_server
+
+__all__ = ["redis_server"]  # a fixture
 
 PKG = AskUserQuestionItem(
     "pkg",
@@ -350,3 +355,31 @@ def test_a_webhook_is_configured_or_refused_at_start() -> None:
     assert WebhookNotifier("https://hooks.example.com/s3cr3t", SECRET).name == (
         "webhook https://hooks.example.com"
     )
+
+
+async def test_notifications_follow_a_shared_relay(redis_server: RedisServer) -> None:
+    prefix = "notify-" + os.urandom(4).hex()
+    asker = RedisRelay(redis_server.url, prefix=prefix)
+    page = RedisRelay(redis_server.url, prefix=prefix)
+    chat = Recorder("chat")
+    try:
+        await page.connect()
+        async with Notifications(page, [Step(chat)]) as notifications:
+            with provide(asker):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([PKG])))
+                assert await chat.next_attempt() == "pending"
+                (_, notice, _) = chat.told[0]
+                assert notice.request.provenance is not None
+                assert notice.request.provenance.host is not None  # stamped by the asker
+                await page.dismiss(notice.question_id)
+                with pytest.raises(UserInteractionError):
+                    await task
+                assert await chat.next_attempt() == "settled"
+                await notifications.caught_up()
+        assert [(what, outcome) for what, _, outcome in chat.told] == [
+            ("pending", None),
+            ("settled", "cancelled"),
+        ]
+    finally:
+        await asker.aclose()
+        await page.aclose()
