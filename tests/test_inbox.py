@@ -171,6 +171,7 @@ async def test_permission_is_asked_on_a_click_only(browser: Browser) -> None:
         await ask_button.wait_for(state="detached")
         assert await page.evaluate("[window.__asked, Notification.permission]") == [1, "granted"]
         task = asking(question("a", "Deploy?"), "bot")
+        await page.locator("[data-question-id=a]").wait_for()  # arrived while visible
         await page.evaluate("window.__hidden = true")
         other = asking(question("b", "Rotate?"), "bot")
         await page.get_by_test_id("inbox-item").nth(1).wait_for()
