@@ -145,28 +145,6 @@ def test_serve_refuses_a_port_out_of_range_a_port_in_use_and_an_unknown_host() -
     assert result.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "-inf"])
-def test_ask_refuses_a_timeout_that_is_not_a_positive_number(tmp_path: Path, seconds: str) -> None:
-    path = tmp_path / "request.json"
-    path.write_text(json.dumps(REQUEST))
-    result = run("ask", str(path), f"--timeout={seconds}", typed="1\n\n")
-    assert (result.returncode, result.stdout) == (2, "")
-    shown = f"{float(seconds):g}"
-    assert result.stderr == (
-        f"interaction: --timeout must be a positive number of seconds, got {shown} (BAD_REQUEST)\n"
-    )
-
-
-def test_ask_refuses_a_timeout_longer_than_a_timer_can_wait(tmp_path: Path) -> None:
-    path = tmp_path / "request.json"
-    path.write_text(json.dumps(REQUEST))
-    result = run("ask", str(path), "--timeout", "1e300")
-    assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.startswith("interaction: --timeout 1e+300: ")
-    assert result.stderr.endswith("(BAD_REQUEST)\n")
-    assert result.stderr.count("\n") == 1
-
-
 def test_schema_without_an_argument_names_its_choices() -> None:
     result = run("schema")
     assert (result.returncode, result.stdout) == (2, "")
@@ -182,12 +160,7 @@ def test_each_command_help_has_a_description_examples_and_the_exit_codes(command
     assert result.returncode == 0
     assert f"usage: interaction {command}" in result.stdout
     assert f"examples:\n  interaction {command}" in result.stdout
-    assert result.stdout.endswith(
-        "exit status:\n"
-        "  0  answered (the answer JSON is on stdout)\n"
-        "  1  not answered: dismissed, input ended, timed out or aborted\n"
-        "  2  bad input: a bad request, option or file (the message is on stderr)\n"
-    )
+    assert "\nexit status:\n  0  " in result.stdout  # each its own: test_cli_newcomer.py
     description = result.stdout.split("\n\n")[1]
     assert len(description) > 40
     assert all(len(line) <= 78 for line in description.split("\n"))

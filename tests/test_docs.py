@@ -39,6 +39,7 @@ EXPECTED_PAGES = {
     "a2a.md",
     "policies.md",
     "audit.md",
+    "notify.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
@@ -71,3 +72,24 @@ def test_examples_run(page: Path, pytester: pytest.Pytester) -> None:
         pytester.makepyfile(**{f"test_{page.stem}_example": "\n\n".join([*code, *tests])})
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto")
         result.assert_outcomes(passed=len(tests))
+
+
+def test_the_readme_lists_every_page_and_links_only_what_the_repo_has() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    missing = [p.name for p in (ROOT / "docs").glob("*.md") if f"(docs/{p.name})" not in readme]
+    assert missing == []
+    targets = re.findall(r"\]\(([^)#\s]+)", readme)
+    assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []
+    assert "`interaction-seam`" in readme  # the name to pip install
+
+
+def test_each_web_example_runs_on_its_own() -> None:
+    # A reader copies one block: it must not lean on the imports of the blocks before it.
+    for is_test, source in blocks(ROOT / "docs" / "web.md"):
+        assert not is_test
+        module = types.ModuleType("docs_web_alone")
+        sys.modules[module.__name__] = module
+        try:
+            contextvars.copy_context().run(exec, compile(source, "web.md", "exec"), module.__dict__)
+        finally:
+            del sys.modules[module.__name__]

@@ -42,6 +42,7 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
+    Provenance,
     provide,
 )
 from interaction.integrations.claude_agent_sdk import (
@@ -942,3 +943,29 @@ async def test_the_permission_prompt_tool_carries_the_interrupt() -> None:
         "message": "The user denied Bash and stopped",
         "interrupt": True,
     }
+
+
+# ---------------------------------------------------------------------------- provenance
+
+
+async def test_the_asking_subagent_and_tool_are_the_requests_provenance() -> None:
+    scripted = ScriptedProvider({"permission": "Allow", "q1": "npm"})
+    context = ToolPermissionContext(tool_use_id="toolu_1", agent_id="researcher-7")
+    await decide("Bash", {"command": "ls"}, context, provider=scripted)
+    await decide("AskUserQuestion", {"questions": QUESTIONS[:1]}, context, provider=scripted)
+    await decide("Bash", {"command": "ls"}, ToolPermissionContext(), provider=scripted)
+    assert [request.provenance for request in scripted.requests] == [
+        Provenance(source="subagent researcher-7", tool="Bash"),
+        Provenance(source="subagent researcher-7", tool="AskUserQuestion"),
+        Provenance(tool="Bash"),  # the main agent has no agent_id
+    ]
+
+
+@pytest.mark.parametrize("agent_id", ["", "\u200b", "a\x1b[2Jb", "x" * 300])
+async def test_an_odd_agent_id_is_shown_safely_and_never_a_denial(agent_id: str) -> None:
+    scripted = ScriptedProvider({"permission": "Allow"})
+    context = ToolPermissionContext(agent_id=agent_id)
+    assert await decide("Bash", {}, context, provider=scripted) == PermissionResultAllow()
+    provenance = scripted.last_request.provenance
+    assert provenance is not None
+    assert provenance.source in (None, "subagent a\\x1b[2Jb", "subagent " + "x" * 191)

@@ -22,6 +22,7 @@ from interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     provide,
 )
 from interaction.integrations._common import (
@@ -158,6 +159,28 @@ async def test_only_an_allow_option_allows(
     verdict = await ask_approval(approval_item("Write", {}), tool_name="Write", provider=provider)
     assert (verdict.allowed, verdict.message) == (allowed, message)
     assert verdict.choice == (ALLOW if allowed else None)
+
+
+async def test_an_approval_names_its_tool_as_the_one_asking() -> None:
+    provider = ScriptedProvider({"permission": ALLOW, "a": ALLOW, "b": ALLOW})
+    await ask_approval(approval_item("Write", {}), tool_name="Write", provider=provider)
+    await ask_approval(
+        approval_item("Write", {}),
+        tool_name="Write",
+        provider=provider,
+        provenance=Provenance(source="agent-7"),  # a host that knows more says so
+    )
+    await ask_approvals(
+        [(approval_item("Read", {}, id="a"), "Read"), (approval_item("Bash", {}, id="b"), "Bash")],
+        provider=provider,
+    )
+    await ask_approval(approval_item("x", {}), tool_name="a\x1bb", provider=provider)
+    assert [request.provenance for request in provider.requests] == [
+        Provenance(tool="Write"),
+        Provenance(source="agent-7"),
+        None,  # two tools: neither is the one asking
+        Provenance(tool="a\\x1bb"),  # escaped, never a refusal
+    ]
 
 
 async def test_a_given_provider_is_asked_even_inside_another_registration() -> None:

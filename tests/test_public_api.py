@@ -79,6 +79,7 @@ DOCUMENTED = [
     "review_plan",
     "review_plan_sync",
     "split_recommended",
+    "with_provenance",
 ]
 
 

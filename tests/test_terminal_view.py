@@ -165,7 +165,7 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
         "  [x] 1. a\n"
         "  [x] 2. b [recommended]\n"
         "❯ [x] 3. Other: c\n"
-        "Chosen: b, a\n"
+        "Chosen: b, a, “c”\n"  # the own words are chosen too
         "\n"
         "Enter confirm · Tab/Esc options · Ctrl-S skip · Shift-Tab back"
     )

@@ -40,6 +40,7 @@ from interaction.relay import (
 from interaction.web import WebServer, create_app
 from interaction.web._app import parse_host
 from interaction.web._server import GRACE_SECONDS
+from interaction.wire import asked_at_text
 
 from .helpers import import_error_without
 from .web_helpers import Sse, client, served, sse
@@ -275,6 +276,11 @@ async def test_list_answer_and_forgeries_over_http() -> None:
         asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
         qid = await pending_id(relay)
         listed = (await http.get("/api/questions")).json()
+        stored = relay.get(qid)
+        assert stored is not None
+        assert stored.request.provenance is not None  # the relay stamped when it was asked
+        asked_at = stored.request.provenance.asked_at
+        assert asked_at is not None
         assert listed == {
             "questions": [
                 {
@@ -286,10 +292,11 @@ async def test_list_answer_and_forgeries_over_http() -> None:
                                 "question": "Which?",
                                 "options": [{"label": "pnpm"}, {"label": "npm"}],
                             }
-                        ]
+                        ],
+                        "provenance": {"askedAt": asked_at_text(asked_at)},
                     },
                     "planReview": False,
-                    "view": present(AskUserQuestionRequest([SINGLE])).to_json(),
+                    "view": present(stored.request).to_json(),
                 }
             ]
         }
@@ -628,7 +635,10 @@ def test_serve_answers_the_hosts_named_by_allow_host() -> None:
         timeout=60,
     )
     assert refused.returncode == 2
-    assert refused.stderr == "interaction: not a host name or host:port: 'box.example:http'\n"
+    assert refused.stderr.splitlines()[-1] == (
+        "interaction serve: error: --allow-host 'box.example:http' is not a host name,"
+        " an address or HOST:PORT"
+    )
 
 
 async def test_odd_requests_get_a_json_error_never_a_500() -> None:

@@ -34,6 +34,7 @@ from ._presentation import escape_controls as escape_controls
 from ._presentation import is_plan_review as is_plan_review
 from ._presentation import split_recommended as split_recommended
 from ._provenance import Provenance as Provenance
+from ._provenance import with_provenance as with_provenance
 from ._registry import current_provider as current_provider
 from ._registry import provide as provide
 from ._registry import register_provider as register_provider
@@ -123,4 +124,5 @@ __all__ = [
     "review_plan",
     "review_plan_sync",
     "split_recommended",
+    "with_provenance",
 ]

@@ -68,7 +68,7 @@ from ._presentation import (
     is_plan_review,
     split_recommended,
 )
-from ._provenance import MAX_PROVENANCE_TEXT, Provenance, check_provenance
+from ._provenance import MAX_PROVENANCE_TEXT, Provenance, check_provenance, with_provenance
 from ._registry import current_provider, provide, register_provider
 from ._request_checks import check_caller, check_questions, check_request, questions_from_json
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
@@ -173,4 +173,5 @@ __all__ = [
     "short_repr",
     "split_recommended",
     "thaw",
+    "with_provenance",
 ]

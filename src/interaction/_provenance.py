@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ._errors import bad_request, type_name
 from ._text_policy import check_text
 
-__all__ = ["MAX_PROVENANCE_TEXT", "Provenance", "check_provenance"]
+if TYPE_CHECKING:  # _types imports this module
+    from ._types import AskUserQuestionRequest
+
+__all__ = ["MAX_PROVENANCE_TEXT", "Provenance", "check_provenance", "with_provenance"]
 
 MAX_PROVENANCE_TEXT: Final = 200
 """The most characters a provenance text field may hold."""
@@ -88,3 +91,33 @@ def check_provenance(provenance: object, path: str = "provenance") -> None:
         ) from None
     if offset is None:
         raise bad_request(f"{path}.asked_at", "must be timezone-aware")
+
+
+def with_provenance(
+    request: AskUserQuestionRequest,
+    *,
+    source: str | None = None,
+    host: str | None = None,
+    session: str | None = None,
+    tool: str | None = None,
+    asked_at: datetime | None = None,
+) -> AskUserQuestionRequest:
+    """``request`` with each provenance field it leaves unset taken from the arguments.
+
+    What the asker said wins: a seam that knows where a request comes from (a relay its
+    host, a CLI its ``--source``, an integration its subagent) fills only the gaps. The
+    same request comes back when nothing changes; otherwise a copy with the same
+    questions, agent, signal and key.
+    """
+    given = request.provenance
+    current = Provenance() if given is None else given
+    filled = Provenance(
+        current.source if current.source is not None else source,
+        current.host if current.host is not None else host,
+        current.session if current.session is not None else session,
+        current.tool if current.tool is not None else tool,
+        current.asked_at if current.asked_at is not None else asked_at,
+    )
+    if filled == current:
+        return request
+    return type(request)(request.questions, request.agent, request.signal, request.key, filled)

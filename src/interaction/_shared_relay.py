@@ -10,6 +10,7 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 from ._core import (
@@ -18,8 +19,9 @@ from ._core import (
     ErrorCode,
     UserInteractionError,
     cancelled_error,
+    with_provenance,
 )
-from .relay import STALE_POSITION, RelayEvent, not_pending_error
+from .relay import STALE_POSITION, RelayEvent, local_host, not_pending_error
 from .wire import decode_answer, decode_request
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "Waiter",
     "not_pending",
     "stale",
+    "stamped",
 ]
 
 STALE_MESSAGE: Final = "the relay cannot replay events from that position; take a fresh snapshot"
@@ -43,6 +46,16 @@ OUTCOMES: Final[dict[str, Literal["answered", "cancelled", "aborted"]]] = {
     "aborted": "aborted",
 }
 BUFFERED: Final = 2_000
+_HOST: Final = local_host()
+
+
+def stamped(request: AskUserQuestionRequest) -> AskUserQuestionRequest:
+    """``request`` as a shared relay stores it: with this host and the time of asking in
+    its provenance where the asker left them unsaid, so every page that serves it from the
+    store can say where and since when it waits (docs/notify.md)."""
+    return with_provenance(request, host=_HOST, asked_at=datetime.now(UTC))
+
+
 """How many recent events a tail keeps (at least) for its iterators."""
 REQUESTS_CACHED: Final = 4_096
 

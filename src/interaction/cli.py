@@ -12,12 +12,14 @@ import contextlib
 import errno
 import json
 import math
+import os
 import re
 import socket
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO, TypeVar
 
@@ -27,11 +29,14 @@ from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     __version__,
     ask,
+    check_provenance,
     escape_controls,
+    problem_of,
     provide,
     provide_agents,
 )
@@ -43,6 +48,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
+    from .notify import Step
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
     from .relay import RelayBackend
@@ -56,10 +62,49 @@ EXIT_ANSWERED: Final = 0
 EXIT_NOT_ANSWERED: Final = 1
 EXIT_BAD_INPUT: Final = 2
 MAX_PORT: Final = 65535
+MAX_TIMEOUT_SECONDS: Final = threading.TIMEOUT_MAX
+_HOST_NAME: Final = re.compile(
+    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?"
+    r"|\[[0-9a-f:.]+\]",
+    re.IGNORECASE,
+)
+
+
+def valid_host(entry: str) -> bool:
+    """Whether ``entry`` is a host name, an IPv4 address or a bracketed IPv6 address,
+    with an optional ``:PORT`` (what ``--allow-host`` takes)."""
+    name, colon, port = entry.rpartition(":") if not entry.endswith("]") else (entry, "", "")
+    if not colon or (name.count(":") and not name.startswith("[")):
+        name, port = entry, ""
+    if port and not (port.isascii() and port.isdigit() and 0 < int(port) <= MAX_PORT):
+        return False
+    return len(name) <= 253 and _HOST_NAME.fullmatch(name) is not None
+
+
 EXIT_CODES: Final = """exit status:
   0  answered (the answer JSON is on stdout)
   1  not answered: dismissed, input ended, timed out or aborted
   2  bad input: a bad request, option or file (the message is on stderr)"""
+_EXITS: Final = {
+    "demo": EXIT_CODES,
+    "ask": EXIT_CODES,
+    "serve": """exit status:
+  0  stopped (Ctrl-C or SIGTERM)
+  2  bad input: a bad option, a missing extra, a port in use, a store that cannot be
+     reached, a channel that is not configured (the message is on stderr)""",
+    "schema": """exit status:
+  0  printed (the schema JSON is on stdout)
+  2  bad input: no schema or an unknown one named (the message is on stderr)""",
+    "rules": """exit status:
+  0  done (listed, added or revoked)
+  1  revoke: no rule has that id
+  2  bad input: a bad rule or option, a store that is corrupt or cannot be reached""",
+    "log": """exit status:
+  0  printed (with --verify: the chain is whole)
+  1  --verify: a record was removed, reordered or edited (which one is on stderr)
+  2  bad input: a bad option, a log that cannot be read""",
+}
+"""Each command's own exit statuses, for its ``--help``."""
 
 
 @dataclass(frozen=True)
@@ -113,26 +158,6 @@ class _Limits:
     max_streams: int | None = None
     request_timeout: float | None = None
 
-    def server(
-        self, relay: RelayBackend, host: str, port: int, allow_hosts: Sequence[str]
-    ) -> WebServer:
-        from .web import (
-            DEFAULT_MAX_CONNECTIONS,
-            DEFAULT_MAX_STREAMS,
-            DEFAULT_REQUEST_TIMEOUT,
-            WebServer,
-        )
-
-        return WebServer(
-            relay,
-            host=host,
-            port=port,
-            hosts=allow_hosts,
-            max_connections=_given(self.max_connections, DEFAULT_MAX_CONNECTIONS),
-            max_streams=_given(self.max_streams, DEFAULT_MAX_STREAMS),
-            request_timeout=_given(self.request_timeout, DEFAULT_REQUEST_TIMEOUT),
-        )
-
     def fault(self) -> str | None:
         """The one line that says which flag is out of range, if one is."""
         for flag, value in (
@@ -145,16 +170,69 @@ class _Limits:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Serving:
+    """How ``serve`` serves: where, for whom, within which limits, and who is told of each
+    question."""
+
+    host: str
+    port: int
+    allow_hosts: Sequence[str] = ()
+    limits: _Limits = _Limits()
+    steps: Sequence[Step] = ()
+    public_url: str | None = None
+
+    @contextlib.asynccontextmanager
+    async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
+        """The web server over ``relay``, with its notifications when ``--notify`` is on."""
+        from .signing import AnswerLinks
+        from .web import (
+            DEFAULT_MAX_CONNECTIONS,
+            DEFAULT_MAX_STREAMS,
+            DEFAULT_REQUEST_TIMEOUT,
+            WebServer,
+        )
+
+        links = AnswerLinks() if self.steps else None
+        limits = self.limits
+        async with WebServer(
+            relay,
+            host=self.host,
+            port=self.port,
+            hosts=self.allow_hosts,
+            links=links,
+            public_url=self.public_url,
+            max_connections=_given(limits.max_connections, DEFAULT_MAX_CONNECTIONS),
+            max_streams=_given(limits.max_streams, DEFAULT_MAX_STREAMS),
+            request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        ) as server:
+            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            if self.host in {"0.0.0.0", "::", ""} and not self.allow_hosts and not self.public_url:
+                print(
+                    "interaction: other machines reach it only by a name it allows:"
+                    " add --allow-host NAME[:PORT] (or --public-url URL behind a proxy)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if not self.steps:
+                yield server
+                return
+            from .notify import Notifications
+
+            base = server.base
+            async with Notifications(relay, self.steps, links=links, public_url=base):
+                yield server
+
+
 def _given(value: _T | None, default: _T) -> _T:
     return default if value is None else value
 
 
-async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str], limits: _Limits) -> None:
+async def _serve_demo(serving: _Serving) -> None:
     from .relay import Relay
 
     relay = Relay()
-    async with limits.server(relay, host, port, allow_hosts) as server:
-        print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+    async with serving.server(relay):
         with provide(relay):
             try:
                 while True:  # the demo, asked again each time it is answered
@@ -170,13 +248,7 @@ async def _serve_demo(host: str, port: int, allow_hosts: Sequence[str], limits: 
 
 
 async def _serve_shared(
-    relay: RedisRelay | PostgresRelay,
-    host: str,
-    port: int,
-    allow_hosts: Sequence[str],
-    limits: _Limits,
-    *,
-    migrate: bool = False,
+    relay: RedisRelay | PostgresRelay, serving: _Serving, *, migrate: bool = False
 ) -> None:
     """The page over the questions in Redis or Postgres, asked by any process on the same
     store; ``migrate`` creates the Postgres relay's tables first."""
@@ -187,8 +259,7 @@ async def _serve_shared(
             if isinstance(relay, PostgresRelay):
                 await relay.migrate()
         await relay.connect()
-        async with limits.server(relay, host, port, allow_hosts) as server:
-            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+        async with serving.server(relay):
             await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
     finally:
         await relay.aclose()
@@ -253,6 +324,8 @@ def _serve(
     postgres_url: str | None = None,
     schema: str = "interaction",
     migrate: bool = False,
+    notify: Sequence[str] = (),
+    public_url: str | None = None,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -264,7 +337,12 @@ def _serve(
             import interaction.redis_relay
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
-    except ImportError as exc:
+        steps = _steps(notify)
+        if public_url is not None:
+            from .web._server import check_public_url
+
+            public_url = check_public_url(public_url)
+    except (ImportError, ValueError) as exc:  # a missing extra, a bad --notify or --public-url
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not 0 <= port <= MAX_PORT:
@@ -274,17 +352,17 @@ def _serve(
     if (problem := limits.fault()) is not None:
         print(f"interaction: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    serving = _Serving(host, port, allow_hosts, limits, steps, public_url)
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
-            serving = _serve_shared(relay, host, port, allow_hosts, limits, migrate=migrate)
+            running = _serve_shared(relay, serving, migrate=migrate)
         elif redis_url is not None:
-            redis_relay = _redis_relay(redis_url, prefix)
-            serving = _serve_shared(redis_relay, host, port, allow_hosts, limits)
+            running = _serve_shared(_redis_relay(redis_url, prefix), serving)
         else:
-            serving = _serve_demo(host, port, allow_hosts, limits)
+            running = _serve_demo(serving)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
-            asyncio.run(serving)
+            asyncio.run(running)
     except ValueError as exc:  # a bad --allow-host, --redis, --prefix, --postgres or --schema
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -297,6 +375,15 @@ def _serve(
     return EXIT_ANSWERED
 
 
+def _steps(specs: Sequence[str]) -> list[Step]:
+    """The notification steps of ``--notify`` (none without it: no extra needed then)."""
+    if not specs:
+        return []
+    from .notify._config import steps_from_specs
+
+    return steps_from_specs(specs, os.environ)
+
+
 def _why(exc: OSError) -> str:
     if isinstance(exc, socket.gaierror):
         return f"unknown host ({exc.strerror})"
@@ -305,7 +392,8 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser, and each subcommand's by name."""
     parser = argparse.ArgumentParser(
         prog="interaction",
         description="Ask a human through the interaction seam.",
@@ -313,7 +401,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not required here: main() names an unknown flag before it says a command is missing.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser("demo", help="ask the built-in questions and print the answer JSON")
     ask_ = commands.add_parser("ask", help="ask a request given as wire JSON; print the answer")
     for command in (demo, ask_):
@@ -326,6 +415,22 @@ def _parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    ask_.add_argument(
+        "--redis",
+        metavar="URL",
+        help="put the question on the RedisRelay at URL (a page served with serve --redis"
+        " shows it) instead of asking here",
+    )
+    ask_.add_argument(
+        "--prefix",
+        help="the Redis key prefix the page serves (default interaction; needs --redis)",
+    )
+    ask_.add_argument(
+        "--source",
+        metavar="NAME",
+        help="who asks: shown with the question (the request's provenance source), and the"
+        " source the rules and the audit name (default: cli)",
+    )
     serve = commands.add_parser(
         "serve", help="serve the answering page, with the demo asked again and again"
     )
@@ -344,8 +449,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--prefix",
-        default="interaction",
-        help="the Redis key prefix the askers use (default interaction)",
+        help="the Redis key prefix the askers use (default interaction; needs --redis)",
+    )
+    serve.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="KIND[@DELAY]=TARGET",
+        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL];"
+        " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
+        " (docs/notify.md; extra [notify])",
+    )
+    serve.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the page's address as people reach it (behind a reverse proxy):"
+        " printed, and used by answer links",
     )
     serve.add_argument(
         "--max-connections",
@@ -394,14 +513,13 @@ def _parser() -> argparse.ArgumentParser:
         help="answer permissions from the rules in PATH first; allow always adds one",
     )
     ask_.add_argument("--audit", metavar="PATH", help="record the outcome in the JSONL log PATH")
-    ask_.add_argument("--source", help="the source the rules and the audit name (default: cli)")
     for name, (description, examples) in _HELP.items():
         command = commands.choices[name]
         command.description = textwrap.fill(description, 78)
         command.epilog = "examples:\n" + "".join(f"  {line}\n" for line in examples)
-        command.epilog += f"\n{EXIT_CODES}"
+        command.epilog += f"\n{_EXITS[name]}"
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-    return parser
+    return parser, {name: commands.choices[name] for name in _HELP}
 
 
 SCHEMAS: Final = ("request", "answer", "tool")
@@ -419,6 +537,8 @@ _HELP: Final = {
         [
             "interaction ask request.json",
             "interaction ask request.json --timeout 60",
+            "interaction ask request.json --source deploy-bot",
+            "interaction ask request.json --redis redis://127.0.0.1:6379/0",
             "interaction ask < request.json",
             "generate-request | interaction ask -",
         ],
@@ -435,6 +555,7 @@ _HELP: Final = {
             "interaction serve --host 0.0.0.0",
             "interaction serve --redis redis://127.0.0.1:6379/0",
             "interaction serve --postgres postgresql://app@db.internal/app --migrate",
+            "interaction serve --notify slack --notify email@30m=me@example.com",
         ],
     ),
     "rules": (
@@ -474,8 +595,37 @@ def _fail(error: UserInteractionError) -> int:
     return EXIT_BAD_INPUT
 
 
-def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
-    """The request, and where answers come from when stdin held the request."""
+def _ask_shared(
+    url: str, prefix: str, request: AskUserQuestionRequest, args: argparse.Namespace
+) -> AskUserQuestionAnswer:
+    """Ask through the RedisRelay at ``url`` (inside the rules and audit of ``args``): a
+    page serving it shows the question."""
+    try:
+        import interaction.redis_relay  # noqa: F401
+    except ImportError as exc:
+        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+    try:
+        relay = _redis_relay(url, prefix)
+    except ValueError as exc:
+        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+
+    async def asking() -> AskUserQuestionAnswer:
+        try:
+            await relay.connect()
+            with provide(_wrapped(relay, args)):
+                return await ask(request)
+        finally:
+            await relay.aclose()
+
+    print("interaction: the question waits on the page serving this store", file=sys.stderr)
+    return asyncio.run(asking())
+
+
+def _read_request(
+    file: str, *, terminal: bool = True
+) -> tuple[AskUserQuestionRequest, TextIO | None]:
+    """The request, and where answers come from when stdin held the request (a terminal,
+    unless ``terminal`` is false: the answers come from elsewhere)."""
     if file != "-":
         try:
             with open(file, "rb") as handle:
@@ -492,35 +642,82 @@ def _read_request(file: str) -> tuple[AskUserQuestionRequest, TextIO | None]:
             flush=True,
         )
     request = decode_request(sys.stdin.buffer.read())
+    if not terminal:
+        return request, None
     try:
-        terminal = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
+        tty = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - lives for the process
     except OSError:
         raise UserInteractionError(
             "the request came on stdin and there is no terminal to answer on;"
             " pass the request as a FILE instead",
             ErrorCode.BAD_REQUEST,
         ) from None
-    return request, terminal
+    return request, tty
+
+
+def _with_source(request: AskUserQuestionRequest, source: str | None) -> AskUserQuestionRequest:
+    """``request`` with ``--source`` as its provenance's source (it replaces the file's)."""
+    if source is None:
+        return request
+    given = request.provenance or Provenance()
+    provenance = Provenance(source, given.host, given.session, given.tool, given.asked_at)
+    try:
+        check_provenance(provenance)
+    except UserInteractionError as error:
+        raise UserInteractionError(
+            f"--source: {problem_of(error)}", ErrorCode.BAD_REQUEST
+        ) from None
+    return AskUserQuestionRequest(request.questions, provenance=provenance)
 
 
 def _timeout(seconds: float | None) -> AbortSignal | None:
     """The signal of ``--timeout``; a bad value is a ``BAD_REQUEST`` that names it."""
     if seconds is None:
         return None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UserInteractionError(
-            f"--timeout must be a positive number of seconds, got {seconds:g}",
-            ErrorCode.BAD_REQUEST,
-        )
     try:
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(seconds)
         return AbortSignal.timeout(seconds)
-    except ValueError as exc:  # past what a timer can wait
-        raise UserInteractionError(f"--timeout {seconds:g}: {exc}", ErrorCode.BAD_REQUEST) from None
+    except ValueError:  # also past what a timer can wait: one wording for every bad value
+        raise UserInteractionError(
+            f"--timeout must be a positive number of seconds up to {MAX_TIMEOUT_SECONDS:.0f},"
+            f" got {seconds:g}",
+            ErrorCode.BAD_REQUEST,
+        ) from None
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an unknown flag is named with its own command's usage."""
+    parser, commands = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner = commands.get(args.command, parser) if args.command else parser
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error("name a command: demo, ask, serve or schema (see interaction --help)")
+    if args.command in {"serve", "ask"} and args.prefix is not None and args.redis is None:
+        commands[args.command].error("--prefix needs --redis (it names the Redis keys)")
+    if args.command == "serve":
+        for entry in args.allow_host:
+            if not valid_host(entry):
+                commands["serve"].error(
+                    f"--allow-host {entry!r} is not a host name, an address or HOST:PORT"
+                )
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # stdout closed early (`| head`): no traceback, no more output
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_NOT_ANSWERED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = _arguments(argv)
     if args.command == "serve":
         limits = _Limits(args.max_connections, args.max_streams, args.request_timeout)
         return _serve(
@@ -528,11 +725,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.port,
             args.allow_host,
             redis_url=args.redis,
-            prefix=args.prefix,
+            prefix=args.prefix or "interaction",
             limits=limits,
             postgres_url=args.postgres,
             schema=args.schema,
             migrate=args.migrate,
+            notify=args.notify,
+            public_url=args.public_url,
         )
     if args.command == "rules":
         return run_rules(args)
@@ -548,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         schemas = {"request": request_schema, "answer": answer_schema, "tool": tool_parameters}
         print(json.dumps(schemas[args.which](), indent=2))
+        sys.stdout.flush()  # a closed pipe is seen here, inside main()
         return EXIT_ANSWERED
     try:
         if args.command == "demo":
@@ -555,17 +755,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             signal = _timeout(args.timeout)
             deadline = None if signal is None else time.monotonic() + args.timeout
-            request, answers = _read_request(args.file)
+            request, answers = _read_request(args.file, terminal=args.redis is None)
+            request = _with_source(request, args.source)
             if signal is not None:
-                request = AskUserQuestionRequest(request.questions, signal=signal)
-            provider = choose_provider(answers, plain=args.plain, deadline=deadline)
-            answer = asyncio.run(_ask_file(_wrapped(provider, args), request))
+                request = AskUserQuestionRequest(
+                    request.questions, signal=signal, provenance=request.provenance
+                )
+            if args.redis is not None:
+                answer = _ask_shared(args.redis, args.prefix or "interaction", request, args)
+            else:
+                provider = choose_provider(answers, plain=args.plain, deadline=deadline)
+                answer = asyncio.run(_ask_file(_wrapped(provider, args), request))
     except UserInteractionError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
         print("interaction: interrupted", file=sys.stderr)
         return EXIT_NOT_ANSWERED
     print(_json(answer))
+    sys.stdout.flush()
     return EXIT_ANSWERED
 
 

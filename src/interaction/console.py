@@ -92,7 +92,11 @@ class ConsoleProvider:
         permission = question.permission
         asks = f"Permission · {permission.tool}" if permission else ""
         title = " · ".join(part for part in (place, asks, question.header) if part) or "Question"
-        lines = ["", f"── {title} ──", question.question]
+        lines = ["", f"── {title} ──"]
+        provenance = flow.view.provenance  # who asks, from where, since when: escaped too
+        if provenance is not None and (said := provenance.summary()):
+            lines.append(f"({said})")
+        lines.append(question.question)
         if permission:
             lines.append(f"  {permission.tool}: {permission.summary}")
         if question.detail:

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import socket
 from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from ._core import (
     DISPOSED_MESSAGE,
+    MAX_PROVENANCE_TEXT,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
@@ -34,6 +37,7 @@ from ._core import (
     cancelled_error,
     check_answer,
     check_request,
+    with_provenance,
 )
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "RelayEvent",
     "RelaySnapshot",
     "Subscription",
+    "local_host",
     "not_pending_error",
 ]
 
@@ -65,6 +70,17 @@ Outcome = Literal["answered", "cancelled", "aborted"]
 
 WITHDRAWN_KEPT: Final = 10_000
 """How many withdrawn question ids the in-memory relay remembers, to word a late claim."""
+
+
+def local_host() -> str | None:
+    """This machine's name, for a provenance's ``host``: ``socket.gethostname()`` cut to
+    the length a provenance field may have, or ``None`` when it has none or one that a
+    provenance may not hold."""
+    try:
+        name = socket.gethostname()[:MAX_PROVENANCE_TEXT]
+    except OSError:
+        return None
+    return name if name.strip() and name.isprintable() else None
 
 
 def not_pending_error(question_id: str, *, withdrawn: bool = False) -> UserInteractionError:
@@ -239,6 +255,8 @@ class Relay:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         check_request(request)  # also when called directly, not through ask()
+        # The page says since when a question waits: the relay knows, if the asker did not say.
+        request = with_provenance(request, asked_at=datetime.now(UTC))
         if self._closed:
             raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
         if len(self._pending) >= self.max_pending:

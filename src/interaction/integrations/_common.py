@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final, TypeGuard, TypeVar
 
 from .._core import (
+    MAX_PROVENANCE_TEXT,
     AbortSignal,
     AskSuspended,
     AskUserQuestionAnswer,
@@ -27,10 +28,12 @@ from .._core import (
     ErrorCode,
     HarnessError,
     PermissionIntent,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     ask,
     check_caller,
+    check_provenance,
     check_questions,
     escape_controls,
     provide,
@@ -51,6 +54,7 @@ __all__ = [
     "checked_timeout",
     "input_summary",
     "is_suspension",
+    "provenance_text",
     "question_ids",
     "safe_line",
     "timeout_signal",
@@ -203,6 +207,19 @@ def safe_line(text: object, fallback: str) -> str:
     return escape_controls(" ".join(text.split()), keep_newlines=False)
 
 
+def provenance_text(text: object) -> str | None:
+    """Untrusted text fit for a provenance field (one line, cut to its length), or
+    ``None``: a host's odd name must never turn a question into a refusal."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    shown = safe_line(text, "")[:MAX_PROVENANCE_TEXT]
+    try:
+        check_provenance(Provenance(source=shown))
+    except UserInteractionError:
+        return None
+    return shown
+
+
 def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
     """The detail of a permission question: the notes that are set, then the tool's input."""
     try:
@@ -308,13 +325,17 @@ async def ask_approval(
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
     key: str | None = None,
+    provenance: Provenance | None = None,
 ) -> Verdict:
     """Ask ``item`` (from :func:`approval_item`) and read the verdict; fails closed.
 
     A suspension (``ASK_SUSPENDED``) is re-raised for the host; every other failure denies.
-    ``key`` is the request's resume key (the host's id for the tool call).
+    ``key`` is the request's resume key (the host's id for the tool call); ``provenance``
+    says who asks.
     """
-    (verdict,) = await ask_approvals([(item, tool_name)], provider=provider, signal=signal, key=key)
+    (verdict,) = await ask_approvals(
+        [(item, tool_name)], provider=provider, signal=signal, key=key, provenance=provenance
+    )
     return verdict
 
 
@@ -324,15 +345,21 @@ async def ask_approvals(
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
     key: str | None = None,
+    provenance: Provenance | None = None,
 ) -> list[Verdict]:
     """Ask several approval questions (each with its tool's name) as one batch.
 
     The question ids must be unique. An ask that ends without an answer denies them all.
+    Without ``provenance``, a batch of one tool's calls names that tool as the one asking.
     """
+    tools = {name for _, name in items}
+    if provenance is None and len(tools) == 1 and (tool := provenance_text(tools.pop())):
+        provenance = Provenance(tool=tool)
+    request = AskUserQuestionRequest(
+        [item for item, _ in items], signal=signal, key=key, provenance=provenance
+    )
     try:
-        answer = await ask_through(
-            AskUserQuestionRequest([item for item, _ in items], signal=signal, key=key), provider
-        )
+        answer = await ask_through(request, provider)
     except HarnessError as error:
         if is_suspension(error):
             raise

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .._core import (
+    MAX_PROVENANCE_TEXT,
     AbortSignal,
     AskUserQuestionAnswer,
     AskUserQuestionItem,
@@ -46,6 +47,7 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     check_questions,
@@ -54,6 +56,7 @@ from .._core import (
     label_key,
     problem_of,
     provide,
+    with_provenance,
 )
 from ..tool import DEFAULT_LIMITS, ToolLimits
 from ._common import (
@@ -64,6 +67,7 @@ from ._common import (
     ask_through,
     checked_timeout,
     is_suspension,
+    provenance_text,
     safe_line,
     timeout_signal,
     usable_id,
@@ -304,11 +308,13 @@ async def decide(
     # The CLI's id for the call is the resume key, when it can be one: a blank or
     # control-laden id must not turn a permission prompt into a denial.
     key = context.tool_use_id if usable_id(context.tool_use_id) else None
+    provenance = _provenance(tool_name, context)
     if tool_name == ASK_USER_QUESTION:
         try:
             request = ask_user_question_request(tool_input, signal=signal, key=key, limits=limits)
         except HarnessError as error:
             return PermissionResultDeny(message=f"{error.message} ({error.code})")
+        request = with_provenance(request, source=provenance.source, tool=provenance.tool)
         try:
             answer = await ask_through(request, provider)
         except HarnessError as error:
@@ -337,7 +343,7 @@ async def decide(
     stop = AskUserQuestionOption(STOP, f"Do not run {name}, and stop the turn")
     item = dataclasses.replace(item, options=[*item.options, stop])
     verdict = await ask_approval(
-        item, tool_name=tool_name, provider=provider, signal=signal, key=key
+        item, tool_name=tool_name, provider=provider, signal=signal, key=key, provenance=provenance
     )
     if verdict.choice == STOP:  # the verdict reads every option but Deny as an allow
         return PermissionResultDeny(message=f"The user denied {name} and stopped", interrupt=True)
@@ -359,6 +365,16 @@ def _always_label(
         if update.type == "addRules" and update.behavior == "allow":
             return option.label
     return None
+
+
+def _provenance(tool_name: str, context: ToolPermissionContext) -> Provenance:
+    """Who asks: the subagent that called the tool (the SDK's ``agent_id``; the main agent
+    has none) and the tool."""
+    agent = provenance_text(context.agent_id)
+    return Provenance(
+        source=None if agent is None else f"subagent {agent}"[:MAX_PROVENANCE_TEXT],
+        tool=provenance_text(tool_name),
+    )
 
 
 def can_use_tool(

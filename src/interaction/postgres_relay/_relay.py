@@ -32,6 +32,7 @@ from .._shared_relay import (
     Waiter,
     not_pending,
     stale,
+    stamped,
 )
 from ..relay import RELAY_FULL, RELAY_UNAVAILABLE, PendingQuestion, RelayEvent, RelaySnapshot
 from ..wire import decode_answer, dumps
@@ -429,7 +430,7 @@ class PostgresRelay:
         try:
             params: list[object] = [
                 question_id,
-                dumps(request),
+                dumps(stamped(request)),
                 self.owner,
                 self._ms(self.lease_ttl),
                 self.max_pending,

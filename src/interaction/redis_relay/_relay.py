@@ -26,7 +26,7 @@ from .._core import (
     check_request,
     request_digest,
 )
-from .._shared_relay import LocalWaiters, Waiter, not_pending, stale
+from .._shared_relay import LocalWaiters, Waiter, not_pending, stale, stamped
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot
 from ..wire import decode_answer, dumps
 from . import _scripts
@@ -181,7 +181,7 @@ class RedisRelay:
             args: list[str | int] = [
                 self._base,
                 question_id,
-                dumps(request),
+                dumps(stamped(request)),
                 self.owner,
                 self._ms(self.lease_ttl),
                 self.max_pending,

@@ -42,6 +42,7 @@ ESC_DELAY: Final = 0.5
 STYLE: Final = Style.from_dict(
     {
         "title": "bold",
+        "provenance": "ansibrightblack",
         "question": "bold",
         "md.h1": "bold underline",
         "md.h": "bold",

@@ -107,7 +107,14 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     if flow.reviewing:
         return _review(flow, viewport, width, height)
     limit = height - _SPARE_ROWS
-    head = _rows([_strip(flow, width) if flow.review else _title(flow), *_question(flow)], width)
+    head = _rows(
+        [
+            _strip(flow, width) if flow.review else _title(flow),
+            *_provenance(flow),
+            *_question(flow),
+        ],
+        width,
+    )
     detail = flow.question.detail
     detail_rows = _detail(detail, width - len(MARGIN)) if detail else []
     blocks = _Blocks(flow, width)
@@ -329,6 +336,13 @@ def _strip(flow: BatchFlow, width: int) -> Line:
     return Line(shown(top, end))
 
 
+def _provenance(flow: BatchFlow) -> list[Line]:
+    """One dim line: who asks, from where, since when (its age as of this paint)."""
+    provenance = flow.view.provenance
+    said = "" if provenance is None else provenance.summary()
+    return [Line([("class:provenance", said)])] if said else []
+
+
 def _question(flow: BatchFlow) -> list[Line]:
     lines = [Line([("class:question", line)]) for line in _prose(flow.question.question)]
     permission = flow.question.permission
@@ -473,9 +487,11 @@ def _status(flow: BatchFlow) -> list[Line]:
     if flow.seconds_left is not None:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
         lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
-    if flow.multi and flow.draft.chosen and not flow.reviewing:
-        chosen = ", ".join(_shown(flow.question, flow.draft.chosen))
-        lines.append(Line([("class:chosen", f"Chosen: {chosen}")], hang="        "))
+    own = flow.draft.text.strip()
+    if flow.multi and (flow.draft.chosen or own) and not flow.reviewing:
+        # The user's own words go with the labels on a multi-select: they are shown too.
+        shown = [*_shown(flow.question, flow.draft.chosen), *([f"“{_safe(own)}”"] if own else [])]
+        lines.append(Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        "))
     if flow.reviewing and None in flow.answers:
         lines.append(Line([("class:notice", OPEN_ARE_SKIPS)]))
     if flow.notice:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import json
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable
 from importlib import resources
@@ -14,7 +16,13 @@ from typing import Final
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +46,7 @@ from ..relay import (
     RelaySnapshot,
     not_pending_error,
 )
+from ..signing import AnswerLinks
 from ..wire import decode_answer, encode_answer, encode_request
 from ._rules import rule_routes
 
@@ -54,6 +63,9 @@ OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
 DEFAULT_MAX_STREAMS: Final = 64
 """How many event streams the app keeps open at once by default."""
+SCOPED_KEPT: Final = 10_000
+"""How many one-question sessions (from answer links) the app holds at once."""
+LINK_PATH: Final = "/link"
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
@@ -208,22 +220,42 @@ class _Guard:
     cookies do not tell ports apart, so any other server on the same host would get one.
     """
 
-    def __init__(self, app: ASGIApp, token: str, hosts: Collection[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        hosts: Collection[str],
+        scoped: Callable[[str], str | None] | None = None,
+        origins: Collection[str] = (),
+    ) -> None:
         self.app = app
         self.token = token.encode()
         self.hosts = _Hosts(hosts)
+        self.origins = frozenset(origin.lower() for origin in origins)  # beside http://<Host>
+        self.scoped = scoped  # a one-question session's token -> its question id
 
     def _refuse(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if not self.hosts.allows(host):
-            return _error(421, "BAD_HOST", "this server does not answer for that Host")
+            return _error(
+                421,
+                "BAD_HOST",
+                f"this server does not answer for the Host {host[:100]!r}; to reach it by that"
+                " name, start it with --allow-host NAME[:PORT] (WebServer(hosts=[...]))",
+            )
         origin = headers.get("origin")
-        if origin is not None and origin.lower() != f"http://{host.strip().lower()}":
+        if (
+            origin is not None
+            and origin.lower() != f"http://{host.strip().lower()}"
+            and origin.lower() not in self.origins
+        ):
             return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
         page = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
         if page and scope["path"] in PUBLIC_PATHS:
             return None
+        if self.scoped is not None and scope["path"] == LINK_PATH:
+            return None  # an answer link carries its own signed, single-use proof
         given = headers.get("authorization", "")
         given = given[7:].strip() if given[:7].lower() == "bearer " else ""
         if not given:
@@ -233,7 +265,20 @@ class _Guard:
         except UnicodeEncodeError:  # pragma: no cover - query strings decode to valid text
             valid = False
         if not valid:
+            return self._one_question(scope, given)
+        return None
+
+    def _one_question(self, scope: Scope, given: str) -> Response | None:
+        """Let a one-question session (opened by an answer link) reach that question only:
+        the list and the stream (which show only it), and its answer and cancel."""
+        question = self.scoped(given) if self.scoped is not None and given else None
+        if question is None:
             return _error(401, "UNAUTHORIZED", "a valid token is required")
+        path = scope["path"]
+        mine = (f"/api/questions/{question}/answer", f"/api/questions/{question}/cancel")
+        if path not in ("/api/questions", "/api/events", "/api/ping", *mine):
+            return _error(403, "FORBIDDEN", "this session may answer one question only")
+        scope.setdefault("state", {}).update({"question": question, "token": given})
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -363,10 +408,14 @@ class WebApp:
         hosts: Collection[str],
         max_streams: int = DEFAULT_MAX_STREAMS,
         rules: RuleStore | None = None,
+        links: AnswerLinks | None = None,
+        origins: Collection[str] = (),
     ) -> None:
         self.relay = relay
         self.token = token
         self.max_streams = check_limit("max_streams", max_streams)
+        self.links = links
+        self._scoped: OrderedDict[str, tuple[str, float]] = OrderedDict()  # token -> (id, end)
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
@@ -389,12 +438,14 @@ class WebApp:
             Route("/api/events", self.events),
             Route("/api/ping", self.ping, methods=["POST"]),
             *(rule_routes(rules) if rules is not None else []),
+            Route(LINK_PATH, self.link),
         ]
         starlette = Starlette(
             routes=routes,
             exception_handlers={HTTPException: self._http_error, Exception: self._crash},
         )
-        self._app = _Guard(starlette, token, hosts)
+        scoped = self._question_of if links is not None else None
+        self._app = _Guard(starlette, token, hosts, scoped, origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -475,17 +526,51 @@ class WebApp:
         html = self._page.replace("{{nonce}}", nonce)
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
-            " connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none';"
+            " connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none';"
             " frame-ancestors 'none'"
         )
         return Response(html, media_type="text/html", headers={"content-security-policy": csp})
 
+    # ------------------------------------------------------------------ answer links
+
+    def _question_of(self, token: str) -> str | None:
+        """The question a one-question session may answer, while it lasts."""
+        entry = self._scoped.get(token)
+        if entry is None or entry[1] <= time.monotonic():
+            return None
+        return entry[0]
+
+    async def link(self, request: Request) -> Response:
+        """Redeem an answer link: a one-question session, and the page on that question."""
+        assert self.links is not None
+        given = request.query_params.get("t", "")
+        try:
+            question_id = self.links.verify(given)
+            pending = await self.relay.lookup(question_id)
+            if pending is None:
+                return _link_page(410, "this question is no longer waiting for an answer")
+            self.links.redeem(given)  # spent only once it opens the question
+        except UserInteractionError as error:
+            return _link_page(403 if error.code != RELAY_UNAVAILABLE else 503, error.message)
+        token = secrets.token_urlsafe(24)
+        now = time.monotonic()
+        while self._scoped and (
+            len(self._scoped) >= SCOPED_KEPT or next(iter(self._scoped.values()))[1] <= now
+        ):
+            self._scoped.popitem(last=False)
+        self._scoped[token] = (question_id, now + self.links.ttl)
+        # The session's token goes in the fragment, as the page's own does: the browser
+        # keeps it from the Location header and never sends it over the network.
+        return RedirectResponse(f"/#token={token}", status_code=303)
+
     async def list_questions(self, request: Request) -> Response:
+        only = _only(request)[0]
         try:
             snapshot = await self.relay.snapshot()
         except UserInteractionError as error:
             return _error(_STATUS.get(error.code, 400), error.code, error.message)
-        return JSONResponse({"questions": [question_json(q) for q in snapshot.questions]})
+        shown = [q for q in snapshot.questions if only is None or q.id == only]
+        return JSONResponse({"questions": [question_json(q) for q in shown]})
 
     async def _read_text(self, request: Request) -> str:
         """The body as text for the wire to parse: UTF-8 only (``json.loads`` would also
@@ -554,18 +639,20 @@ class WebApp:
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._streams.add(stop)
         last = request.headers.get("last-event-id", "").strip() or None
-        return _EventStream(self._stream(last, stop), lambda: self._streams.discard(stop))
+        stream = self._stream(last, stop, _only(request)[0])
+        return _EventStream(stream, lambda: self._streams.discard(stop))
 
     # ------------------------------------------------------------------ the stream
 
     async def _stream(
-        self, last_event_id: str | None, stop: asyncio.Future[None]
+        self, last_event_id: str | None, stop: asyncio.Future[None], only: str | None
     ) -> AsyncIterator[str]:
         """A snapshot of what is pending, then the events, with keep-alives in between.
 
         With a ``Last-Event-ID`` the relay can replay from, the stream resumes there with
         exactly the events missed; otherwise, or when the relay says the position is stale
-        (even mid-stream), it sends a fresh snapshot and goes on from its position.
+        (even mid-stream), it sends a fresh snapshot and goes on from its position. With
+        ``only`` (a one-question session), it shows that question alone.
         """
         self._opened += 1
         head = f"retry: {RETRY_MS}\n"  # goes with the first text, whatever it is
@@ -574,11 +661,14 @@ class WebApp:
             while True:
                 if position is None:
                     snapshot = await self.relay.snapshot()
+                    if only is not None:
+                        shown = tuple(q for q in snapshot.questions if q.id == only)
+                        snapshot = RelaySnapshot(snapshot.position, shown)
                     yield head + _snapshot_json(snapshot)
                     head = ""
                     position = snapshot.position
                 try:
-                    async with contextlib.aclosing(self._follow(position, stop)) as texts:
+                    async with contextlib.aclosing(self._follow(position, stop, only)) as texts:
                         async for text in texts:
                             yield head + text
                             head = ""
@@ -591,7 +681,9 @@ class WebApp:
         finally:
             self._streams.discard(stop)
 
-    async def _follow(self, position: str, stop: asyncio.Future[None]) -> AsyncGenerator[str, None]:
+    async def _follow(
+        self, position: str, stop: asyncio.Future[None], only: str | None = None
+    ) -> AsyncGenerator[str, None]:
         """The events after ``position`` as SSE text, until the relay closes or ``stop``.
 
         A pump task reads the relay's events and hands each over (see :class:`_Handoff`);
@@ -610,7 +702,8 @@ class WebApp:
                 if event is not None:
                     if event.kind == "resolved" and event.outcome is not None:
                         self._remember(event.id, event.outcome)
-                    yield self._event_text(event)
+                    if only is None or event.id == only:
+                        yield self._event_text(event)
                     handoff.taken()  # only now may the pump read on, as the relay expects
                     continue
                 if stop.done():
@@ -649,11 +742,39 @@ def create_app(
     token: str,
     hosts: Collection[str] = LOOPBACK_NAMES,
     max_streams: int = DEFAULT_MAX_STREAMS,
+    links: AnswerLinks | None = None,
+    origins: Collection[str] = (),
 ) -> ASGIApp:
     """The app over ``relay``.
 
     ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that
     port only (IPv6 in brackets). The default is the loopback names on any port. At most
     ``max_streams`` event streams are open at once; one more is ``503 TOO_MANY_STREAMS``.
+    With ``links``, ``GET /link?t=...`` redeems the answer links they issued
+    (docs/notify.md). ``origins`` are further ``Origin`` values accepted beside
+    ``http://<Host>`` (the ``https://`` origin of a page behind a TLS proxy).
     """
-    return WebApp(relay, token=token, hosts=hosts, max_streams=max_streams)
+    return WebApp(
+        relay, token=token, hosts=hosts, max_streams=max_streams, links=links, origins=origins
+    )
+
+
+def _only(request: Request) -> tuple[str | None, str | None]:
+    """The question and token of a one-question session, or ``(None, None)``."""
+    state = request.scope.get("state") or {}
+    return state.get("question"), state.get("token")
+
+
+_LINK_PAGE: Final = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    "<title>Answer link</title></head><body><main><h1>This link cannot be used</h1>"
+    '<p data-testid="link-refused">{message}.</p>'
+    "<p>Ask for a new link, or open the page with its token.</p></main></body></html>"
+)
+
+
+def _link_page(status: int, message: str) -> Response:
+    text = _LINK_PAGE.format(message=html.escape(message[:1].upper() + message[1:]))
+    csp = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    return HTMLResponse(text, status_code=status, headers={"content-security-policy": csp})

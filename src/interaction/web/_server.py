@@ -11,7 +11,9 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import h11
 import uvicorn
@@ -19,6 +21,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..policies import RuleStore
 from ..relay import RelayBackend
+from ..signing import AnswerLinks
 from ._app import (
     DEFAULT_MAX_STREAMS,
     LOOPBACK_NAMES,
@@ -237,14 +240,25 @@ class _Server(uvicorn.Server):
     this one logs once a minute at most.
     """
 
-    def __init__(self, config: uvicorn.Config, limits: _Limits) -> None:
+    def __init__(
+        self, config: uvicorn.Config, limits: _Limits, on_exit: Callable[[], None]
+    ) -> None:
         super().__init__(config)
         self.exit_now = asyncio.Event()
         self.limits = limits
+        self._on_exit = on_exit
         self.accepting: list[asyncio.Task[None]] = []
         self.failed_accepts = 0  # for tests to watch
         self._logged_at = -math.inf
         self._unlogged = 0
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Ctrl-C or SIGTERM, which uvicorn catches while it serves: the event streams end
+        first (with ``closing``), as in :meth:`WebServer.stop`, so no response is still
+        running when the grace time ends and uvicorn cancels what is left."""
+        self._on_exit()
+        super().handle_exit(sig, frame)
+        self.exit_now.set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await self.lifespan.startup()
@@ -346,6 +360,31 @@ class _Server(uvicorn.Server):
             task.cancel()
 
 
+def check_public_url(url: str) -> str:
+    """``url`` without a trailing slash, if it can be the page's public address:
+    ``http(s)://HOST[:PORT]`` (the root of its host: the page calls ``/api/...``), no
+    query, no fragment; ``ValueError`` otherwise."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018  # a bad port raises here
+    except ValueError:
+        raise ValueError(f"--public-url {url!r} has a bad port") from None
+    if (
+        parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or parts.path not in {"", "/"}  # the page's script calls /api/... from the root
+        or parts.query
+        or parts.fragment
+    ):
+        raise ValueError(f"--public-url {url!r} is not a page address: use https://HOST[:PORT]")
+    return url.rstrip("/")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
 class WebServer:
     """Serves a relay's page and API; :attr:`url` (with the token) is known once started.
 
@@ -357,6 +396,10 @@ class WebServer:
     loopback names with the server's port, and the bound address when it is a specific
     one, are always answered. With ``rules`` (a :class:`~interaction.policies.RuleStore`),
     the page also lists, adds and revokes the policy rules (``/api/rules``).
+    ``links`` (:class:`~interaction.signing.AnswerLinks`) lets the answer links they issue
+    open the page on their one question (docs/notify.md). ``public_url`` is the page's
+    address as people reach it (behind a reverse proxy with TLS, say): :attr:`url` and
+    answer links use it, and its host and origin are answered.
 
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
@@ -376,9 +419,13 @@ class WebServer:
         max_streams: int = DEFAULT_MAX_STREAMS,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         rules: RuleStore | None = None,
+        links: AnswerLinks | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.relay = relay
         self.rules = rules
+        self.links = links
+        self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.port = port
@@ -403,9 +450,14 @@ class WebServer:
 
     @property
     def base(self) -> str:
+        """Where the page is reached: the public URL when one is given."""
+        if self.public_url is not None:
+            return self.public_url
         if self.host in _ANY and self.hosts:  # reached by the first name given
             name, port = parse_host(self.hosts[0])
             return f"http://{name}:{port or self.port}"
+        if self.host in _ANY:  # no name given: the one that answers here is loopback's
+            return f"http://127.0.0.1:{self.port}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
@@ -420,7 +472,8 @@ class WebServer:
         names = set(LOOPBACK_NAMES)
         if self.host not in _LOOPBACK and self.host not in _ANY:
             names.add(f"[{self.host}]" if ":" in self.host else self.host)
-        return {f"{name}:{self.port}" for name in names} | set(self.hosts)
+        public = set() if self.public_url is None else {urlsplit(self.public_url).netloc}
+        return {f"{name}:{self.port}" for name in names} | set(self.hosts) | public
 
     async def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -436,15 +489,19 @@ class WebServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
+        origins = () if self.public_url is None else (_origin(self.public_url),)
         self._app = WebApp(
             self.relay,
             token=self.token,
             hosts=self.allowed_hosts(),
             max_streams=self.max_streams,
             rules=self.rules,
+            links=self.links,
+            origins=origins,
         )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
-        self._server = _Server(config, _Limits(self.max_connections, self.request_timeout))
+        limits = _Limits(self.max_connections, self.request_timeout)
+        self._server = _Server(config, limits, self._app.close_streams)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
 
     async def stop(self) -> None:

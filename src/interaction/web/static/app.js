@@ -128,6 +128,7 @@
     for (const node of toNodes(items)) out.append(node); // no spread: a long text has many
     return out;
   };
+  const TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
   const markdown = (source, attrs = {}) => {
     const root = el("div", { class: "detail", "data-testid": "detail", ...attrs });
     const lines = source.split("\n");
@@ -139,7 +140,33 @@
         close();
         const code = [];
         while (++i < lines.length && !lines[i].startsWith("```")) code.push(lines[i]);
-        root.append(el("pre", {}, el("code", { text: code.join("\n") })));
+        // Focusable, so a block wider than the card can be scrolled from the keyboard.
+        root.append(el("pre", { tabindex: "0" }, el("code", { text: code.join("\n") })));
+        continue;
+      }
+      if (/^\s*\|/.test(line) && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
+        close(); // a table: a header row, its rule, then the rows that start with |
+        const cells = (row) => row.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+        const head = el("tr");
+        for (const cell of cells(line)) head.append(el("th", {}, inline(cell)));
+        const body = el("tbody");
+        i += 1;
+        while (i + 1 < lines.length && /^\s*\|/.test(lines[i + 1])) {
+          const row = el("tr");
+          for (const cell of cells(lines[++i])) row.append(el("td", {}, inline(cell)));
+          body.append(row);
+        }
+        root.append(el("div", { class: "table", tabindex: "0" }, el("table", {}, el("thead", {}, head), body)));
+        continue;
+      }
+      const quote = /^\s*>\s?(.*)$/.exec(line);
+      if (quote) {
+        close(); // a quote: this line and the > lines that follow
+        const block = el("blockquote", {}, inline(quote[1]));
+        while (i + 1 < lines.length && /^\s*>/.test(lines[i + 1])) {
+          block.append(el("br"), inline(lines[++i].replace(/^\s*>\s?/, "")));
+        }
+        root.append(block);
         continue;
       }
       const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -149,7 +176,11 @@
       else if (bullet || numbered) {
         const tag = bullet ? "ul" : "ol";
         if (!list || list.tagName.toLowerCase() !== tag) { paragraph = null; list = el(tag); root.append(list); }
-        list.append(el("li", {}, inline((bullet || numbered)[1])));
+        const text = (bullet || numbered)[1];
+        const task = /^\[([ xX])\]\s+(.*)$/.exec(text); // a task list item: - [ ] or - [x]
+        list.append(task
+          ? el("li", { class: "task" }, el("span", { class: "box", text: task[1] === " " ? "☐ " : "☑ " }), inline(task[2]))
+          : el("li", {}, inline(text)));
       } else if (!line.trim()) close();
       else {
         list = null;
@@ -189,7 +220,10 @@
   };
   const titleOf = (entry) => {
     const q = entry && entry.view.questions[0];
-    return q ? "“" + (q.header || q.question).slice(0, 80) + "”" : "The question";
+    if (!q) return "The question";
+    const first = "“" + (q.header || q.question).slice(0, 80) + "”";
+    const total = entry.view.questions.length;
+    return total > 1 ? `The batch of ${total} questions (${first} first)` : first;
   };
   let noticeTimer = null;
   const say = (text, kind = "info") => {
@@ -238,7 +272,8 @@
     busy = null;
     if (status >= 200 && status < 300) {
       dropDraft(entry.id);
-      say(path.endsWith("/cancel") ? "Dismissed." : "Answer sent.");
+      const skipped = body && body.answers && body.answers.every((a) => !a.selected.length && a.custom === undefined);
+      say(path.endsWith("/cancel") ? "Dismissed." : skipped ? "Sent, with every question skipped." : "Answer sent.");
       remove(entry.id);
       return;
     }
@@ -265,6 +300,40 @@
     if (box) box.textContent = message;
   };
 
+  // ---- provenance: who asks, from where, since when (the server escaped it; set as text)
+  // The age is worded as display.asked_ago words it, and kept current while shown.
+  const askedAgo = (askedAt, now = Date.now()) => {
+    const seconds = Math.floor((now - Date.parse(askedAt)) / 1000);
+    if (!(seconds >= 60)) return "asked just now"; // also a clock ahead of ours, or no date
+    if (seconds < 3600) return `asked ${Math.floor(seconds / 60)} min ago`;
+    if (seconds < 48 * 3600) return `asked ${Math.floor(seconds / 3600)} h ago`;
+    return `asked ${Math.floor(seconds / 86400)} days ago`;
+  };
+  const provenanceLine = (view) => {
+    const p = view.provenance;
+    if (!p) return null;
+    const parts = [];
+    if (p.source) parts.push(el("span", { class: "source", "data-testid": "source", text: p.source }));
+    if (p.host) parts.push(el("span", { class: "host", "data-testid": "host", text: "on " + p.host }));
+    if (p.session) parts.push(el("span", { text: "session " + p.session }));
+    if (p.tool) parts.push(el("span", { text: "tool " + p.tool }));
+    if (p.askedAt) {
+      parts.push(el("time", { datetime: p.askedAt, "data-testid": "asked-at",
+        title: new Date(p.askedAt).toLocaleString(), text: askedAgo(p.askedAt) }));
+    }
+    if (!parts.length) return null;
+    const line = el("p", { class: "provenance", "data-testid": "provenance" });
+    // "deploy-bot on build-7 · session 42 · tool deploy · asked 3 min ago", as summary() says it
+    parts.forEach((part, n) => { if (n) line.append(n === 1 && p.source && p.host ? " " : " · "); line.append(part); });
+    return line;
+  };
+  const refreshAges = () => {
+    for (const time of document.querySelectorAll("time[datetime]")) {
+      time.textContent = askedAgo(time.getAttribute("datetime"));
+    }
+  };
+  setInterval(refreshAges, 10000);
+
   // ---- rendering
   const ROLES = { allow: "Allow once", "allow-always": "Allow always", deny: "Deny" };
   const labelNode = (option) => el("span", { class: "label" }, document.createTextNode(option.text),
@@ -288,9 +357,51 @@
     shortcuts.replaceChildren();
     parts.forEach(([keys, what], n) => {
       if (n) shortcuts.append(document.createTextNode(" · "));
-      keys.forEach((key, k) => { if (k) shortcuts.append("/"); shortcuts.append(kbd(key)); });
+      keys.forEach((key, k) => { if (k) shortcuts.append("+"); shortcuts.append(kbd(key)); });
       shortcuts.append(document.createTextNode(" " + what));
     });
+  };
+
+  // ---- Cancel on a batch with work in it asks first, as the terminal does
+  const cancelButton = (entry, draft, button) => {
+    const holder = el("span", { class: "cancel" });
+    const dismiss = () => settle(entry, `/api/questions/${entry.id}/cancel`, {});
+    const ask = () => {
+      const work = draft.items.filter((i) => i.selected.length || i.custom.trim()).length;
+      if (!work) { dismiss(); return; }
+      const keep = button("Keep", "keep", () => holder.replaceChildren(first));
+      holder.replaceChildren(
+        el("span", { class: "confirm", "data-testid": "discard-prompt", text: `Discard ${work} answer${work === 1 ? "" : "s"}?` }),
+        button("Discard", "discard", dismiss), keep);
+      keep.focus();
+    };
+    const first = button("Cancel", "cancel", ask);
+    holder.append(first);
+    return holder;
+  };
+  // ---- a batch shows where the user is, as the terminal's strip does:
+  // ✓ answered, ● this one, ○ still open
+  const batchStrip = (entry, draft, index) => {
+    const total = entry.view.questions.length;
+    if (total < 2) return null;
+    const strip = el("ol", { class: "strip", "data-testid": "strip", "aria-label": "Progress" });
+    entry.view.questions.forEach((q, n) => {
+      const item = draft.items[n];
+      const done = item && (item.selected.length || item.custom.trim());
+      const mark = n === index ? "●" : done ? "✓" : "○";
+      const state = n === index ? "current" : done ? "answered" : "open";
+      strip.append(el("li", { class: state, "aria-current": n === index ? "step" : "false",
+        text: `${mark} ${(q.header || q.question.split("\n")[0]).slice(0, 40)}` }));
+    });
+    return strip;
+  };
+  // ---- a plan that scrolls says so, until its end is in view
+  const scrollHint = (plan) => {
+    const hint = el("p", { class: "scroll-hint", "data-testid": "scroll-hint", "aria-hidden": "true", text: "More of the plan below ↓" });
+    const update = () => { hint.hidden = plan.scrollHeight - plan.scrollTop - plan.clientHeight < 4; };
+    plan.addEventListener("scroll", update);
+    requestAnimationFrame(update);
+    return hint;
   };
 
   let primary = null; // what Ctrl+Enter does on the card shown
@@ -304,9 +415,23 @@
     const plan = markdown(q.detail || "", { class: "detail plan-body", tabindex: "0", role: "region", "aria-label": "The plan" });
     const card = el("section", { class: "card plan", "data-testid": "plan-review", "aria-labelledby": titleId },
       el("p", { class: "progress", text: "Plan review" + (q.header ? " · " + q.header : "") }),
+      provenanceLine(entry.view),
       el("h2", { class: "question", id: titleId, text: q.question }),
       plan,
-      el("p", { class: "error", role: "alert", "data-testid": "error" }));
+      scrollHint(plan));
+    // The answer of one's own, as in the terminal: an intent never takes it away.
+    const words = el("input", { type: "text", "data-testid": "other", "aria-label": q.other || "Your own answer", autocomplete: "off" });
+    const ownWords = () => {
+      if (words.value.trim()) settle(entry, `/api/questions/${entry.id}/answer`, { answers: [{ id: q.id, selected: [], custom: words.value }] });
+    };
+    words.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing && !event.repeat) { event.preventDefault(); ownWords(); }
+    });
+    const sendWords = el("button", { type: "button", "data-testid": "send-other", text: "Send" });
+    sendWords.addEventListener("click", ownWords);
+    card.append(el("label", { class: "other" }, el("span", { text: "Or answer in your own words (what to change, say)" }),
+      el("span", { class: "other-row" }, words, sendWords)));
+    card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
     const send = (label) => () => settle(entry, `/api/questions/${entry.id}/answer`,
       { answers: [{ id: q.id, selected: [label] }] });
@@ -341,6 +466,8 @@
     const place = [total > 1 ? `Question ${index + 1}/${total}` : "", asks, q.header || ""].filter((p) => p).join(" · ");
     const card = el("section", { class: q.permission ? "card permission" : "card", "data-testid": "question", "data-question-id": q.id, "aria-labelledby": titleId },
       el("p", { class: "progress", "data-testid": "progress", text: place || "Question" }),
+      batchStrip(entry, draft, index),
+      provenanceLine(entry.view),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.permission ? el("p", { class: "permission-input", "data-testid": "permission" },
         el("span", { class: "tool", text: q.permission.tool }),
@@ -410,16 +537,32 @@
       item.selected = []; item.custom = ""; store();
       forward();
     }));
-    actions.append(index < total - 1
+    const sendButton = index < total - 1
       ? button("Next", "next", forward, true)
-      : button("Submit", "submit", submit, true));
+      : button("Submit", "submit", submit, true);
+    actions.append(sendButton);
     actions.append(el("span", { class: "spacer" }));
-    actions.append(button("Cancel", "cancel", () => settle(entry, `/api/questions/${entry.id}/cancel`, {})));
+    actions.append(cancelButton(entry, draft, button));
     card.append(actions);
+    if (index === total - 1) {
+      // Nothing chosen or typed: the button says what it sends.
+      const label = () => {
+        const empty = !item.selected.length && !item.custom.trim();
+        const none = draft.items.every((i) => !i.selected.length && !i.custom.trim());
+        sendButton.textContent = empty ? (none && total > 1 ? "Skip all and send" : "Skip and send") : "Submit";
+      };
+      label();
+      card.addEventListener("input", label);
+      card.addEventListener("change", label);
+    }
     primary = forward;
-    choose = (n) => { const input = inputs[n]; if (input && !input.disabled) input.click(); };
+    choose = (n) => {
+      const input = inputs[n];
+      if (input && !input.disabled) { input.click(); input.focus(); } // the focus ring follows
+    };
     const last = index < total - 1 ? "next" : "submit";
-    showKeys(...(inputs.length ? [[["1", "9"], "choose"]] : []),
+    const digits = Math.min(inputs.length, 9);
+    showKeys(...(inputs.length ? [[[digits > 1 ? `1–${digits}` : "1"], "choose"]] : []),
       [["Enter"], `in the text field: ${last}`], [["Ctrl", "Enter"], last]);
     return card;
   };
@@ -432,10 +575,11 @@
     main.replaceChildren();
     primary = choose = null;
     if (stopped) return;
-    const entry = questions.values().next().value;
+    const entry = pick();
     shown = entry ? entry.id : null;
+    updateInbox();
     if (!entry) {
-      main.append(el("p", { class: "idle", text: "No question is waiting." }));
+      main.append(el("p", { class: "idle", text: only ? `No question from ${only} is waiting.` : "No question is waiting." }));
       shortcuts.replaceChildren();
       return;
     }
@@ -458,9 +602,11 @@
   const updateQueue = () => {
     const line = main.querySelector(".queue");
     if (line) line.textContent = questions.size > 1 ? `${questions.size - 1} more waiting` : "";
+    updateInbox();
   };
   const remove = (id) => {
     const had = questions.delete(id);
+    if (chosen === id) chosen = null;
     if (shown === id) render(); else if (had) updateQueue();
   };
 
@@ -566,6 +712,100 @@
     }
   }
 
+  // ---- the inbox: every waiting question (source, first question, age), filtered by
+  // source; arrivals announced, counted in the tab title, and, while the tab is hidden,
+  // a browser notification (permission asked once, on a click) and an optional chime
+  const inbox = document.getElementById("inbox");
+  const alerts = document.getElementById("alerts");
+  const BASE_TITLE = document.title;
+  let chosen = null; // the question picked in the inbox
+  let only = ""; // the source filter: "" for every source
+  const sourceOf = (entry) => (entry.view.provenance && entry.view.provenance.source) || "";
+  const firstLine = (entry) => {
+    const q = entry.view.questions[0];
+    return (q.header || q.question.split("\n")[0]).slice(0, 120);
+  };
+  const listed = () => [...questions.values()].filter((entry) => !only || sourceOf(entry) === only);
+  function pick() {
+    return chosen && questions.has(chosen) ? questions.get(chosen) : listed()[0] || null;
+  }
+  function updateInbox() {
+    document.title = questions.size ? `(${questions.size}) ${BASE_TITLE}` : BASE_TITLE;
+    const sources = [...new Set([...questions.values()].map(sourceOf).filter(Boolean))].sort();
+    if (only && !sources.includes(only) && !questions.size) only = "";
+    inbox.hidden = questions.size < 2 && !only;
+    if (inbox.hidden) { inbox.replaceChildren(); return; }
+    const head = el("div", { class: "inbox-head" },
+      el("h2", { class: "inbox-title", text: `${questions.size} waiting` }));
+    if (sources.length > 1 || only) {
+      const filter = el("select", { "data-testid": "source-filter", "aria-label": "Show questions from" },
+        el("option", { value: "", text: "All sources" }),
+        ...sources.map((source) => el("option", { value: source, text: source })));
+      filter.value = only;
+      filter.addEventListener("change", () => { only = filter.value; chosen = null; if (!busy) render(); });
+      head.append(filter);
+    }
+    const list = el("ul", { class: "inbox-list" });
+    for (const entry of listed()) {
+      const p = entry.view.provenance;
+      const item = el("button", { type: "button", class: "inbox-item", "data-testid": "inbox-item",
+        "data-id": entry.id, "aria-current": entry.id === shown ? "true" : "false" },
+        el("span", { class: "inbox-source", text: sourceOf(entry) || "—" }),
+        el("span", { class: "inbox-question", text: firstLine(entry) }),
+        p && p.askedAt ? el("time", { datetime: p.askedAt, text: askedAgo(p.askedAt) }) : null);
+      item.addEventListener("click", () => { if (busy) return; chosen = entry.id; acted(); render(); });
+      list.append(el("li", {}, item));
+    }
+    inbox.replaceChildren(head, list);
+  }
+  const SOUND = "interaction-sound";
+  let audio = null; // made on the click that turns the chime on (browsers need a gesture)
+  const chime = () => {
+    if (!audio || localStorage.getItem(SOUND) !== "on") return;
+    const tone = audio.createOscillator();
+    const gain = audio.createGain();
+    gain.gain.value = 0.08;
+    tone.frequency.value = 880;
+    tone.connect(gain).connect(audio.destination);
+    tone.start();
+    tone.stop(audio.currentTime + 0.15);
+  };
+  const notifyBrowser = (entry) => {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    const from = sourceOf(entry);
+    const note = new Notification(from ? `Question from ${from}` : "A question is waiting",
+      { body: firstLine(entry), tag: entry.id });
+    note.addEventListener("click", () => {
+      window.focus();
+      chosen = entry.id;
+      if (!busy) render();
+      note.close();
+    });
+  };
+  function announce(entry) {
+    if (shown && shown !== entry.id) {
+      const from = sourceOf(entry);
+      say(`New question${from ? " from " + from : ""}: ${firstLine(entry)}`);
+    }
+    if (document.hidden) { notifyBrowser(entry); chime(); }
+  }
+  const updateAlerts = () => {
+    alerts.replaceChildren();
+    if ("Notification" in window && Notification.permission === "default") {
+      const ask = el("button", { type: "button", class: "link", "data-testid": "notify-me", text: "Notify me" });
+      ask.addEventListener("click", async () => { await Notification.requestPermission(); updateAlerts(); });
+      alerts.append(ask);
+    }
+    const sound = el("input", { type: "checkbox", "data-testid": "sound" });
+    sound.checked = localStorage.getItem(SOUND) === "on";
+    sound.addEventListener("change", () => {
+      localStorage.setItem(SOUND, sound.checked ? "on" : "off");
+      if (sound.checked && !audio && window.AudioContext) audio = new AudioContext();
+    });
+    alerts.append(el("label", { class: "sound" }, sound, document.createTextNode(" Sound")));
+  };
+  updateAlerts();
+
   // ---- the stream: a snapshot on every (re)connect, then what happens
   let events = null;
   const unauthorized = () => {
@@ -632,6 +872,7 @@
       if (questions.has(entry.id)) return;
       questions.set(entry.id, entry);
       if (!shown) render(); else updateQueue();
+      announce(entry);
     });
     events.addEventListener("resolved", (event) => {
       const { id, outcome } = JSON.parse(event.data);

@@ -1,0 +1,100 @@
+"""``--notify`` specs as steps: ``KIND[@DELAY]=TARGET``, secrets from the environment."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Final
+from urllib.parse import unquote, urlsplit
+
+from ._dispatch import Notifier, Step
+from ._email import EmailNotifier
+from ._slack import SlackNotifier
+from ._webhook import WebhookNotifier
+
+__all__ = ["ENV", "parse_delay", "steps_from_specs"]
+
+ENV: Final = {
+    "webhook": "INTERACTION_WEBHOOK_SECRET",
+    "smtp": "INTERACTION_SMTP_URL",
+    "smtp_password": "INTERACTION_SMTP_PASSWORD",
+    "smtp_from": "INTERACTION_SMTP_FROM",
+    "slack": "INTERACTION_SLACK_WEBHOOK_URL",
+}
+"""The environment variables the channels read their secrets and servers from."""
+
+_DELAY: Final = re.compile(r"(\d{1,6})([smhd]?)")
+_UNITS: Final = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_KINDS: Final = ("webhook", "email", "slack")
+
+
+def parse_delay(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``2h``, ``1d`` as seconds; ``ValueError`` otherwise."""
+    found = _DELAY.fullmatch(text.strip())
+    if found is None:
+        raise ValueError(f"{text!r} is not a delay (write 90s, 5m, 2h or 1d)")
+    return float(int(found.group(1)) * _UNITS[found.group(2)])
+
+
+def _need(environ: Mapping[str, str], name: str, what: str) -> str:
+    value = environ.get(name, "")
+    if not value:
+        raise ValueError(f"{what} needs {name} in the environment")
+    return value
+
+
+def _email(target: str, environ: Mapping[str, str]) -> EmailNotifier:
+    to = [address.strip() for address in target.split(",") if address.strip()]
+    url = urlsplit(_need(environ, ENV["smtp"], "--notify email"))
+    if url.scheme not in {"smtp", "smtps"} or not url.hostname:
+        raise ValueError(f"{ENV['smtp']} is smtp://[USER@]HOST[:PORT] or smtps://...")
+    try:
+        port = url.port
+    except ValueError:
+        raise ValueError(f"{ENV['smtp']} has a bad port") from None
+    sender = environ.get(ENV["smtp_from"]) or f"interaction@{socket.gethostname()}"
+    return EmailNotifier(
+        host=url.hostname,
+        port=port,
+        sender=sender,
+        to=to,
+        username=unquote(url.username) if url.username else None,
+        password=environ.get(ENV["smtp_password"]) or None,
+        use_tls=url.scheme == "smtps",
+    )
+
+
+def _channel(kind: str, target: str | None, environ: Mapping[str, str]) -> Notifier:
+    if kind == "webhook":
+        if not target:
+            raise ValueError("--notify webhook=URL needs the URL")
+        return WebhookNotifier(target, _need(environ, ENV["webhook"], "--notify webhook"))
+    if kind == "email":
+        if not target:
+            raise ValueError("--notify email=ADDRESS[,ADDRESS...] needs an address")
+        return _email(target, environ)
+    url = target or _need(environ, ENV["slack"], "--notify slack (without =URL)")
+    return SlackNotifier(url)
+
+
+def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[Step]:
+    """The steps of ``--notify`` specs (``webhook=URL``, ``email@30m=a@x.org``,
+    ``slack@5m`` with the URL in the environment); ``ValueError`` with one line that
+    names the bad spec, and never a secret."""
+    steps = []
+    for spec in specs:
+        head, equals, target = spec.partition("=")
+        kind, at, delay = head.strip().partition("@")
+        if kind not in _KINDS:
+            raise ValueError(f"--notify {head!r}: the kinds are {', '.join(_KINDS)}")
+        try:
+            after = parse_delay(delay) if at else 0.0
+            channel = _channel(kind, target.strip() if equals else None, environ)
+        except ValueError as exc:
+            said = str(exc)
+            raise ValueError(
+                said if said.startswith("--notify") else f"--notify {kind}: {said}"
+            ) from None
+        steps.append(Step(channel, after))
+    return steps

@@ -1,0 +1,106 @@
+"""Local receivers for the notification channels: real HTTP servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from interaction.notify import Notice, Outcome
+
+from .redis_server import free_port
+
+WAIT = 20.0  # the bound on any one wait (a loaded CI machine), never a pause
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the receiver took, and the status it answered."""
+
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """An HTTP server that answers POSTs with ``statuses`` in turn, then 200."""
+
+    statuses: list[int] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    url: str = ""
+    _arrived: asyncio.Queue[Call] = field(default_factory=asyncio.Queue)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        status = self.statuses.pop(0) if self.statuses else 200
+        call = Call(dict(request.headers), await request.read(), status)
+        self.calls.append(call)
+        self._arrived.put_nowait(call)
+        return web.Response(status=status, text="ok" if status == 200 else "no")
+
+    async def next_call(self) -> Call:
+        async with asyncio.timeout(WAIT):
+            return await self._arrived.get()
+
+    def idle(self) -> bool:
+        return self._arrived.empty()
+
+
+@asynccontextmanager
+async def receiving(
+    statuses: list[int] | None = None, path: str = "/hook"
+) -> AsyncIterator[Receiver]:
+    """A :class:`Receiver` listening on a free loopback port; stopped however the test ends."""
+    receiver = Receiver(list(statuses or []))
+    app = web.Application()
+    app.router.add_post(path, receiver.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    receiver.url = f"http://127.0.0.1:{port}{path}"
+    try:
+        yield receiver
+    finally:
+        await runner.cleanup()
+
+
+@dataclass
+class Recorder:
+    """A channel for the dispatcher's own tests: records, and fails ``failures`` times."""
+
+    name: str
+    failures: int = 0
+    error: Exception = field(default_factory=lambda: RuntimeError("down"))
+    told: list[tuple[str, Notice, Outcome | None]] = field(default_factory=list)
+    _arrived: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    attempts: int = 0
+
+    async def pending(self, notice: Notice) -> None:
+        await self._record("pending", notice, None)
+
+    async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
+        await self._record("settled", notice, outcome)
+
+    async def _record(self, what: str, notice: Notice, outcome: Outcome | None) -> None:
+        self.attempts += 1
+        self._arrived.put_nowait(what)
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+        self.told.append((what, notice, outcome))
+
+    async def next_attempt(self) -> str:
+        async with asyncio.timeout(WAIT):
+            return await self._arrived.get()
+
+    def kinds(self) -> list[str]:
+        return [what for what, _, _ in self.told]

@@ -1,0 +1,336 @@
+"""The mail and Slack channels end to end: a real SMTP server (aiosmtpd) in the test
+process, a local receiver standing in for Slack's URL, and the answer link opened in
+Chromium, where it opens that one question and nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import queue
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from email.message import EmailMessage
+from typing import Any
+
+import httpx
+import pytest
+from aiosmtpd.controller import Controller
+from playwright.async_api import Browser
+from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement
+
+from interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Provenance,
+    UserInteractionError,
+    ask,
+    provide,
+)
+from interaction.notify import (
+    EmailNotifier,
+    ManualClock,
+    Notifications,
+    Retry,
+    SlackNotifier,
+    Step,
+    escape_mrkdwn,
+)
+from interaction.relay import Relay
+from interaction.signing import LINK_REFUSED, AnswerLinks
+from interaction.web import WebServer
+
+from .notify_helpers import WAIT, receiving
+from .redis_server import free_port
+
+Option = AskUserQuestionOption
+HOSTILE = "<b>bold</b> & <!channel> <script>alert(1)</script>"
+PKG = AskUserQuestionItem(
+    "pkg",
+    f"Which package manager? {HOSTILE}",
+    options=[Option("pnpm (Recommended)", "fast"), Option("npm")],
+)
+OTHER = AskUserQuestionItem("notes", "Anything else?")
+FROM_BOT = Provenance(source="deploy-bot", host="build-7")
+
+
+class Mailbox:
+    """An aiosmtpd handler: every message it takes, parsed, in a thread-safe queue."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[EmailMessage] = queue.Queue()
+        self.envelopes: list[tuple[str, list[str]]] = []
+
+    async def handle_DATA(self, server: object, session: object, envelope: Any) -> str:
+        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        self.messages.put(message)
+        return "250 Message accepted for delivery"
+
+    async def next(self) -> EmailMessage:
+        return await asyncio.to_thread(self.messages.get, timeout=WAIT)
+
+
+@contextmanager
+def smtp_server() -> Iterator[tuple[Mailbox, int]]:
+    """aiosmtpd on a free loopback port, stopped however the test ends."""
+    mailbox = Mailbox()
+    port = free_port()
+    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield mailbox, port
+    finally:
+        controller.stop()
+
+
+@asynccontextmanager
+async def answering(
+    steps: list[Step], links: AnswerLinks
+) -> AsyncIterator[tuple[Relay, WebServer, Notifications]]:
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            notifications = Notifications(
+                relay, steps, links=links, public_url=server.base, clock=ManualClock()
+            )
+            async with notifications:
+                try:
+                    yield relay, server, notifications
+                finally:
+                    relay.close()
+
+
+def link_in(text: str) -> str:
+    found = re.search(r"Answer: (\S+)", text)
+    assert found is not None, text
+    return found.group(1)
+
+
+async def test_a_mail_is_sent_and_its_link_opens_that_question_once(browser: Browser) -> None:
+    moment = [1_000_000.0]
+    links = AnswerLinks(secret=b"s" * 32, ttl=600, clock=lambda: moment[0])
+    with smtp_server() as (mailbox, port):
+        channel = EmailNotifier(
+            host="127.0.0.1", port=port, sender="agent@example.com", to=["alice@example.com"]
+        )
+        async with answering([Step(channel)], links) as (relay, server, _):
+            other = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            mail_one = await mailbox.next()
+            task = asyncio.create_task(ask(AskUserQuestionRequest([PKG], provenance=FROM_BOT)))
+            message = await mailbox.next()
+            assert mailbox.envelopes[-1] == ("agent@example.com", ["alice@example.com"])
+            assert message["Subject"] == f"deploy-bot asks: Which package manager? {HOSTILE}"
+            plain = message.get_body(("plain",))
+            rich = message.get_body(("html",))
+            assert plain is not None
+            assert rich is not None
+            text = plain.get_content().replace("\r\n", "\n")  # SMTP's line ends
+            markup = rich.get_content()
+            assert text.startswith("(deploy-bot on build-7 · asked just now)\n")
+            assert "  - pnpm (recommended): fast" in text
+            assert "<script>" not in markup  # every model string is escaped for HTML
+            assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markup
+            link = link_in(text)
+            assert f'href="{link.replace("&", "&amp;")}"' in markup
+            assert link.startswith(f"{server.base}/link?t=")
+
+            page = await browser.new_page()
+            try:
+                await page.goto(link)
+                card = page.get_by_test_id("question")
+                await card.wait_for()
+                assert await card.get_attribute("data-question-id") == "pkg"
+                shown = await page.get_by_test_id("question-text").inner_text()
+                assert shown == f"Which package manager? {HOSTILE}"
+                assert await page.get_by_test_id("queue").inner_text() == ""  # not the other one
+                await page.get_by_text("npm", exact=True).click()
+                await page.get_by_test_id("submit").click()
+                answer = await task
+                assert answer == AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg", ["npm"])])
+                # The session the link opened answers that question and nothing else.
+                other_id = relay.pending()[0].id
+                # The page keeps the session's token, from the redirect's fragment, in the tab.
+                auth = "{Authorization: 'Bearer ' + sessionStorage.getItem('interaction-token')}"
+                status = await page.evaluate(
+                    f"""async (id) => (await fetch(`/api/questions/${{id}}/cancel`,
+                        {{method: "POST", headers: {auth}}})).status""",
+                    other_id,
+                )
+                assert status == 403
+                listed = await page.evaluate(
+                    f"async () => (await fetch('/api/questions', {{headers: {auth}}})).json()"
+                )
+                assert listed == {"questions": []}
+                # Used once: refused from then on.
+                response = await page.goto(link)
+                assert response is not None
+                assert response.status == 403
+                refused = page.get_by_test_id("link-refused")
+                assert await refused.inner_text() == "This answer link was already used."
+            finally:
+                await page.close()
+
+            first_link = link_in(mail_one.get_body(("plain",)).get_content())  # type: ignore[union-attr]
+            async with httpx.AsyncClient(base_url=server.base) as http:
+                altered = first_link[:-3] + ("AAA" if not first_link.endswith("AAA") else "BBB")
+                reply = await http.get(altered.removeprefix(server.base))
+                assert (reply.status_code, "is not valid" in reply.text) == (403, True)
+                moment[0] += 601  # past the link's lifetime
+                reply = await http.get(first_link.removeprefix(server.base))
+                assert (reply.status_code, "has expired" in reply.text) == (403, True)
+                assert (await http.get("/api/questions")).status_code == 401  # no token: none
+            relay.close()
+            with pytest.raises(UserInteractionError):
+                await other
+
+
+def test_answer_links_are_signed_scoped_expiring_and_single_use() -> None:
+    moment = [0.0]
+    links = AnswerLinks(secret="k" * 32, ttl=60, clock=lambda: moment[0])
+    token = links.token("abc_-1")
+    assert links.verify(token) == "abc_-1"
+    assert links.redeem(token) == "abc_-1"
+    for bad, why in (
+        (token, "was already used"),
+        (links.token("abc_-1").replace("abc_-1", "abc_-2"), "is not valid"),
+        (AnswerLinks(secret="x" * 32).token("abc_-1"), "is not valid"),
+        ("v1.a.b", "is not valid"),
+        ("x" * 401, "is not valid"),
+    ):
+        with pytest.raises(UserInteractionError) as caught:
+            links.redeem(bad)
+        assert caught.value.code == LINK_REFUSED
+        assert caught.value.message == f"this answer link {why}"
+    late = links.token("q")
+    moment[0] = 60
+    with pytest.raises(UserInteractionError, match="has expired"):
+        links.redeem(late)
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        AnswerLinks(secret="short")
+    with pytest.raises(ValueError, match="URL-safe"):
+        links.token("a/b")
+
+
+async def test_an_unreachable_smtp_server_is_logged_and_never_fails_the_ask(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock()
+    channel = EmailNotifier(host="127.0.0.1", port=free_port(), sender="a@x.org", to=["b@x.org"])
+    relay = Relay()
+    with provide(relay):
+        async with Notifications(relay, [Step(channel)], clock=clock, retry=Retry(attempts=2)):
+            task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            await clock.until_sleeping()
+            clock.advance(1)
+            (question,) = relay.pending()
+            relay.answer(question.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("notes")]))
+            assert (await task).answers == (AskUserQuestionAnswerItem("notes"),)
+    assert "email via 127.0.0.1: pending notice failed (attempt 1/2): could not send" in caplog.text
+
+
+def test_email_is_configured_or_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="a sender and at least one recipient"):
+        EmailNotifier(host="h", sender="me", to=["you@x.org"])
+    with pytest.raises(ValueError, match="a sender and at least one recipient"):
+        EmailNotifier(host="h", sender="me@x.org", to=[])
+
+
+# ---------------------------------------------------------------------------- Slack
+
+
+async def test_slack_gets_block_kit_built_by_slack_sdk_with_an_answer_button() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    async with receiving(path="/services/T000/B000/XXXX") as receiver:
+        channel = SlackNotifier(receiver.url, on_settle=True)
+        assert channel.name == "slack"  # the URL is the secret: never in a log line
+        async with answering([Step(channel)], links) as (relay, server, notifications):
+            task = asyncio.create_task(ask(AskUserQuestionRequest([PKG], provenance=FROM_BOT)))
+            call = await receiver.next_call()
+            payload = call.json()
+            subject = f"deploy-bot asks: Which package manager? {HOSTILE}"
+            assert payload["text"] == escape_mrkdwn(subject)
+            assert "<!channel>" not in payload["text"]  # no mention reaches the channel
+            blocks = Block.parse_all(payload["blocks"])
+            for block in blocks:
+                block.validate_json()  # slack_sdk's own checks of every block
+            assert [block.type for block in blocks] == [
+                "header",
+                "context",
+                "section",
+                "actions",
+                "context",
+            ]
+            assert payload["blocks"][2]["text"]["type"] == "plain_text"  # never mrkdwn
+            actions = blocks[3]
+            assert isinstance(actions, ActionsBlock)
+            (button,) = actions.elements
+            assert isinstance(button, ButtonElement)
+            await notifications.caught_up()
+            (question,) = relay.pending()
+            assert button.url is not None
+            assert button.url.startswith(f"{server.base}/link?t=v1.{question.id}.")
+            relay.answer(question.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg")]))
+            await task
+            settled = await receiver.next_call()
+            assert settled.json() == {"text": escape_mrkdwn(f"{subject}: it was answered.")}
+
+
+async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock()
+    async with receiving([500, 404], path="/services/x") as receiver:
+        relay = Relay()
+        with provide(relay):
+            channel = SlackNotifier(receiver.url)
+            async with Notifications(relay, [Step(channel)], clock=clock, retry=Retry(attempts=3)):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+                assert (await receiver.next_call()).status == 500
+                await clock.until_sleeping()
+                clock.advance(1)
+                assert (await receiver.next_call()).status == 404
+                relay.close()
+                with pytest.raises(UserInteractionError):
+                    await task
+    assert (
+        "slack: pending notice failed (attempt 1/3): Slack answered 500; again in 1s" in caplog.text
+    )
+    assert "slack: pending notice refused: Slack answered 404" in caplog.text
+    assert "/services/x" not in caplog.text
+
+
+async def test_an_answer_link_gives_a_token_for_its_one_question_in_the_fragment() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            first = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            second = asyncio.create_task(ask(AskUserQuestionRequest([PKG])))
+            for _ in range(2):  # both asks have reached the relay
+                await anext(arrivals)
+            wanted = relay.pending()[1].id
+            async with httpx.AsyncClient(base_url=server.base) as browser:
+                link = links.link(wanted, server.base)
+                opened = await browser.get(link.removeprefix(server.base))
+                assert opened.status_code == 303
+                assert "set-cookie" not in opened.headers
+                location = opened.headers["location"]
+                assert location.startswith("/#token=")  # never sent over the network
+                scoped = {"Authorization": "Bearer " + location.removeprefix("/#token=")}
+                listed = (await browser.get("/api/questions", headers=scoped)).json()
+                assert [q["id"] for q in listed["questions"]] == [wanted]
+                other = f"/api/questions/{relay.pending()[0].id}/cancel"
+                refused = await browser.post(other, headers=scoped)
+                assert refused.status_code == 403
+                assert refused.json()["error"]["code"] == "FORBIDDEN"
+                # The page's own token, in the tab that holds it, still sees the whole page.
+                owner = {"Authorization": "Bearer " + server.token}
+                listed = (await browser.get("/api/questions", headers=owner)).json()
+                assert len(listed["questions"]) == 2
+            relay.close()
+            await asyncio.gather(first, second, return_exceptions=True)
