@@ -15,6 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeGuard, TypeVar
+from uuid import UUID
 
 from .._core import (
     MAX_PROVENANCE_TEXT,
@@ -38,6 +39,7 @@ from .._core import (
     escape_controls,
     provide,
     short_repr,
+    with_provenance,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "ask_approval",
     "ask_approvals",
     "ask_through",
+    "asked_by",
     "checked_timeout",
     "input_summary",
     "is_suspension",
@@ -220,6 +223,22 @@ def provenance_text(text: object) -> str | None:
     return shown
 
 
+def asked_by(
+    framework: str, *, agent: object = None, session: object = None, tool: object = None
+) -> Provenance:
+    """Who asks, as a framework knows it: its ``agent``'s name (else the ``framework``'s
+    own), the run or thread (``session``) and the asking ``tool``. Each is untrusted text,
+    kept as :func:`provenance_text` makes it fit, or left out; an id that is a number or a
+    UUID is taken as its text."""
+    if isinstance(session, int | UUID) and not isinstance(session, bool):
+        session = str(session)
+    return Provenance(
+        source=provenance_text(agent) or framework,
+        session=provenance_text(session),
+        tool=provenance_text(tool),
+    )
+
+
 def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
     """The detail of a permission question: the notes that are set, then the tool's input."""
     try:
@@ -350,14 +369,15 @@ async def ask_approvals(
     """Ask several approval questions (each with its tool's name) as one batch.
 
     The question ids must be unique. An ask that ends without an answer denies them all.
-    Without ``provenance``, a batch of one tool's calls names that tool as the one asking.
+    ``provenance`` says who asks; a batch of one tool's calls names that tool as the one
+    asking where ``provenance`` names none.
     """
-    tools = {name for _, name in items}
-    if provenance is None and len(tools) == 1 and (tool := provenance_text(tools.pop())):
-        provenance = Provenance(tool=tool)
     request = AskUserQuestionRequest(
         [item for item, _ in items], signal=signal, key=key, provenance=provenance
     )
+    tools = {name for _, name in items}
+    if len(tools) == 1:
+        request = with_provenance(request, tool=provenance_text(tools.pop()))
     try:
         answer = await ask_through(request, provider)
     except HarnessError as error:
