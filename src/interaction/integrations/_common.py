@@ -8,13 +8,11 @@ and ``Deny``. Anything but an allow option denies: ``Deny``, an answer of the us
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import json
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeGuard, TypeVar
+from typing import Final, TypeGuard
 from uuid import UUID
 
 from .._core import (
@@ -32,14 +30,15 @@ from .._core import (
     Provenance,
     UserInteractionError,
     UserInteractionProvider,
-    ask,
+    ask_with,
     check_caller,
     check_provenance,
     check_questions,
     escape_controls,
-    provide,
     short_repr,
     with_provenance,
+    with_provider,
+    with_provider_sync,
 )
 
 __all__ = [
@@ -68,8 +67,6 @@ __all__ = [
     "with_provider_sync",
 ]
 
-T = TypeVar("T")
-
 ALLOW: Final = "Allow"
 DENY: Final = "Deny"
 ALWAYS_ALLOW: Final = "Always allow"
@@ -86,42 +83,6 @@ def is_suspension(error: HarnessError) -> bool:
     return isinstance(error, AskSuspended)
 
 
-async def with_provider(
-    provider: UserInteractionProvider | None, call: Callable[[], Awaitable[T]]
-) -> T:
-    """Await ``call()`` with ``provider`` active, or as it is if ``provider`` is ``None``.
-
-    A given provider is made active in a fresh context, so a provider registered around
-    the caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels it.
-    """
-    if provider is None:
-        return await call()
-
-    async def inside() -> T:
-        with provide(provider):
-            return await call()
-
-    return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
-
-
-def with_provider_sync(
-    provider: UserInteractionProvider | None,
-    call: Callable[[], T],
-    *,
-    loop: asyncio.AbstractEventLoop | None = None,
-) -> T:
-    """:func:`with_provider` for a sync framework's thread: ``call()`` with ``provider``
-    registered (on ``loop``, the loop it lives on, if any) in a fresh context."""
-    if provider is None:
-        return call()
-
-    def inside() -> T:
-        with provide(provider, loop=loop):
-            return call()
-
-    return contextvars.Context().run(inside)
-
-
 async def ask_through(
     request: AskUserQuestionRequest, provider: UserInteractionProvider | None
 ) -> AskUserQuestionAnswer:
@@ -131,7 +92,7 @@ async def ask_through(
     error (``ASK_TIMEOUT``, ``ASK_ABORTED``): a provider may answer before ``ask()`` hears
     of the abort, and an expired timeout must deny, whichever came first.
     """
-    answer = await with_provider(provider, lambda: ask(request))
+    answer = await ask_with(request, provider)
     check_caller(request.signal, None)
     return answer
 
