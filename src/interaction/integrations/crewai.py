@@ -13,9 +13,9 @@
   instead of ``input()`` on the terminal; :func:`human_feedback` makes it CrewAI's
   provider for a ``with`` block.
 
-Each question's provenance says who asks: the tool's name a question of the tool (CrewAI
-does not tell a tool its agent, so the source is CrewAI), the agent's role and the crew's
-id a request for feedback.
+Each question's provenance says who asks: a question of the tool names the tool, with
+CrewAI as its source (CrewAI does not tell a tool its agent); a request for feedback names
+the agent's role and the crew's id.
 
 Every function asks ``provider`` when one is given, else the provider active in context.
 """
