@@ -13,7 +13,7 @@ from aiohttp import web
 
 from interaction.notify import Notice, Outcome
 
-from .redis_server import free_port
+from .loopback import free_port
 
 WAIT = 20.0  # the bound on any one wait (a loaded CI machine), never a pause
 

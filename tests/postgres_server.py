@@ -12,7 +12,6 @@ with a bounded deadline); ``stop()`` is a fast shutdown (SIGINT), then SIGKILL;
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import pwd
@@ -20,18 +19,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Self
 
 import psycopg
 import pytest
 
-from .redis_server import free_port
-
-START_SECONDS: Final = 30.0
-STOP_SECONDS: Final = 10.0
+from .loopback import LoopbackProcess
 
 
 def binaries() -> Path:
@@ -51,16 +46,18 @@ def binaries() -> Path:
     return Path(found[-1]).parent
 
 
-class PostgresServer:
+class PostgresServer(LoopbackProcess):
     """One ``postgres`` process over its own data directory."""
 
+    STOP_SECONDS = 10.0
+    STOP_SIGNAL = signal.SIGINT  # a fast shutdown
+
     def __init__(self, *, durable: bool = False) -> None:
+        super().__init__()
         self.bin = binaries()
         self.durable = durable  # fsync on (benchmarks); tests need only survive a crash
         self.directory = Path(tempfile.mkdtemp(prefix="interaction-pg-"))
         self.data = self.directory / "data"
-        self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
         self._as_user: list[str] = []
         if os.geteuid() == 0:
             try:
@@ -77,6 +74,10 @@ class PostgresServer:
                 f"--regid={user.pw_gid}",
                 "--init-groups",
             ]
+
+    @property
+    def name(self) -> str:
+        return "postgres"
 
     @property
     def url(self) -> str:
@@ -106,28 +107,14 @@ class PostgresServer:
             argv += ["-c", f"{name}={value}"]
         return [*self._as_user, *argv]
 
-    def start(self) -> PostgresServer:
+    def start(self) -> Self:
         self._initdb()
-        for _ in range(5):  # a port taken between free_port() and the bind: another one
-            self.port = free_port()
-            if self._launch():
-                return self
-        raise RuntimeError(f"postgres did not start: {self.log()}")
+        return super().start()
 
-    def _launch(self) -> bool:
+    def spawn(self) -> subprocess.Popen[bytes]:
         log = open(self.directory / "postgres.log", "ab")  # noqa: SIM115 - the child's
         with log:
-            self.process = subprocess.Popen(self._argv(), stdout=log, stderr=log)
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self.process = None
-                return False
-            if self.ready():
-                return True
-            time.sleep(0.02)  # polling a server: there is no event to wait on
-        self.stop()
-        return False
+            return subprocess.Popen(self._argv(), stdout=log, stderr=log)
 
     def ready(self) -> bool:
         try:
@@ -140,37 +127,20 @@ class PostgresServer:
         path = self.directory / "postgres.log"
         return path.read_text("utf-8", "replace")[-2000:] if path.exists() else "(no log)"
 
-    def _signal(self, number: signal.Signals) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(number)
-        try:
-            process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_SECONDS)
-
-    def stop(self) -> None:
-        """A fast shutdown (SIGINT), SIGKILL if it lingers; a no-op when not running."""
-        self._signal(signal.SIGINT)
+    def details(self) -> str:
+        return f": {self.log()}"
 
     def crash(self) -> None:
         """An immediate shutdown (SIGQUIT): every backend ends at once, no checkpoint."""
-        self._signal(signal.SIGQUIT)
+        self.send_signal(signal.SIGQUIT)
 
     def restart(self, *, crash: bool = True) -> None:
         """Stop (at once when ``crash``) and start again on the same port and directory."""
         self.crash() if crash else self.stop()
-        if not self._launch():
-            raise RuntimeError(f"postgres did not restart on {self.port}: {self.log()}")
-
-    def __enter__(self) -> PostgresServer:
-        return self.start()
+        self.relaunch()
 
     def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
-            self.stop()
+        super().__exit__(*exc)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

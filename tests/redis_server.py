@@ -9,27 +9,15 @@ AOF written before is replayed.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
 import pytest
 
-START_SECONDS: Final = 10.0
-STOP_SECONDS: Final = 5.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from .loopback import LoopbackProcess
 
 
 def ping(port: int, timeout: float = 0.5) -> bool:
@@ -42,18 +30,24 @@ def ping(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-class RedisServer:
+class RedisServer(LoopbackProcess):
     """One ``redis-server`` process; ``appendonly`` turns the AOF on (fsync always)."""
 
+    START_SECONDS = 10.0
+    POLL_SECONDS = 0.01
+
     def __init__(self, directory: Path, *, appendonly: bool = False) -> None:
+        super().__init__()
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (Debian package redis-server)")
         self.binary = binary
         self.directory = directory
         self.appendonly = appendonly
-        self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def name(self) -> str:
+        return "redis-server"
 
     @property
     def url(self) -> str:
@@ -67,65 +61,23 @@ class RedisServer:
             argv += ["--appendfsync", "always"]
         return [*argv, "--loglevel", "warning", "--logfile", str(self.directory / "redis.log")]
 
-    def start(self) -> RedisServer:
-        for _ in range(5):  # a port taken between free_port() and the bind: another one
-            self.port = free_port()
-            if self._launch():
-                return self
-        raise RuntimeError(f"redis-server did not start: {self.log()}")
+    def spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(self._argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def _launch(self) -> bool:
-        self.process = subprocess.Popen(
-            self._argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self.process = None
-                return False
-            if ping(self.port):
-                return True
-            time.sleep(0.01)  # polling a port: there is no event to wait on
-        self.stop()
-        return False
+    def ready(self) -> bool:
+        return ping(self.port)
 
     def log(self) -> str:
         path = self.directory / "redis.log"
         return path.read_text("utf-8", "replace")[-2000:] if path.exists() else "(no log)"
 
-    def stop(self) -> None:
-        """SIGTERM, wait, SIGKILL if it lingers; a no-op when not running."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_SECONDS)
-
-    def kill(self) -> None:
-        """SIGKILL: the server dies as in a crash (the AOF is all that is left)."""
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(STOP_SECONDS)
+    def details(self) -> str:
+        return f": {self.log()}"
 
     def restart(self, *, crash: bool = True) -> None:
         """Stop (SIGKILL when ``crash``) and start again on the same port and directory."""
-        port = self.port
         self.kill() if crash else self.stop()
-        self.port = port
-        if not self._launch():
-            raise RuntimeError(f"redis-server did not restart on {port}: {self.log()}")
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
-            self.stop()
+        self.relaunch()
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,7 @@ from interaction.a2a import (
 from interaction.testing import ScriptedProvider
 
 from .helpers import import_error_without
+from .loopback import stop_async
 
 SERVER = str(Path(__file__).parent / "fixtures" / "a2a" / "server.py")
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
@@ -78,14 +79,8 @@ class Agent:
 
     async def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.returncode is not None:
-            return
-        process.terminate()
-        try:
-            await asyncio.wait_for(process.wait(), 10)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        if process is not None:
+            await stop_async(process, 10)
 
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

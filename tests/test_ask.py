@@ -29,6 +29,7 @@ from interaction import (
     provide_agents,
 )
 from interaction._ask import ASYNCIO_REQUIRED_MESSAGE, _Stop
+from interaction._core import ask_with, with_provider_sync
 from interaction._registry import current_registration
 from interaction.testing import BlockingProvider, ScriptedProvider
 
@@ -535,3 +536,43 @@ async def test_trio_run_as_a_guest_on_this_loop_is_refused(provider: ScriptedPro
     )
     assert await refusal == ASYNCIO_REQUIRED_MESSAGE
     assert len(provider.requests) == 1
+
+
+# ---------------------------------------------------------------------------- ask_with
+
+
+async def test_ask_with_asks_the_given_provider_whatever_is_registered_around() -> None:
+    request = AskUserQuestionRequest([pkg_question()])
+    outer, given = ScriptedProvider({"pkg": "npm"}), ScriptedProvider({"pkg": "yarn"})
+    with provide(outer):
+        mine = await ask_with(request, given)
+        theirs = await ask_with(request, None)  # none given: the one in context
+        registration = current_registration()  # the given one left no trace here
+        assert registration is not None
+        assert registration.provider is outer
+    assert (mine.answers[0].selected, theirs.answers[0].selected) == (("yarn",), ("npm",))
+    assert (given.requests, outer.requests) == ([request], [request])
+
+
+async def test_ask_with_none_and_nothing_registered_is_no_provider() -> None:
+    with pytest.raises(UserInteractionError) as caught:
+        await ask_with(AskUserQuestionRequest([pkg_question()]), None)
+    assert caught.value.code == ErrorCode.NO_PROVIDER
+
+
+async def test_cancelling_the_caller_of_ask_with_withdraws_the_question() -> None:
+    blocking = BlockingProvider()
+    task = asyncio.create_task(ask_with(AskUserQuestionRequest([pkg_question()]), blocking))
+    await blocking.started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert blocking.cleaned_up == 1
+
+
+def test_with_provider_sync_registers_the_provider_for_the_call_only() -> None:
+    given = ScriptedProvider()
+    seen = with_provider_sync(given, current_registration)
+    assert seen is not None
+    assert seen.provider is None
+    assert current_registration() is None

@@ -41,6 +41,7 @@ INTERNAL_ONLY = {
     "SURROGATE",
     "aborted_error",
     "as_plain",
+    "ask_with",
     "call_sync",
     "check_caller",
     "check_provenance",
@@ -51,6 +52,8 @@ INTERNAL_ONLY = {
     "questions_from_json",
     "short_repr",
     "thaw",
+    "with_provider",
+    "with_provider_sync",
 }
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Final
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -25,6 +27,7 @@ from interaction import (
     Provenance,
     provide,
 )
+from interaction._core import MAX_PROVENANCE_TEXT, check_provenance
 from interaction.integrations._common import (
     ALLOW,
     DENY,
@@ -32,6 +35,7 @@ from interaction.integrations._common import (
     ask_approval,
     ask_approvals,
     ask_through,
+    asked_by,
     checked_timeout,
     question_ids,
     usable_id,
@@ -177,7 +181,7 @@ async def test_an_approval_names_its_tool_as_the_one_asking() -> None:
     await ask_approval(approval_item("x", {}), tool_name="a\x1bb", provider=provider)
     assert [request.provenance for request in provider.requests] == [
         Provenance(tool="Write"),
-        Provenance(source="agent-7"),
+        Provenance(source="agent-7", tool="Write"),  # the host's word, the tool filled in
         None,  # two tools: neither is the one asking
         Provenance(tool="a\\x1bb"),  # escaped, never a refusal
     ]
@@ -390,3 +394,31 @@ def test_the_langgraph_resume_value_schema_takes_an_answer_or_an_error() -> None
     )
     assert not validator.is_valid({"answers": []})
     assert not validator.is_valid({"digest": "x", "answers": []})
+
+
+# ---------------------------------------------------------------------------- provenance
+
+_NAMES = st.one_of(st.none(), st.text(max_size=300), st.integers(), st.uuids(), st.booleans())
+
+
+@given(agent=_NAMES, session=_NAMES, tool=_NAMES)
+def test_what_a_framework_says_of_the_asker_never_makes_a_refused_question(
+    agent: object, session: object, tool: object
+) -> None:
+    asker = asked_by("Framework", agent=agent, session=session, tool=tool)
+    check_provenance(asker)  # ask() accepts it, whatever the framework's names hold
+    assert asker.source is not None
+    if not isinstance(agent, str) or not agent.strip():
+        assert asker.source == "Framework"
+    for text in (asker.source, asker.session, asker.tool):
+        assert text is None or (0 < len(text) <= MAX_PROVENANCE_TEXT and "\n" not in text)
+    assert asker.host is None
+    assert asker.asked_at is None
+
+
+def test_an_asker_keeps_plain_names_and_takes_numbers_and_uuids_as_text() -> None:
+    assert asked_by("LangGraph", agent="planner", session=42, tool="ask_user_question") == (
+        Provenance(source="planner", session="42", tool="ask_user_question")
+    )
+    assert asked_by("CrewAI", session=True).session is None  # a flag is no id
+    assert asked_by("CrewAI", agent="  ", tool="a\x1b[31mb").tool == "a\\x1b[31mb"

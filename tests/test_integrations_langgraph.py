@@ -17,8 +17,12 @@ from langgraph.types import interrupt
 
 from interaction import (
     AbortSignal,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
+    ask,
     choose,
     confirm,
     provide,
@@ -85,6 +89,33 @@ async def test_run_graph_answers_each_interrupt_and_the_node_reruns_from_its_top
     assert scripted.requests[0].key is not None
     assert scripted.requests[0].key.startswith("thread-1:")
     assert deployer.errors == []
+    # the run's thread is the session of what the person is asked
+    assert {r.provenance for r in scripted.requests} == {
+        Provenance(source="LangGraph", session="thread-1")
+    }
+
+
+async def test_what_a_node_says_of_its_question_wins_over_the_run_config() -> None:
+    async def node(state: State) -> State:
+        question = AskUserQuestionItem("go", "Go on?", options=[])
+        request = AskUserQuestionRequest([question], provenance=Provenance(source="deployer"))
+        answer = await ask(request)
+        return {"result": answer.answers[0].custom or ""}
+
+    graph = StateGraph(State)
+    graph.add_node("ask", node)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    scripted = ScriptedProvider({"go": "yes"})
+    config: RunnableConfig = {
+        "configurable": {"thread_id": 42},
+        "metadata": {"lc_agent_name": "planner"},
+    }
+    result = await run_graph(
+        graph.compile(checkpointer=InMemorySaver()), {"result": ""}, config, provider=scripted
+    )
+    assert result == {"result": "yes"}
+    assert scripted.last_request.provenance == Provenance(source="deployer", session="42")
 
 
 async def test_the_interrupt_carries_the_request_and_its_answer_schema() -> None:
@@ -321,6 +352,9 @@ async def test_the_ready_tool_in_a_tool_node_loop_interrupts_and_resumes() -> No
         '{"id":"extras","selected":["web","redis"],"custom":"docs"}]}'
     )
     assert len(scripted.requests) == 1  # asked once, though the tool node ran twice
+    assert scripted.last_request.provenance == Provenance(
+        source="LangGraph", session="tool-1", tool="ask_user_question"
+    )
 
 
 async def test_the_ready_tool_tells_the_model_to_fix_bad_arguments() -> None:
@@ -342,11 +376,19 @@ async def test_the_ready_tool_tells_the_model_to_fix_bad_arguments() -> None:
 def test_the_ready_tool_in_a_prebuilt_agent_invoked_from_plain_code() -> None:
     agent = create_react_agent(ScriptedChat(arguments=[TOOL_ARGS]), [ask_user_tool()])
     scripted = ScriptedProvider({"db": "postgres"})
+    # the agent's name and thread as a run's config carries them: untrusted, kept to a line
+    config: RunnableConfig = {
+        "configurable": {"thread_id": "t\u202e7"},
+        "metadata": {"lc_agent_name": "setup\nbot"},
+    }
     with provide(scripted):  # no event loop anywhere: the sync path asks
-        result = agent.invoke({"messages": [HumanMessage("set up")]})
+        result = agent.invoke({"messages": [HumanMessage("set up")]}, config)
     assert result["messages"][-1].content == (
         'tool said (success): {"answers":[{"id":"db","selected":["postgres"]},'
         '{"id":"extras","selected":[]}]}'
+    )
+    assert scripted.last_request.provenance == Provenance(
+        source="setup bot", session="t\\u202e7", tool="ask_user_question"
     )
 
 

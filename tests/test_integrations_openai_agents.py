@@ -13,6 +13,7 @@ from agents import (
     Model,
     ModelResponse,
     ModelSettings,
+    RunConfig,
     Runner,
     Usage,
     function_tool,
@@ -34,6 +35,7 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
+    Provenance,
     provide,
 )
 from interaction.integrations.openai_agents import (
@@ -150,9 +152,13 @@ async def test_the_tool_asks_and_the_model_gets_the_answers() -> None:
         {"pkg": "npm", "checks": AskUserQuestionAnswerItem("checks", ["tests"])}
     )
     with provide(scripted):
-        result = await Runner.run(agent, "set up")
+        result = await Runner.run(agent, "set up", run_config=RunConfig(group_id="chat-7"))
     assert result.final_output == (
         '{"answers":[{"id":"pkg","selected":["npm"]},{"id":"checks","selected":["tests"]}]}'
+    )
+    # the agent that called the tool, the tool, and the run's conversation
+    assert scripted.last_request.provenance == Provenance(
+        source="setup", session="chat-7", tool="ask_user_question"
     )
     (tool,) = model.tools_seen
     assert isinstance(tool, FunctionTool)
@@ -223,6 +229,7 @@ async def test_interruptions_are_asked_in_one_batch_and_the_run_continues() -> N
         ("call-2", "Allow delete_file to run?"),
     ]
     assert questions[1].detail == 'Input:\n{\n  "path": "b.txt"\n}'
+    assert scripted.last_request.provenance == Provenance(source="cleaner", tool="delete_file")
 
 
 async def test_run_with_approvals_on_the_web_page() -> None:

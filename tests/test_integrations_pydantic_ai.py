@@ -26,6 +26,7 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     provide,
@@ -73,16 +74,20 @@ def calls_then_echoes(
 
 
 async def test_the_toolset_asks_and_the_model_gets_the_answers() -> None:
-    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", ARGS)))
+    agent = Agent(FunctionModel(calls_then_echoes("ask_user_question", ARGS)), name="setup")
     scripted = ScriptedProvider({"pkg": "npm", "name": "seam"})
     with provide(scripted):
-        result = await agent.run("set up", toolsets=[ask_user_toolset()])
+        result = await agent.run("set up", toolsets=[ask_user_toolset()], run_id="run-1")
     assert result.output == (
         'tool said: {"answers":[{"id":"pkg","selected":["npm"]},'
         '{"id":"name","selected":[],"custom":"seam"}]}'
     )
     (request,) = scripted.requests
     assert [q.id for q in request.questions] == ["pkg", "name"]
+    # the run's agent and id, and the tool by the name the model called
+    assert request.provenance == Provenance(
+        source="setup", session="run-1", tool="ask_user_question"
+    )
 
 
 async def test_the_model_sees_the_tools_schema() -> None:
@@ -178,6 +183,8 @@ async def test_deferred_approvals_are_asked_and_the_run_continues() -> None:
     assert question.id == "call-1"
     assert question.question == "Allow delete_file to run?"
     assert question.detail == 'Input:\n{\n  "path": "notes.txt"\n}'
+    # asked after the run: pydantic-ai's requests name neither agent nor run, only the tool
+    assert scripted.last_request.provenance == Provenance(source="pydantic-ai", tool="delete_file")
 
 
 async def test_a_denial_on_the_web_page_reaches_the_model_and_the_tool_never_runs() -> None:
@@ -204,10 +211,16 @@ async def test_the_handler_resolves_approvals_inside_one_run() -> None:
     agent = approval_agent(ran)
     scripted = ScriptedProvider({"call-1": "Allow"})
     result = await agent.run(
-        "clean up", capabilities=[HandleDeferredToolCalls(handler=approval_handler(scripted))]
+        "clean up",
+        capabilities=[HandleDeferredToolCalls(handler=approval_handler(scripted))],
+        run_id="run-2",
     )
     assert result.output == "tool said: deleted notes.txt"
     assert ran == ["notes.txt"]
+    # asked inside the run: its agent (named after its variable by pydantic-ai) and its id
+    assert scripted.last_request.provenance == Provenance(
+        source="agent", session="run-2", tool="delete_file"
+    )
 
 
 async def test_a_timed_out_approval_denies() -> None:
@@ -326,11 +339,16 @@ async def test_a_suspended_ask_defers_the_call_and_the_next_run_gets_the_answer(
         output_type=[str, DeferredToolRequests],
     )
     suspends = Suspends()
-    first = await agent.run("set up", toolsets=[ask_user_toolset(suspends)])
+    first = await agent.run("set up", toolsets=[ask_user_toolset(suspends)], run_id="run-3")
     assert isinstance(first.output, DeferredToolRequests)
     (call,) = first.output.calls
     assert call.tool_call_id == "call-1"
-    assert first.output.metadata["call-1"] == {"digest": request_digest(suspends.requests[0])}
+    # the digest of the question, and who asked it, for whoever answers it later
+    assert first.output.metadata["call-1"] == {
+        "digest": request_digest(suspends.requests[0]),
+        "source": "agent",
+        "session": "run-3",
+    }
     relay = Relay()
     async with WebPage(relay, select("npm")):
         with provide(relay):
@@ -565,6 +583,10 @@ async def test_a_deferred_call_whose_arguments_changed_is_refused() -> None:
     assert caught.value.code == "BAD_REQUEST"
     assert caught.value.message == "the deferred call's question does not match its digest"
     assert scripted.requests == []
-    # Unchanged, it is asked.
-    results = await answer_deferred_calls(first.output, provider=ScriptedProvider({"pkg": "npm"}))
+    # Unchanged, it is asked, naming the run that deferred it.
+    answering = ScriptedProvider({"pkg": "npm"})
+    results = await answer_deferred_calls(first.output, provider=answering)
     assert list(results.calls) == ["call-1"]
+    assert answering.last_request.provenance == Provenance(
+        source="agent", session=first.run_id, tool="ask_user_question"
+    )

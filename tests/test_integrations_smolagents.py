@@ -17,7 +17,7 @@ from smolagents.models import (
     Model,
 )
 
-from interaction import provide
+from interaction import Provenance, provide
 from interaction.integrations.smolagents import AskUserTool
 from interaction.relay import Relay
 from interaction.testing import BlockingProvider, ScriptedProvider
@@ -107,6 +107,8 @@ def test_a_batch_with_multi_select_other_and_skip() -> None:
         ("extras", True),
         ("name", False),
     ]
+    # smolagents does not tell a tool its agent: the framework and the tool say who asks
+    assert request.provenance == Provenance(source="smolagents", tool="ask_user_question")
 
 
 def test_other_replaces_the_choice_of_a_single_select_question() -> None:

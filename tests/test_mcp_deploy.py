@@ -32,8 +32,9 @@ from interaction.mcp import (
     SpentStoreUnavailable,
 )
 from tests.helpers import import_error_without
+from tests.loopback import free_port
 from tests.mcp_http import ServerProcess
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 
 BRIDGE = str(Path(__file__).parent / "fixtures" / "mcp" / "bridge_server.py")
 USED = "the request state was already used; call the tool again without it"

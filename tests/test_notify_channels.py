@@ -44,8 +44,8 @@ from interaction.relay import Relay
 from interaction.signing import LINK_REFUSED, AnswerLinks
 from interaction.web import WebServer
 
+from .loopback import free_port
 from .notify_helpers import WAIT, receiving
-from .redis_server import free_port
 
 Option = AskUserQuestionOption
 HOSTILE = "<b>bold</b> & <!channel> <script>alert(1)</script>"

@@ -27,7 +27,8 @@ from interaction.redis_audit import RedisAuditLog
 from interaction.redis_rules import RedisRuleStore
 from interaction.testing import ScriptedProvider
 
-from .redis_server import RedisServer, free_port, redis_server
+from .loopback import free_port
+from .redis_server import RedisServer, redis_server
 
 __all__ = ["redis_server"]  # a fixture
 

@@ -18,6 +18,7 @@ from interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
+    Provenance,
     UserInteractionError,
     provide,
     provide_agents,
@@ -32,6 +33,7 @@ from interaction.tool import (
     render_answer,
     request_from_arguments,
     run_tool,
+    run_tool_sync,
     tool_parameters,
 )
 
@@ -253,6 +255,27 @@ async def test_the_signal_and_agent_reach_the_provider() -> None:
         await run_tool(THREE, agent=agent, signal=controller.signal)
     assert scripted.last_request.agent is agent
     assert scripted.last_request.signal is controller.signal
+
+
+async def test_the_provenance_reaches_the_provider_and_is_checked_as_by_ask() -> None:
+    asker = Provenance(source="planner", session="run-1", tool=TOOL_NAME)
+    scripted = ScriptedProvider()
+    with provide(scripted):
+        await run_tool(THREE, provenance=asker)
+    assert scripted.last_request.provenance == asker
+    assert request_from_arguments(THREE, provenance=asker).provenance == asker
+    with provide(scripted):
+        bad = await run_tool(THREE, provenance=Provenance(source="two\nlines"))
+    assert bad.error == {"name": "UserInteractionError", "code": "BAD_REQUEST"}
+    assert bad.content.startswith("Error: provenance.source: ")
+    assert len(scripted.requests) == 1  # the refused one never reached the provider
+
+
+def test_the_sync_tool_carries_the_provenance_too() -> None:
+    scripted = ScriptedProvider()
+    with provide(scripted):
+        run_tool_sync(THREE, provenance=Provenance(tool=TOOL_NAME))
+    assert scripted.last_request.provenance == Provenance(tool=TOOL_NAME)
 
 
 async def test_no_provider_gives_its_code_and_guidance() -> None:

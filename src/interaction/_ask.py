@@ -16,12 +16,12 @@ from ._errors import (
     aborted_error,
 )
 from ._presentation import escape_controls
-from ._registry import registration_in_context
+from ._registry import registration_in_context, with_provider
 from ._request_checks import check_request
 from ._suspend import AskSuspended, current_resumption, take_resumed
-from ._types import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._types import AskUserQuestionAnswer, AskUserQuestionRequest, UserInteractionProvider
 
-__all__ = ["ask"]
+__all__ = ["ask", "ask_with"]
 
 ASYNCIO_REQUIRED_MESSAGE: Final = (
     "interaction.ask() must be awaited in an asyncio task; other event loops"
@@ -156,3 +156,15 @@ def describe_exception(exc: BaseException) -> str:
         text = f"{text[:MAX_PROVIDER_TEXT]}... ({omitted} more characters)"
     name = type(exc).__name__
     return escape_controls(f"{name}: {text}" if text else name)
+
+
+async def ask_with(
+    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
+) -> AskUserQuestionAnswer:
+    """``ask(request)`` through ``provider``, or through the provider active here if ``None``.
+
+    A given provider is active in a fresh context (:func:`with_provider`): the bridges'
+    clients (MCP, ACP, A2A) ask the provider they were given, whatever is registered around
+    them.
+    """
+    return await with_provider(provider, lambda: ask(request))

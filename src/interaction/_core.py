@@ -10,6 +10,10 @@ internal tools the codec, the tool and the relay share with ``ask()``:
 
 - ``check_questions`` / ``check_caller``: the structural and caller parts of
   ``check_request``, for a codec that has no signal or agent to check;
+- ``ask_with`` / ``with_provider`` / ``with_provider_sync``: ``ask()`` (or any call)
+  through a provider a host was handed, active in a fresh context so a provider
+  registered around the host never makes it ``DUPLICATE_PROVIDER`` (the bridges' clients,
+  the framework integrations);
 - ``call_sync``: how the sync API runs a coroutine for a thread (on the provider's loop, or
   a fresh one), for the extras' sync forms (``run_tool_sync``, the sync framework tools);
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
@@ -35,7 +39,7 @@ from . import __version__
 from ._abort import AbortController, AbortSignal, short_repr
 from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
 from ._answer_checks import check_answer
-from ._ask import ask
+from ._ask import ask, ask_with
 from ._errors import (
     DISPOSED_MESSAGE,
     MISMATCH_MESSAGE,
@@ -69,7 +73,13 @@ from ._presentation import (
     split_recommended,
 )
 from ._provenance import MAX_PROVENANCE_TEXT, Provenance, check_provenance, with_provenance
-from ._registry import current_provider, provide, register_provider
+from ._registry import (
+    current_provider,
+    provide,
+    register_provider,
+    with_provider,
+    with_provider_sync,
+)
 from ._request_checks import check_caller, check_questions, check_request, questions_from_json
 from ._suspend import AskSuspended, ResumedAnswer, Resumption, request_digest, resume
 from ._sync import (
@@ -139,6 +149,7 @@ __all__ = [
     "ask_sync",
     "ask_text",
     "ask_text_sync",
+    "ask_with",
     "call_sync",
     "cancelled_error",
     "check_answer",
@@ -174,4 +185,6 @@ __all__ = [
     "split_recommended",
     "thaw",
     "with_provenance",
+    "with_provider",
+    "with_provider_sync",
 ]

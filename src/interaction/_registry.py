@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 
 from ._errors import DUPLICATE_MESSAGE, ErrorCode, UserInteractionError, bad_request, type_name
 from ._types import UserInteractionProvider
@@ -26,7 +26,11 @@ __all__ = [
     "current_provider",
     "provide",
     "register_provider",
+    "with_provider",
+    "with_provider_sync",
 ]
+
+T = TypeVar("T")
 
 
 class Watcher(Protocol):
@@ -149,3 +153,40 @@ def provide(
         # Exited in another context (a generator moved between tasks): the cell is empty anyway.
         with contextlib.suppress(ValueError):
             _provider_var.reset(token)
+
+
+async def with_provider(
+    provider: UserInteractionProvider | None, call: Callable[[], Awaitable[T]]
+) -> T:
+    """Await ``call()`` with ``provider`` active, or as it is if ``provider`` is ``None``.
+
+    For a host that is handed a provider (a bridge's client, an integration's tool): a
+    given provider is made active in a fresh context, so a provider registered around the
+    caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels it.
+    """
+    if provider is None:
+        return await call()
+
+    async def inside() -> T:
+        with provide(provider):
+            return await call()
+
+    return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
+
+
+def with_provider_sync(
+    provider: UserInteractionProvider | None,
+    call: Callable[[], T],
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> T:
+    """:func:`with_provider` for a plain function's thread: ``call()`` with ``provider``
+    registered (on ``loop``, the loop it lives on, if any) in a fresh context."""
+    if provider is None:
+        return call()
+
+    def inside() -> T:
+        with provide(provider, loop=loop):
+            return call()
+
+    return contextvars.Context().run(inside)

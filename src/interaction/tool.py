@@ -42,7 +42,7 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ._core import AbortSignal, Agent, AskUserQuestionAnswer
+    from ._core import AbortSignal, Agent, AskUserQuestionAnswer, Provenance
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -297,6 +297,7 @@ def request_from_arguments(
     agent: Agent | None = None,
     signal: AbortSignal | None = None,
     limits: ToolLimits = DEFAULT_LIMITS,
+    provenance: Provenance | None = None,
 ) -> AskUserQuestionRequest:
     """The request a model's tool-call ``arguments`` (a dict or JSON text) describe.
 
@@ -304,9 +305,10 @@ def request_from_arguments(
     models commonly emit: an option as a plain string, ``multiSelect`` for
     ``multi_select``, an array JSON-encoded in a string. Unknown fields are ignored.
     Integers are bounded as on the wire (:data:`interaction.wire.MAX_DIGITS`).
+    ``provenance`` (who asks: the framework's agent, run, the tool) goes on the request.
     """
     try:
-        return _request_from_arguments(arguments, agent, signal, limits)
+        return _request_from_arguments(arguments, agent, signal, limits, provenance)
     except UserInteractionError:
         raise
     except Exception:  # a host's mapping whose key compares by raising, say
@@ -317,7 +319,11 @@ def request_from_arguments(
 
 
 def _request_from_arguments(
-    arguments: object, agent: Agent | None, signal: AbortSignal | None, limits: ToolLimits
+    arguments: object,
+    agent: Agent | None,
+    signal: AbortSignal | None,
+    limits: ToolLimits,
+    provenance: Provenance | None,
 ) -> AskUserQuestionRequest:
     arguments = as_plain(arguments)
     if isinstance(arguments, str | bytes | bytearray):
@@ -344,7 +350,7 @@ def _request_from_arguments(
         check_questions(questions)
     except UserInteractionError as error:
         raise _fault(error.path or "questions", problem_of(error)) from None
-    return AskUserQuestionRequest(questions, agent=agent, signal=signal)
+    return AskUserQuestionRequest(questions, agent=agent, signal=signal, provenance=provenance)
 
 
 # ---------------------------------------------------------------------------- results
@@ -406,15 +412,19 @@ async def run_tool(
     agent: Agent | None = None,
     signal: AbortSignal | None = None,
     limits: ToolLimits = DEFAULT_LIMITS,
+    provenance: Provenance | None = None,
 ) -> ToolResult:
     """Parse the model's arguments, ``ask()``, and render the result or the error.
 
     Refusals come in ``ask()``'s order: an aborted signal and the caller's admission win
-    over faults in the arguments; an empty batch is ``EMPTY_QUESTIONS``.
+    over faults in the arguments; an empty batch is ``EMPTY_QUESTIONS``. ``provenance``
+    says who asks (an integration fills it with its framework's agent, run and tool).
     """
     try:
         try:
-            request = request_from_arguments(arguments, agent=agent, signal=signal, limits=limits)
+            request = request_from_arguments(
+                arguments, agent=agent, signal=signal, limits=limits, provenance=provenance
+            )
         except UserInteractionError:
             check_caller(signal, agent)
             raise
@@ -432,6 +442,7 @@ def run_tool_sync(
     agent: Agent | None = None,
     signal: AbortSignal | None = None,
     limits: ToolLimits = DEFAULT_LIMITS,
+    provenance: Provenance | None = None,
 ) -> ToolResult:
     """:func:`run_tool` for a plain function's thread, as ``interaction.ask_sync`` asks.
 
@@ -439,7 +450,9 @@ def run_tool_sync(
     :func:`run_tool` there.
     """
     return call_sync(
-        lambda: run_tool(arguments, agent=agent, signal=signal, limits=limits),
+        lambda: run_tool(
+            arguments, agent=agent, signal=signal, limits=limits, provenance=provenance
+        ),
         "tool.run_tool_sync",
         "tool.run_tool(arguments)",
     )

@@ -27,6 +27,7 @@ from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionRequest,
+    Provenance,
     provide,
 )
 from interaction.integrations.crewai import ACCEPT, ask_user_tool, human_feedback
@@ -138,6 +139,8 @@ def test_a_batch_with_multi_select_other_and_skip() -> None:
         ]
     }
     assert [q.id for q in scripted.last_request.questions] == ["db", "extras", "name"]
+    # CrewAI does not tell a tool its agent: the framework and the tool say who asks
+    assert scripted.last_request.provenance == Provenance(source="CrewAI", tool="ask_user_question")
 
 
 def test_other_replaces_a_single_select_choice() -> None:
@@ -150,9 +153,9 @@ async def test_answered_through_the_relay_while_its_loop_runs() -> None:
     relay = Relay()
     events = relay.subscribe()
 
-    async def person() -> None:
+    async def person() -> AskUserQuestionRequest:
         async for event in events:
-            if event.kind == "requested":
+            if event.kind == "requested" and event.question is not None:
                 relay.answer(
                     event.id,
                     AskUserQuestionAnswer(
@@ -163,12 +166,15 @@ async def test_answered_through_the_relay_while_its_loop_runs() -> None:
                         ]
                     ),
                 )
-                return
+                return event.question.request
+        raise AssertionError("the relay's events ended before a question came")
 
     answering = asyncio.create_task(person())
     with provide(relay):  # the crew runs in a worker thread: the ask runs on this loop
         output, _ = await asyncio.to_thread(kickoff, BATCH)
-    await answering
+    asked = await answering
+    assert asked.provenance is not None  # what the person is shown (a relay adds its time)
+    assert (asked.provenance.source, asked.provenance.tool) == ("CrewAI", "ask_user_question")
     assert json.loads(output)["answers"][2] == {"id": "name", "selected": [], "custom": "seam"}
     assert relay.pending() == []
 
@@ -279,6 +285,8 @@ def test_human_input_asks_through_the_seam_and_feedback_reruns_the_agent() -> No
         output = team.kickoff()
     assert raw(output) == "sqlite it is"
     first, second = scripted.requests
+    # the request for feedback names the agent (its role) and the crew's run
+    assert first.provenance == Provenance(source="Project setup", session=str(team.id))
     assert first.questions[0].detail == "Task: Set up the project.\n\nResult:\npostgres it is"
     assert second.questions[0].detail == "Task: Set up the project.\n\nResult:\nsqlite it is"
     assert [o.label for o in first.questions[0].options] == [ACCEPT]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import uuid
 from dataclasses import replace
 from typing import Final
@@ -28,29 +26,12 @@ from .._core import (
     Provenance,
     UserInteractionError,
     UserInteractionProvider,
-    ask,
-    provide,
+    ask_with,
 )
 from ..wire import decode_request, encode_answer
 from ._common import DATA_KEY, MAX_REQUEST, payload, text_field
 
 _DISMISSALS: Final = (ErrorCode.ASK_CANCELLED, ErrorCode.ASK_ABORTED, ErrorCode.ASK_TIMEOUT)
-
-
-async def _ask(
-    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
-) -> AskUserQuestionAnswer:
-    if provider is None:
-        return await ask(request)
-
-    async def with_provider() -> AskUserQuestionAnswer:
-        with provide(provider):
-            return await ask(request)
-
-    # A fresh context, so the given provider is used whatever is registered around us.
-    return await asyncio.get_running_loop().create_task(
-        with_provider(), context=contextvars.Context()
-    )
 
 
 async def _send(client: Client, message: Message) -> Task | Message:
@@ -132,7 +113,7 @@ async def send_and_answer(
         )
         state = text_field(data, "state", ErrorCode.BAD_REQUEST)
         try:
-            answer = await _ask(request, provider)
+            answer = await ask_with(request, provider)
         except UserInteractionError as error:
             if error.code in _DISMISSALS:
                 return await client.cancel_task(CancelTaskRequest(id=result.id))

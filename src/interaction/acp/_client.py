@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -59,7 +57,6 @@ from acp.schema import (
 )
 
 from .._core import (
-    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -69,9 +66,8 @@ from .._core import (
     Provenance,
     UserInteractionError,
     UserInteractionProvider,
-    ask,
+    ask_with,
     check_request,
-    provide,
 )
 from ._limits import MAX_FIELDS, MAX_OPTIONS, MAX_TEXT, MAX_TRIES
 
@@ -347,22 +343,6 @@ def form_fields(message: str, mode: ElicitationMode) -> list[_Field]:
     return fields
 
 
-async def _ask(
-    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
-) -> AskUserQuestionAnswer:
-    if provider is None:
-        return await ask(request)
-
-    async def with_provider() -> AskUserQuestionAnswer:
-        with provide(provider):
-            return await ask(request)
-
-    # A fresh context, so the given provider is used whatever is registered around us.
-    return await asyncio.get_running_loop().create_task(
-        with_provider(), context=contextvars.Context()
-    )
-
-
 def _with_note(item: AskUserQuestionItem, note: str) -> AskUserQuestionItem:
     base = item.detail or ""
     return replace(item, detail=f"{base}\n\n{note}" if base else note)
@@ -501,7 +481,7 @@ class InteractionClient:
         question = request.questions[0]
         for _ in range(MAX_TRIES):
             try:
-                answer = await _ask(request, self.provider)
+                answer = await ask_with(request, self.provider)
             except UserInteractionError as error:
                 if error.code in _DISMISSALS:
                     return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -549,7 +529,7 @@ class InteractionClient:
         content: dict[str, object] = {}
         problems: list[str] = []
         for _ in range(MAX_TRIES):
-            answer = await _ask(
+            answer = await ask_with(
                 AskUserQuestionRequest([item for _, item in pending], provenance=provenance),
                 self.provider,
             )

@@ -8,13 +8,12 @@ and ``Deny``. Anything but an allow option denies: ``Deny``, an answer of the us
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import json
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeGuard, TypeVar
+from typing import Final, TypeGuard
+from uuid import UUID
 
 from .._core import (
     MAX_PROVENANCE_TEXT,
@@ -31,13 +30,15 @@ from .._core import (
     Provenance,
     UserInteractionError,
     UserInteractionProvider,
-    ask,
+    ask_with,
     check_caller,
     check_provenance,
     check_questions,
     escape_controls,
-    provide,
     short_repr,
+    with_provenance,
+    with_provider,
+    with_provider_sync,
 )
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ask_approval",
     "ask_approvals",
     "ask_through",
+    "asked_by",
     "checked_timeout",
     "input_summary",
     "is_suspension",
@@ -64,8 +66,6 @@ __all__ = [
     "with_provider",
     "with_provider_sync",
 ]
-
-T = TypeVar("T")
 
 ALLOW: Final = "Allow"
 DENY: Final = "Deny"
@@ -83,42 +83,6 @@ def is_suspension(error: HarnessError) -> bool:
     return isinstance(error, AskSuspended)
 
 
-async def with_provider(
-    provider: UserInteractionProvider | None, call: Callable[[], Awaitable[T]]
-) -> T:
-    """Await ``call()`` with ``provider`` active, or as it is if ``provider`` is ``None``.
-
-    A given provider is made active in a fresh context, so a provider registered around
-    the caller never makes it ``DUPLICATE_PROVIDER``. Cancelling the caller cancels it.
-    """
-    if provider is None:
-        return await call()
-
-    async def inside() -> T:
-        with provide(provider):
-            return await call()
-
-    return await asyncio.get_running_loop().create_task(inside(), context=contextvars.Context())
-
-
-def with_provider_sync(
-    provider: UserInteractionProvider | None,
-    call: Callable[[], T],
-    *,
-    loop: asyncio.AbstractEventLoop | None = None,
-) -> T:
-    """:func:`with_provider` for a sync framework's thread: ``call()`` with ``provider``
-    registered (on ``loop``, the loop it lives on, if any) in a fresh context."""
-    if provider is None:
-        return call()
-
-    def inside() -> T:
-        with provide(provider, loop=loop):
-            return call()
-
-    return contextvars.Context().run(inside)
-
-
 async def ask_through(
     request: AskUserQuestionRequest, provider: UserInteractionProvider | None
 ) -> AskUserQuestionAnswer:
@@ -128,7 +92,7 @@ async def ask_through(
     error (``ASK_TIMEOUT``, ``ASK_ABORTED``): a provider may answer before ``ask()`` hears
     of the abort, and an expired timeout must deny, whichever came first.
     """
-    answer = await with_provider(provider, lambda: ask(request))
+    answer = await ask_with(request, provider)
     check_caller(request.signal, None)
     return answer
 
@@ -218,6 +182,22 @@ def provenance_text(text: object) -> str | None:
     except UserInteractionError:
         return None
     return shown
+
+
+def asked_by(
+    framework: str, *, agent: object = None, session: object = None, tool: object = None
+) -> Provenance:
+    """Who asks, as a framework knows it: its ``agent``'s name (else the ``framework``'s
+    own), the run or thread (``session``) and the asking ``tool``. Each is untrusted text,
+    kept as :func:`provenance_text` makes it fit, or left out; an id that is a number or a
+    UUID is taken as its text."""
+    if isinstance(session, int | UUID) and not isinstance(session, bool):
+        session = str(session)
+    return Provenance(
+        source=provenance_text(agent) or framework,
+        session=provenance_text(session),
+        tool=provenance_text(tool),
+    )
 
 
 def tool_detail(arguments: object, *, notes: Sequence[str | None] = ()) -> str:
@@ -350,14 +330,15 @@ async def ask_approvals(
     """Ask several approval questions (each with its tool's name) as one batch.
 
     The question ids must be unique. An ask that ends without an answer denies them all.
-    Without ``provenance``, a batch of one tool's calls names that tool as the one asking.
+    ``provenance`` says who asks; a batch of one tool's calls names that tool as the one
+    asking where ``provenance`` names none.
     """
-    tools = {name for _, name in items}
-    if provenance is None and len(tools) == 1 and (tool := provenance_text(tools.pop())):
-        provenance = Provenance(tool=tool)
     request = AskUserQuestionRequest(
         [item for item, _ in items], signal=signal, key=key, provenance=provenance
     )
+    tools = {name for _, name in items}
+    if len(tools) == 1:
+        request = with_provenance(request, tool=provenance_text(tools.pop()))
     try:
         answer = await ask_through(request, provider)
     except HarnessError as error:

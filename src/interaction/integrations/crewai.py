@@ -13,6 +13,10 @@
   instead of ``input()`` on the terminal; :func:`human_feedback` makes it CrewAI's
   provider for a ``with`` block.
 
+Each question's provenance says who asks: a question of the tool names the tool, with
+CrewAI as its source (CrewAI does not tell a tool its agent); a request for feedback names
+the agent's role and the crew's id.
+
 Every function asks ``provider`` when one is given, else the provider active in context.
 """
 
@@ -63,13 +67,17 @@ from ..tool import (
 )
 from ._common import (
     STOPPED,
+    asked_by,
     checked_timeout,
     timeout_signal,
     with_provider,
     with_provider_sync,
 )
 
-__all__ = ["ACCEPT", "FeedbackProvider", "ask_user_tool", "human_feedback"]
+__all__ = ["ACCEPT", "FRAMEWORK", "FeedbackProvider", "ask_user_tool", "human_feedback"]
+
+FRAMEWORK: Final = "CrewAI"
+"""The source of the tool's questions: CrewAI does not tell a tool which agent calls it."""
 
 ACCEPT: Final = "Accept"
 """The option of the feedback question that takes the agent's result as it is."""
@@ -104,7 +112,10 @@ class _AskUserTool(BaseTool):
             with_provider_sync(
                 self._provider,
                 lambda: run_tool_sync(
-                    arguments, signal=timeout_signal(self._timeout), limits=self._limits
+                    arguments,
+                    signal=timeout_signal(self._timeout),
+                    limits=self._limits,
+                    provenance=asked_by(FRAMEWORK, tool=self.name),
                 ),
                 loop=self._loop,
             )
@@ -115,7 +126,10 @@ class _AskUserTool(BaseTool):
             await with_provider(
                 self._provider,
                 lambda: run_tool(
-                    arguments, signal=timeout_signal(self._timeout), limits=self._limits
+                    arguments,
+                    signal=timeout_signal(self._timeout),
+                    limits=self._limits,
+                    provenance=asked_by(FRAMEWORK, tool=self.name),
                 ),
             )
         )
@@ -195,6 +209,11 @@ class FeedbackProvider:
                 )
             ],
             signal=timeout_signal(self._timeout),
+            provenance=asked_by(
+                FRAMEWORK,
+                agent=context.agent.role,
+                session=None if context.crew is None else context.crew.id,
+            ),
         )
 
     def setup_messages(self, context: ExecutorContext) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, Final, cast
 try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import StructuredTool, ToolException
+    from langgraph.config import get_config
     from langgraph.errors import GraphInterrupt
     from langgraph.pregel import Pregel
     from langgraph.types import Command, Interrupt, interrupt
@@ -47,9 +48,11 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     request_digest,
+    with_provenance,
 )
 from ..tool import (
     DEFAULT_LIMITS,
@@ -66,6 +69,7 @@ from ..wire import encode_request as _encode_request
 from ._common import (
     STOPPED,
     ask_through,
+    asked_by,
     checked_timeout,
     timeout_signal,
     with_provider,
@@ -73,6 +77,7 @@ from ._common import (
 )
 
 __all__ = [
+    "FRAMEWORK",
     "KIND",
     "MAX_ROUNDS",
     "InterruptProvider",
@@ -82,6 +87,8 @@ __all__ = [
     "run_graph",
 ]
 
+FRAMEWORK: Final = "LangGraph"
+"""The source of a question when the run's config names no agent (``lc_agent_name``)."""
 KIND: Final = "interaction/ask"
 """The ``kind`` of an interrupt value raised by :class:`InterruptProvider`."""
 MAX_ROUNDS: Final = 100
@@ -115,10 +122,14 @@ class InterruptProvider:
 
     Register it around the graph's run (``with interaction.provide(InterruptProvider()):``)
     and the node's ``ask()``, ``confirm()``, ``run_tool()``... suspend the run until
-    :func:`answer_interrupts` answers. The graph needs a checkpointer.
+    :func:`answer_interrupts` answers. The graph needs a checkpointer. What the request's
+    provenance leaves unset is filled from the run's config: the agent
+    (``lc_agent_name``, else LangGraph) and the thread (``thread_id``) as its session.
     """
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        known = _asked_by(_run_config())
+        request = with_provenance(request, source=known.source, session=known.session)
         digest = request_digest(request)
         value: JSONObject = {
             "kind": KIND,
@@ -131,6 +142,26 @@ class InterruptProvider:
         except GraphInterrupt as control:
             raise AskSuspended(request, control=control) from None
         return _resumed_answer(request, digest, resumed)
+
+
+def _run_config() -> RunnableConfig | None:
+    """The config of the run the caller is in, or ``None`` outside one."""
+    try:
+        return get_config()
+    except RuntimeError:  # not inside a runnable: LangGraph's word for it
+        return None
+
+
+def _asked_by(config: RunnableConfig | None, tool: str | None = None) -> Provenance:
+    """Who asks, as a run's config says: its agent (``lc_agent_name``) and thread."""
+    if config is None:
+        return asked_by(FRAMEWORK, tool=tool)
+    return asked_by(
+        FRAMEWORK,
+        agent=config.get("metadata", {}).get("lc_agent_name"),
+        session=config.get("configurable", {}).get("thread_id"),
+        tool=tool,
+    )
 
 
 def _resumed_answer(
@@ -192,6 +223,7 @@ async def answer_interrupts(
             request.questions,
             signal=signal,
             key=f"{config.get('configurable', {}).get('thread_id')}:{pending.id}",
+            provenance=request.provenance,
         )
         try:
             answer = await ask_through(asked, provider)
@@ -265,23 +297,37 @@ def ask_user_tool(
     tool message (``status="error"``). Inside a graph run with :class:`InterruptProvider`
     active (:func:`run_graph`), the ask interrupts the graph and the node that called the
     tool is re-run with the answer. ``timeout`` (seconds) bounds each ask; one that is not
-    positive and finite is a ``ValueError`` here.
+    positive and finite is a ``ValueError`` here. Each question's provenance names the
+    tool, the agent (the config's ``lc_agent_name``, else LangGraph) and the thread
+    (``thread_id``) as its session.
     """
     timeout = checked_timeout(timeout)
 
-    async def ask_async(**arguments: object) -> str:
+    async def ask_async(config: RunnableConfig, **arguments: object) -> str:
+        provenance = _asked_by(config, TOOL_NAME)
         return _content(
             await with_provider(
                 provider,
-                lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits),
+                lambda: run_tool(
+                    arguments,
+                    signal=timeout_signal(timeout),
+                    limits=limits,
+                    provenance=provenance,
+                ),
             )
         )
 
-    def ask_sync(**arguments: object) -> str:
+    def ask_sync(config: RunnableConfig, **arguments: object) -> str:
+        provenance = _asked_by(config, TOOL_NAME)
         return _content(
             with_provider_sync(
                 provider,
-                lambda: run_tool_sync(arguments, signal=timeout_signal(timeout), limits=limits),
+                lambda: run_tool_sync(
+                    arguments,
+                    signal=timeout_signal(timeout),
+                    limits=limits,
+                    provenance=provenance,
+                ),
             )
         )
 

@@ -49,6 +49,7 @@ from ._common import (
     ALWAYS_ALLOW,
     approval_item,
     ask_approvals,
+    asked_by,
     checked_timeout,
     question_ids,
     timeout_signal,
@@ -56,6 +57,7 @@ from ._common import (
 )
 
 __all__ = [
+    "FRAMEWORK",
     "MAX_ROUNDS",
     "ApprovedStream",
     "ask_user_tool",
@@ -66,6 +68,8 @@ __all__ = [
 
 State = TypeVar("State", bound="RunState[Any, Any]")
 Context = TypeVar("Context")
+FRAMEWORK: Final = "OpenAI Agents"
+"""The source of a question when the SDK names no agent."""
 MAX_ROUNDS: Final = 100
 """How many times :func:`run_with_approvals` resumes a run before it gives up."""
 
@@ -79,14 +83,25 @@ def ask_user_tool(
     """The model-facing ``ask_user_question`` tool as a (non-strict) ``FunctionTool``.
 
     ``timeout`` (seconds) bounds each ask; the model then gets the ``ASK_TIMEOUT`` result.
-    One that is not positive and finite is a ``ValueError`` here.
+    One that is not positive and finite is a ``ValueError`` here. Each question's provenance
+    names the agent that calls the tool, the tool, and the run's ``RunConfig.group_id`` (the
+    SDK's id of a conversation) as its session when it has one.
     """
     timeout = checked_timeout(timeout)
 
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        del context
+        run_config = context.run_config
+        provenance = asked_by(
+            FRAMEWORK,
+            agent=None if context.agent is None else context.agent.name,
+            session=None if run_config is None else run_config.group_id,
+            tool=context.tool_name,
+        )
         result = await with_provider(
-            provider, lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits)
+            provider,
+            lambda: run_tool(
+                arguments, signal=timeout_signal(timeout), limits=limits, provenance=provenance
+            ),
         )
         return result.content
 
@@ -123,7 +138,9 @@ async def resolve_interruptions(
     the model sees when the run resumes (``Deny``, the user's own text, a skip, a
     dismissal, a timeout, an abort), ``Always deny`` with ``always_reject=True``. Each
     question is a permission prompt (its ``PermissionIntent``), so a policy provider may
-    answer it. Resume with ``Runner.run(agent, state)``.
+    answer it. The batch's provenance names the agent whose calls wait (when they are one
+    agent's) and the tool (when they are one tool's). Resume with
+    ``Runner.run(agent, state)``.
     """
     pending = state.get_interruptions()
     if not pending:
@@ -143,7 +160,9 @@ async def resolve_interruptions(
             deny_always=True,
         )
         items.append((question, name))
-    verdicts = await ask_approvals(items, provider=provider, signal=signal)
+    agents = {item.agent.name for item in pending}
+    provenance = asked_by(FRAMEWORK, agent=agents.pop() if len(agents) == 1 else None)
+    verdicts = await ask_approvals(items, provider=provider, signal=signal, provenance=provenance)
     for item, verdict in zip(pending, verdicts, strict=True):
         if verdict.allowed:
             state.approve(item, always_approve=verdict.always)

@@ -50,6 +50,7 @@ from .._core import (
     AskUserQuestionRequest,
     ErrorCode,
     HarnessError,
+    Provenance,
     UserInteractionError,
     UserInteractionProvider,
     request_digest,
@@ -70,6 +71,7 @@ from ._common import (
     ask_approval,
     ask_approvals,
     ask_through,
+    asked_by,
     checked_timeout,
     question_ids,
     timeout_signal,
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORGED",
+    "FRAMEWORK",
     "SKIPPED_ANSWER",
     "ApprovalHandler",
     "answer_deferred_calls",
@@ -94,6 +97,8 @@ __all__ = [
 ApprovalHandler: TypeAlias = Callable[
     [RunContext[object], DeferredToolRequests], Awaitable[DeferredToolResults | None]
 ]
+FRAMEWORK: Final = "pydantic-ai"
+"""The source of a question when the run's agent has no name."""
 SKIPPED_ANSWER: Final = "(The user skipped this question.)"
 """What the ``AskUser`` answerer sends for a skipped question: the harness has no skip."""
 FORGED: Final = "the deferred call's question does not match its digest"
@@ -120,17 +125,28 @@ def ask_user_toolset(
     When the provider suspends the ask (``AskSuspended``), the call is deferred
     (``CallDeferred``): the run ends with it in ``DeferredToolRequests.calls``, and
     :func:`answer_deferred_calls` answers it for the next run. A ``timeout`` that is not
-    positive and finite is a ``ValueError`` here.
+    positive and finite is a ``ValueError`` here. Each question's provenance names the
+    run's agent, its ``run_id`` as the session and the tool (by the name the model calls).
     """
     timeout = checked_timeout(timeout)
 
-    async def ask_user_question(**arguments: object) -> str:
+    async def ask_user_question(ctx: RunContext[object], **arguments: object) -> str:
+        provenance = _asked_by(ctx, ctx.tool_name)
         try:
             result = await with_provider(
-                provider, lambda: run_tool(arguments, signal=timeout_signal(timeout), limits=limits)
+                provider,
+                lambda: run_tool(
+                    arguments,
+                    signal=timeout_signal(timeout),
+                    limits=limits,
+                    provenance=provenance,
+                ),
             )
         except AskSuspended as suspended:
-            raise CallDeferred(metadata={"digest": suspended.digest}) from None
+            metadata = {"digest": suspended.digest, "source": provenance.source}
+            if provenance.session is not None:
+                metadata["session"] = provenance.session
+            raise CallDeferred(metadata=metadata) from None
         if result.error is not None and result.error["code"] in _RETRIED:
             raise ModelRetry(result.content.removeprefix("Error: "))
         return result.content
@@ -140,8 +156,19 @@ def ask_user_toolset(
         name=TOOL_NAME,
         description=TOOL_DESCRIPTION,
         json_schema=tool_parameters(limits),
+        takes_ctx=True,
     )
     return _ObjectArgumentsToolset([tool])
+
+
+def _asked_by(ctx: RunContext[Any], tool: str | None = None) -> Provenance:
+    """Who asks, as a run's context says: its agent's name and its run id."""
+    return asked_by(
+        FRAMEWORK,
+        agent=None if ctx.agent is None else ctx.agent.name,
+        session=ctx.run_id,
+        tool=tool,
+    )
 
 
 class _ObjectArgumentsToolset(FunctionToolset[object]):
@@ -173,20 +200,23 @@ async def answer_deferred_calls(
     Each call deferred by :func:`ask_user_toolset` (its metadata holds the digest of the
     question it suspended) is parsed, held to that digest (``BAD_REQUEST``, "the deferred
     call's question does not match its digest", when its arguments were changed since),
-    and asked through ``provider``, else the provider active here; its result text goes
-    under the call's id in ``DeferredToolResults.calls``. Other deferred calls are left
-    alone.
+    and asked through ``provider``, else the provider active here, with the provenance of
+    the run that deferred it (its agent and run id, kept in the call's metadata); its
+    result text goes under the call's id in ``DeferredToolResults.calls``. Other deferred
+    calls are left alone.
     """
 
-    async def answer(arguments: dict[str, object]) -> str:
+    async def answer(arguments: dict[str, object], provenance: Provenance) -> str:
         result = await with_provider(
-            provider, lambda: run_tool(arguments, signal=signal, limits=limits)
+            provider,
+            lambda: run_tool(arguments, signal=signal, limits=limits, provenance=provenance),
         )
         return result.content
 
     calls: dict[str, object] = {}
     for call in requests.calls:
-        digest = requests.metadata.get(call.tool_call_id, {}).get("digest")
+        metadata = requests.metadata.get(call.tool_call_id, {})
+        digest = metadata.get("digest")
         if call.tool_name != TOOL_NAME or digest is None:
             continue  # not deferred by our toolset
         arguments = call.args_as_dict()
@@ -196,7 +226,10 @@ async def answer_deferred_calls(
             asked = None
         if asked != digest:
             raise UserInteractionError(FORGED, ErrorCode.BAD_REQUEST)
-        calls[call.tool_call_id] = await answer(arguments)
+        asker = asked_by(
+            FRAMEWORK, agent=metadata.get("source"), session=metadata.get("session"), tool=TOOL_NAME
+        )
+        calls[call.tool_call_id] = await answer(arguments, asker)
     return DeferredToolResults(calls=calls)
 
 
@@ -208,6 +241,7 @@ async def approve_deferred(
     *,
     provider: UserInteractionProvider | None = None,
     signal: AbortSignal | None = None,
+    provenance: Provenance | None = None,
 ) -> DeferredToolResults:
     """Ask about every call in ``requests.approvals`` (one question each, in one batch).
 
@@ -218,10 +252,14 @@ async def approve_deferred(
     ``Allow`` of it is ``ToolApproved(override_args=...)``; the edit alone never approves.
     ``requests.calls`` (external execution) are left alone. A call's question id is its
     ``tool_call_id`` when that is a usable, unique question id, else ``call-<n>``: the ids
-    come from the model, and one unusable id must not fail the batch.
+    come from the model, and one unusable id must not fail the batch. ``provenance`` says who
+    asks (:func:`approval_handler` gives the run's agent and run id; the default names
+    pydantic-ai); the tool is named when every call is one tool's.
     """
     if not requests.approvals:
         return DeferredToolResults()
+    if provenance is None:
+        provenance = asked_by(FRAMEWORK)
     ids = question_ids([call.tool_call_id for call in requests.approvals])
     items = [
         (
@@ -232,7 +270,7 @@ async def approve_deferred(
         )
         for call, question_id in zip(requests.approvals, ids, strict=True)
     ]
-    verdicts = await ask_approvals(items, provider=provider, signal=signal)
+    verdicts = await ask_approvals(items, provider=provider, signal=signal, provenance=provenance)
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
     for call, first, question_id in zip(requests.approvals, verdicts, ids, strict=True):
         verdict = first
@@ -248,7 +286,11 @@ async def approve_deferred(
                 header="Approve the edited call",
             )
             verdict = await ask_approval(
-                item, tool_name=call.tool_name, provider=provider, signal=signal
+                item,
+                tool_name=call.tool_name,
+                provider=provider,
+                signal=signal,
+                provenance=provenance,
             )
             if verdict.allowed:
                 approvals[call.tool_call_id] = ToolApproved(override_args=edited)
@@ -282,17 +324,22 @@ def approval_handler(
     """A ``HandleDeferredToolCalls(handler=...)`` handler that asks for every approval.
 
     It resolves approvals only; external calls are left to the next handler (or the
-    run's ``DeferredToolRequests`` output). ``timeout`` is checked as the toolset's.
+    run's ``DeferredToolRequests`` output). ``timeout`` is checked as the toolset's. The
+    questions name the run's agent and its ``run_id`` as their session.
     """
     timeout = checked_timeout(timeout)
 
     async def handler(
         ctx: RunContext[object], requests: DeferredToolRequests
     ) -> DeferredToolResults | None:
-        del ctx
         if not requests.approvals:
             return None
-        return await approve_deferred(requests, provider=provider, signal=timeout_signal(timeout))
+        return await approve_deferred(
+            requests,
+            provider=provider,
+            signal=timeout_signal(timeout),
+            provenance=_asked_by(ctx),
+        )
 
     return handler
 

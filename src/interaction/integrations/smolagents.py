@@ -9,7 +9,8 @@ docs/providers.md, "Sync callers"). The model gets ``{"answers":[...]}``; a dism
 timeout or a missing provider is a result it can act on; arguments it must fix raise, which
 smolagents shows the model as the step's error.
 
-The tool asks ``provider`` when one is given, else the provider active in context.
+The tool asks ``provider`` when one is given, else the provider active in context. Each
+question's provenance names smolagents as its source and the tool's name as the one asking.
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ from ..tool import (
     run_tool_sync,
     tool_parameters,
 )
-from ._common import checked_timeout, timeout_signal, with_provider_sync
+from ._common import asked_by, checked_timeout, timeout_signal, with_provider_sync
 
-__all__ = ["AskUserTool", "ToolArgumentsError"]
+__all__ = ["FRAMEWORK", "AskUserTool", "ToolArgumentsError"]
+
+FRAMEWORK: Final = "smolagents"
+"""The source of the tool's questions: smolagents does not tell a tool which agent calls it."""
 
 _RETRIED: Final = frozenset({ErrorCode.BAD_REQUEST, ErrorCode.EMPTY_QUESTIONS})
 
@@ -87,6 +91,7 @@ class AskUserTool(Tool):  # type: ignore[no-untyped-call]  # smolagents' hooks a
                 {"questions": questions},
                 signal=timeout_signal(self._timeout),
                 limits=self._limits,
+                provenance=asked_by(FRAMEWORK, tool=self.name),
             ),
             loop=self._loop,
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import datetime
 import json
 import math
@@ -21,7 +20,6 @@ from mcp.client.session import ElicitationFnT
 
 from .._core import (
     OTHER_LABEL,
-    AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -31,10 +29,9 @@ from .._core import (
     UserInteractionError,
     UserInteractionProvider,
     answer_item,
-    ask,
+    ask_with,
     check_request,
     escape_controls,
-    provide,
 )
 from ._limits import (
     MAX_FIELDS,
@@ -675,7 +672,7 @@ async def _answer(
                 [*(asked.item for _, asked in pending), decision], provenance=_from(server)
             )
         )
-        answer = await _ask(request, provider)
+        answer = await ask_with(request, provider)
         *answers, decided = answer.answers
         if DECLINE in answer_item(decision, decided.selected, decided.custom).selected:
             raise _Declined
@@ -692,22 +689,6 @@ async def _answer(
             return content
         pending = retry
     raise _TooManyTries(f"no valid answer after {MAX_TRIES} tries ({'; '.join(problems)})")
-
-
-async def _ask(
-    request: AskUserQuestionRequest, provider: UserInteractionProvider | None
-) -> AskUserQuestionAnswer:
-    if provider is None:
-        return await ask(request)
-
-    async def with_provider() -> AskUserQuestionAnswer:
-        with provide(provider):
-            return await ask(request)
-
-    # A fresh context, so the given provider is used whatever is registered around us.
-    return await asyncio.get_running_loop().create_task(
-        with_provider(), context=contextvars.Context()
-    )
 
 
 def _schema_problem(schema: Mapping[str, Any], content: Mapping[str, FormValue]) -> str | None:
@@ -814,7 +795,7 @@ async def _answer_url(
     except (_Unexpressible, UserInteractionError) as exc:
         return _error(mcp_types.INVALID_PARAMS, f"interaction cannot ask this link: {exc}")
     try:
-        answer = await _ask(request, provider)
+        answer = await ask_with(request, provider)
     except UserInteractionError as error:
         return _dismissal(error)
     only = answer.answers[0]
