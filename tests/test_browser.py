@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 import pytest
-from playwright.async_api import Browser, Page, Route
+from playwright.async_api import Browser, Page, Route, expect
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -104,6 +104,7 @@ async def test_a_multi_select_with_other_text_and_a_skip(
     await page.get_by_test_id("next").click()
     await page.get_by_test_id("next").click()
     await page.get_by_test_id("other").fill("bun")  # replaces a single-select choice
+    await page.get_by_test_id("review").click()  # a batch ends on its review
     await page.get_by_test_id("submit").click()
     assert await task == AskUserQuestionAnswer(
         [Item("checks", ["types", "tests"], "fuzzing"), Item("notes"), Item("pkg", custom="bun")]
@@ -150,6 +151,7 @@ async def test_reload_mid_batch_keeps_the_draft_and_finishes(
     await page.get_by_test_id("back").click()
     assert await page.get_by_role("radio").nth(2).is_checked()
     await page.get_by_test_id("next").click()
+    await page.get_by_test_id("review").click()  # a batch ends on its review
     await page.get_by_test_id("submit").click()
     assert await task == AskUserQuestionAnswer(
         [Item("pkg", ["yarn"]), Item("notes", custom="half-typed")]
@@ -415,16 +417,24 @@ async def in_view(page: Page, what: str, *, selector: bool = False) -> None:
     assert box["y"] + box["height"] <= size["height"], what
 
 
-async def test_enter_in_the_other_field_goes_on_and_submits(
+async def test_enter_in_the_other_field_goes_on_to_the_review_and_enter_sends(
     site: tuple[Relay, WebServer, Page],
 ) -> None:
-    _, _, page = site
+    relay, _, page = site
     task = asking(PKG, NOTES)
     await page.get_by_test_id("other").fill("bun")
     await page.get_by_test_id("other").press("Enter")
     await page.get_by_test_id("progress").get_by_text("Question 2/2").wait_for()
     await page.get_by_test_id("other").fill("thanks")
     await page.get_by_test_id("other").press("Enter")
+    send = page.get_by_test_id("submit")
+    await send.wait_for()
+    assert await page.get_by_test_id("progress").inner_text() == "Review · 2 questions"
+    assert relay.pending()  # the review sends nothing by itself
+    # Send has the focus once the review may be acted on (a fresh card holds its buttons).
+    await expect(send).to_be_enabled()
+    await expect(send).to_be_focused()
+    await page.keyboard.press("Enter")
     assert (await task).answers == (Item("pkg", custom="bun"), Item("notes", custom="thanks"))
 
 
@@ -546,6 +556,7 @@ async def test_no_serious_accessibility_violations(
     assert await serious_violations(page, axe_source) == []
     await page.route("**/answer", lambda route: route.abort("connectionrefused"))
     await page.get_by_test_id("next").click()
+    await page.get_by_test_id("review").click()  # a batch ends on its review
     await page.get_by_test_id("submit").click()
     await page.get_by_test_id("error").get_by_text("Could not reach").wait_for()
     assert await serious_violations(page, axe_source) == []

@@ -1,6 +1,7 @@
 """What a newcomer met on the page, each fixed and held in Chromium: the plan review keeps
 the answer of one's own, the plan's tables, quotes and task lists, a hint that the plan
-scrolls, Cancel asks before it discards work, an empty Submit says it skips, the focus
+scrolls, Cancel asks before it discards work, a batch is reviewed before it is sent, an
+empty Submit says it skips, the focus
 follows a digit, key hints name the range (1 to 3) and hide on touch screens, a favicon, and a batch
 settled elsewhere is named as a batch."""
 
@@ -193,3 +194,38 @@ async def test_a_batch_shows_its_progress(site: tuple[Relay, WebServer, Page]) -
     relay.cancel(relay.pending()[0].id)
     with pytest.raises(UserInteractionError):
         await task
+
+
+async def test_a_batch_is_reviewed_before_it_is_sent(site: tuple[Relay, WebServer, Page]) -> None:
+    relay, _, page = site
+    third = AskUserQuestionItem("ci", "Which checks?", header="CI", options=[Option("tests")])
+    task = asking(PKG, NOTES, third)
+    await page.get_by_text("npm", exact=True).click()
+    await page.get_by_test_id("next").click()
+    await page.get_by_test_id("other").fill("ship on Friday")
+    await page.get_by_test_id("next").click()
+    await page.get_by_test_id("review").click()  # the last question leads to the review
+    review = page.locator("[data-testid=review]")
+    await review.wait_for()
+    items = review.get_by_test_id("review-item")
+    assert await items.locator(".mark").all_inner_texts() == ["✓", "✓", "○"]
+    assert await items.locator(".name").all_inner_texts() == ["Tools:", "Anything else?:", "CI:"]
+    assert await items.locator(".answer").all_inner_texts() == [
+        "npm",
+        "“ship on Friday”",
+        "(not answered: sent as a skip)",
+    ]
+    assert relay.pending()  # nothing is sent before Send
+    await items.nth(0).get_by_test_id("edit").click()  # back to that question, its draft kept
+    await page.locator("[data-question-id=pkg]").wait_for()
+    assert await page.get_by_role("radio", name="npm", exact=True).is_checked()
+    await page.get_by_text("yarn", exact=True).click()
+    for _ in range(2):
+        await page.get_by_test_id("next").click()
+    await page.get_by_test_id("review").click()
+    send = page.get_by_test_id("submit")
+    assert await send.inner_text() == "Send answers"
+    await send.click()
+    assert await task == AskUserQuestionAnswer(
+        [Item("pkg", ["yarn"]), Item("notes", custom="ship on Friday"), Item("ci")]
+    )

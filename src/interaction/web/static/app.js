@@ -454,9 +454,62 @@
     return card;
   };
 
+  // ---- a batch ends on a review, as in the terminal: every answer as it will be sent,
+  // open questions marked and sent as skips; nothing is sent before Send
+  const answerText = (item) => {
+    const parts = item.selected.slice();
+    if (item.custom.trim()) parts.push(`“${item.custom.trim()}”`);
+    return parts.join(", ");
+  };
+  const renderReview = (entry, draft) => {
+    const total = entry.view.questions.length;
+    const store = () => saveDraft(entry.id, draft);
+    const go = (to) => {
+      if (busy || hasty()) return;
+      acted();
+      draft.index = to; store(); render();
+    };
+    const button = (text, testid, onClick, isPrimary = false) => {
+      const b = el("button", { "data-testid": testid, type: "button", text, ...(isPrimary ? { class: "primary" } : {}) });
+      b.addEventListener("click", onClick);
+      return b;
+    };
+    const titleId = "title-" + entry.id + "-review";
+    const card = el("section", { class: "card review", "data-testid": "review", "aria-labelledby": titleId },
+      el("p", { class: "progress", "data-testid": "progress", text: `Review · ${total} questions` }),
+      batchStrip(entry, draft, total),
+      provenanceLine(entry.view),
+      el("h2", { class: "question", id: titleId, text: "Review your answers" }));
+    const list = el("ul", { class: "review-list" });
+    let answered = 0;
+    entry.view.questions.forEach((q, n) => {
+      const text = answerText(draft.items[n]);
+      if (text) answered += 1;
+      const name = (q.header || q.question.split("\n")[0]).slice(0, 60);
+      list.append(el("li", { class: text ? "answered" : "open", "data-testid": "review-item" },
+        el("span", { class: "mark", "aria-hidden": "true", text: text ? "✓" : "○" }),
+        el("span", { class: "name", text: name + ":" }),
+        el("span", { class: "answer", text: text || "(not answered: sent as a skip)" }),
+        button("Edit", "edit", () => go(n))));
+    });
+    card.append(list);
+    card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
+    const send = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
+    const sendButton = button(answered ? "Send answers" : "Skip all and send", "submit", send, true);
+    sendButton.setAttribute("data-autofocus", "");
+    const actions = el("div", { class: "actions" },
+      button("Back", "back", () => go(total - 1)), sendButton,
+      el("span", { class: "spacer" }), cancelButton(entry, draft, button));
+    card.append(actions);
+    primary = send;
+    choose = null;
+    showKeys([["Enter"], "send"], [["Ctrl", "Enter"], "send"]);
+    return card;
+  };
   const renderGeneric = (entry) => {
     const draft = loadDraft(entry);
     const total = entry.view.questions.length;
+    if (total > 1 && draft.index >= total) return renderReview(entry, draft);
     const index = Math.min(draft.index, total - 1);
     const q = entry.view.questions[index];
     const item = draft.items[index];
@@ -530,7 +583,8 @@
       draft.index = to; store(); render();
     };
     const submit = () => settle(entry, `/api/questions/${entry.id}/answer`, answerOf(entry, draft));
-    const forward = () => { if (index < total - 1) go(index + 1); else submit(); };
+    // A batch's last question leads to its review; a single question is sent at once.
+    const forward = () => { if (total > 1) go(index + 1); else submit(); };
     if (index > 0) actions.append(button("Back", "back", () => go(index - 1)));
     actions.append(button("Skip", "skip", () => {
       if (busy || hasty()) return;
@@ -539,17 +593,16 @@
     }));
     const sendButton = index < total - 1
       ? button("Next", "next", forward, true)
-      : button("Submit", "submit", submit, true);
+      : total > 1 ? button("Review", "review", forward, true) : button("Submit", "submit", submit, true);
     actions.append(sendButton);
     actions.append(el("span", { class: "spacer" }));
     actions.append(cancelButton(entry, draft, button));
     card.append(actions);
-    if (index === total - 1) {
+    if (total === 1) {
       // Nothing chosen or typed: the button says what it sends.
       const label = () => {
         const empty = !item.selected.length && !item.custom.trim();
-        const none = draft.items.every((i) => !i.selected.length && !i.custom.trim());
-        sendButton.textContent = empty ? (none && total > 1 ? "Skip all and send" : "Skip and send") : "Submit";
+        sendButton.textContent = empty ? "Skip and send" : "Submit";
       };
       label();
       card.addEventListener("input", label);
@@ -560,7 +613,7 @@
       const input = inputs[n];
       if (input && !input.disabled) { input.click(); input.focus(); } // the focus ring follows
     };
-    const last = index < total - 1 ? "next" : "submit";
+    const last = index < total - 1 ? "next" : total > 1 ? "review" : "submit";
     const digits = Math.min(inputs.length, 9);
     showKeys(...(inputs.length ? [[[digits > 1 ? `1–${digits}` : "1"], "choose"]] : []),
       [["Enter"], `in the text field: ${last}`], [["Ctrl", "Enter"], last]);
