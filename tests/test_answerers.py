@@ -46,6 +46,8 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import types as mcp_types
 from mcp.client import Client
 from mcp.server.mcpserver import Context
@@ -61,7 +63,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 
 import interaction
-from interaction import UserInteractionError, cancelled_error, provide
+from interaction import UserInteractionError, cancelled_error, escape_controls, provide
 from interaction.a2a import InteractiveExecutor, send_and_answer
 from interaction.acp import ACPProvider, InteractionClient
 from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl, verify
@@ -101,6 +103,18 @@ def test_a_peers_name_is_kept_stripped_escaped_and_bounded(
     given: object, expected: Decision
 ) -> None:
     assert peer_decision(given) == expected
+
+
+@given(st.text())
+def test_any_peer_name_is_recorded_bounded_and_with_no_control_character(name: str) -> None:
+    decision = peer_decision(name)
+    assert decision.by == "human"
+    if decision.name is None:
+        assert not name.strip()
+        return
+    assert len(decision.name) <= MAX_NAME + 1
+    assert escape_controls(decision.name, keep_newlines=False) == decision.name
+    assert decision.name == peer_decision(decision.name).name or len(decision.name) > MAX_NAME
 
 
 # ----------------------------------------------------------------------------------- MCP
