@@ -438,7 +438,7 @@ class WebServer:
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
-        self.token = None if self.users is not None else token or secrets.token_urlsafe(24)
+        self._token = None if self.users is not None else token or secrets.token_urlsafe(24)
         self.port = port
         self.hosts = tuple(hosts)
         for entry in self.hosts:
@@ -476,9 +476,14 @@ class WebServer:
     def url(self) -> str:
         """The page's address, with the token in its fragment (never sent over the network,
         never in a ``Referer``): what to open in a browser."""
-        if self.token is None:
-            raise ValueError("this server has named users: each has a link, user_url(name)")
         return f"{self.base}/#token={self.token}"
+
+    @property
+    def token(self) -> str:
+        """The one token of a server without named users (each user has their own)."""
+        if self._token is None:
+            raise ValueError("this server has named users: each has a link, user_url(name)")
+        return self._token
 
     def user_url(self, name: str) -> str:
         """The page's address for the named user ``name``, their token in its fragment."""
@@ -512,7 +517,7 @@ class WebServer:
         origins = () if self.public_url is None else (_origin(self.public_url),)
         self._app = WebApp(
             self.relay,
-            token=self.token,
+            token=self._token,
             hosts=self.allowed_hosts(),
             max_streams=self.max_streams,
             rules=self.rules,
