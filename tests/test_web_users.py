@@ -32,6 +32,7 @@ from interaction.policies import JsonFileRuleStore, new_rule
 from interaction.relay import Relay
 from interaction.web import WebServer
 
+from .loopback import stop_async
 from .web_helpers import sse
 
 ALICE = "alice-token-0123456789"
@@ -201,11 +202,7 @@ async def serving(*args: str, env: dict[str, str]) -> AsyncIterator[asyncio.subp
     try:
         yield child
     finally:
-        if child.returncode is None:
-            child.send_signal(signal.SIGINT)
-            async with asyncio.timeout(WAIT):
-                await child.wait()
-    assert child.returncode is not None
+        await stop_async(child, WAIT)  # the test stops it with Ctrl-C; on a failure, this
 
 
 async def line(stream: asyncio.StreamReader | None) -> str:
