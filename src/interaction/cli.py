@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import secrets
 import socket
 import sys
 import textwrap
@@ -49,6 +50,7 @@ from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
     from .notify import Step
+    from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
     from .relay import RelayBackend
@@ -171,6 +173,49 @@ class _Limits:
 
 
 @dataclass(frozen=True, slots=True)
+class _User:
+    """A named user of ``serve --user``: the token, and the variable it came from (``None``
+    when it was made at random, and may be printed in the user's link)."""
+
+    name: str
+    token: str
+    variable: str | None = None
+
+
+_VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+
+def _users(specs: Sequence[str]) -> list[_User]:
+    """The users of ``--user NAME`` (a random token) and ``--user NAME=VARIABLE`` (the token
+    in that environment variable); ``ValueError`` with one line, never a token, otherwise."""
+    from .web._app import check_users
+
+    users: list[_User] = []
+    for spec in specs:
+        name, equals, variable = spec.partition("=")
+        if not equals:
+            users.append(_User(name, secrets.token_urlsafe(24)))
+            continue
+        if not _VARIABLE.fullmatch(variable):
+            raise ValueError(
+                f"--user {spec!r}: after = comes the name of the environment variable that"
+                " holds the user's token"
+            )
+        token = os.environ.get(variable, "")
+        if not token:
+            raise ValueError(f"--user {spec!r}: ${variable} is not set")
+        users.append(_User(name, token, variable))
+    if len({user.name for user in users}) != len(users):
+        raise ValueError("--user: each user is named once")
+    if users:
+        try:
+            check_users({user.name: user.token for user in users})
+        except ValueError as exc:
+            raise ValueError(f"--user: {exc}") from None
+    return users
+
+
+@dataclass(frozen=True, slots=True)
 class _Serving:
     """How ``serve`` serves: where, for whom, within which limits, and who is told of each
     question."""
@@ -181,6 +226,9 @@ class _Serving:
     limits: _Limits = _Limits()
     steps: Sequence[Step] = ()
     public_url: str | None = None
+    users: Sequence[_User] = ()
+    rules: RuleStore | None = None
+    audit: str | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -205,8 +253,18 @@ class _Serving:
             max_connections=_given(limits.max_connections, DEFAULT_MAX_CONNECTIONS),
             max_streams=_given(limits.max_streams, DEFAULT_MAX_STREAMS),
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
+            rules=self.rules,
+            users={user.name: user.token for user in self.users} if self.users else None,
         ) as server:
-            print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            if not self.users:
+                print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
+            for user in self.users:  # a token from the environment is never printed
+                link = (
+                    f"{server.base}/#token=${user.variable}"
+                    if user.variable is not None
+                    else server.user_url(user.name)
+                )
+                print(f"interaction: {user.name} answers at {link}", file=sys.stderr, flush=True)
             if self.host in {"0.0.0.0", "::", ""} and not self.allow_hosts and not self.public_url:
                 print(
                     "interaction: other machines reach it only by a name it allows:"
@@ -232,8 +290,15 @@ async def _serve_demo(serving: _Serving) -> None:
     from .relay import Relay
 
     relay = Relay()
+    asker: UserInteractionProvider = relay
+    log = None
+    if serving.audit is not None:
+        from .audit import AuditProvider, JsonlAuditLog
+
+        log = JsonlAuditLog(serving.audit, key=env_key("INTERACTION_AUDIT_KEY"))
+        asker = AuditProvider(asker, log, source="serve")
     async with serving.server(relay):
-        with provide(relay):
+        with provide(asker):
             try:
                 while True:  # the demo, asked again each time it is answered
                     for questions in (DEMO_BATCH, (DEMO_PLAN,)):
@@ -245,6 +310,8 @@ async def _serve_demo(serving: _Serving) -> None:
                         print(_json(answer), flush=True)
             finally:
                 relay.close()
+                if log is not None:
+                    log.close()
 
 
 async def _serve_shared(
@@ -326,9 +393,19 @@ def _serve(
     migrate: bool = False,
     notify: Sequence[str] = (),
     public_url: str | None = None,
+    users: Sequence[str] = (),
+    rules: str | None = None,
+    audit: str | None = None,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if audit is not None and (redis_url is not None or postgres_url is not None):
+        print(
+            "interaction: --audit records the demo's asks; with --redis or --postgres each"
+            " asker records its own (interaction ask --audit PATH, or an AuditProvider)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     try:
         import interaction.web
@@ -338,11 +415,12 @@ def _serve(
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
         steps = _steps(notify)
+        named = _users(users)
         if public_url is not None:
             from .web._server import check_public_url
 
             public_url = check_public_url(public_url)
-    except (ImportError, ValueError) as exc:  # a missing extra, a bad --notify or --public-url
+    except (ImportError, ValueError) as exc:  # a missing extra; a bad --notify, --user, ...
         print(f"interaction: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not 0 <= port <= MAX_PORT:
@@ -352,7 +430,12 @@ def _serve(
     if (problem := limits.fault()) is not None:
         print(f"interaction: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url)
+    store = None
+    if rules is not None:
+        from .policies import JsonFileRuleStore
+
+        store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
+    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
@@ -465,6 +548,26 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="URL",
         help="the page's address as people reach it (behind a reverse proxy):"
         " printed, and used by answer links",
+    )
+    serve.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME[=VARIABLE]",
+        help="a person with a token of their own, named in the audit when they answer"
+        " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--rules",
+        metavar="PATH",
+        help="list, add and revoke the rules of the file PATH on the page (the key, if any,"
+        " in $INTERACTION_RULES_KEY), as interaction rules does",
+    )
+    serve.add_argument(
+        "--audit",
+        metavar="PATH",
+        help="record the demo's asks in the JSONL log PATH (the key, if any, in"
+        " $INTERACTION_AUDIT_KEY)",
     )
     serve.add_argument(
         "--max-connections",
@@ -732,6 +835,9 @@ def _main(argv: Sequence[str] | None) -> int:
             migrate=args.migrate,
             notify=args.notify,
             public_url=args.public_url,
+            users=args.user,
+            rules=args.rules,
+            audit=args.audit,
         )
     if args.command == "rules":
         return run_rules(args)

@@ -14,9 +14,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
-__all__ = ["DecidedBy", "Decision", "collect_decisions", "listening", "report_decision"]
+from ._core import escape_controls
+
+__all__ = [
+    "MAX_NAME",
+    "DecidedBy",
+    "Decision",
+    "collect_decisions",
+    "listening",
+    "peer_decision",
+    "report_decision",
+]
+
+MAX_NAME: Final = 100
+"""Characters of a remote peer's name that :func:`peer_decision` keeps (cut with "…")."""
 
 DecidedBy: TypeAlias = Literal["human", "policy", "timeout"]
 """A person answered; a policy rule answered; the timeout policy answered."""
@@ -45,6 +58,19 @@ def report_decision(decision: Decision) -> None:
     notes = _NOTES.get()
     if notes is not None:
         notes.append(decision)
+
+
+def peer_decision(name: object) -> Decision:
+    """A person decided through a remote peer that calls itself ``name`` (an MCP or ACP
+    client's name from its handshake, an A2A server's authenticated caller).
+
+    The name is untrusted: it is kept stripped, with its control characters escaped, and
+    cut to :data:`MAX_NAME` characters; anything but a non-blank string names nobody.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return Decision("human")
+    shown = escape_controls(name.strip(), keep_newlines=False)
+    return Decision("human", shown if len(shown) <= MAX_NAME else shown[:MAX_NAME] + "…")
 
 
 @contextmanager

@@ -39,6 +39,7 @@ from ._core import (
     check_request,
     with_provenance,
 )
+from .decisions import Decision, listening, report_decision
 
 __all__ = [
     "NOT_PENDING",
@@ -175,6 +176,7 @@ class RelayBackend(Protocol):
 class _Pending:
     question: PendingQuestion
     future: asyncio.Future[AskUserQuestionAnswer]
+    answerer: str | None = None  # who settled it, when the client said
 
 
 class Subscription:
@@ -265,11 +267,13 @@ class Relay:
             )
         question = PendingQuestion(secrets.token_urlsafe(12), request)
         future: asyncio.Future[AskUserQuestionAnswer] = asyncio.get_running_loop().create_future()
-        self._pending[question.id] = _Pending(question, future)
+        entry = self._pending[question.id] = _Pending(question, future)
         self._publish(RelayEvent("requested", question.id, question))
         try:
             return await future
         finally:
+            if entry.answerer is not None and listening():  # in the asker's own context
+                report_decision(Decision("human", entry.answerer))
             if self._pending.pop(question.id, None) is not None:  # withdrawn: abort or timeout
                 self._withdraw(question.id)
 
@@ -299,23 +303,29 @@ class Relay:
             raise not_pending_error(question_id, withdrawn=True)
         return entry
 
-    def answer(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+    def answer(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
         """Settle a question with ``answer``; the first valid answer wins.
 
         An answer that does not fit is refused (``BAD_ANSWER``) and the question stays
-        pending; an answer to a question not pending is ``NOT_PENDING``.
+        pending; an answer to a question not pending is ``NOT_PENDING``. ``answerer``
+        names the person who answered (a named web user): the ask reports it to an
+        :class:`~interaction.audit.AuditProvider` around the relay as who decided.
         """
         entry = self._take(question_id)
         checked = check_answer(entry.question.request, answer)
         del self._pending[question_id]
+        entry.answerer = answerer
         entry.future.set_result(checked)
         self._publish(RelayEvent("resolved", question_id, outcome="answered"))
         return checked
 
-    def cancel(self, question_id: str) -> None:
-        """Dismiss a question: its asker gets ``ASK_CANCELLED``."""
+    def cancel(self, question_id: str, *, answerer: str | None = None) -> None:
+        """Dismiss a question: its asker gets ``ASK_CANCELLED`` (``answerer``: who did)."""
         entry = self._take(question_id)
         del self._pending[question_id]
+        entry.answerer = answerer
         entry.future.set_exception(cancelled_error())
         self._publish(RelayEvent("resolved", question_id, outcome="cancelled"))
 
@@ -389,11 +399,13 @@ class Relay:
     async def lookup(self, question_id: str) -> PendingQuestion | None:
         return self.get(question_id)
 
-    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
-        return self.answer(question_id, answer)
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
+        return self.answer(question_id, answer, answerer=answerer)
 
-    async def dismiss(self, question_id: str) -> None:
-        self.cancel(question_id)
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
+        self.cancel(question_id, answerer=answerer)
 
     async def aclose(self) -> None:
         self.close()

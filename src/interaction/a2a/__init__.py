@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ._client import send_and_answer
 from ._common import DATA_KEY, MAX_REPLY, MAX_REQUEST, render_request
-from ._server import DEFAULT_TTL, InteractiveExecutor, TaskWork
+from ._server import DEFAULT_TTL, InteractiveExecutor, TaskWork, Wrap
 
 __all__ = [
     "DATA_KEY",
@@ -30,6 +30,7 @@ __all__ = [
     "MAX_REQUEST",
     "InteractiveExecutor",
     "TaskWork",
+    "Wrap",
     "render_request",
     "send_and_answer",
 ]

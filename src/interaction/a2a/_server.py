@@ -36,6 +36,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Role, Task, TaskState
 
 from .._core import (
+    MISMATCH_MESSAGE,
     AskSuspended,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
@@ -43,6 +44,7 @@ from .._core import (
     Provenance,
     ResumedAnswer,
     UserInteractionError,
+    UserInteractionProvider,
     answer_item,
     check_answer,
     fault,
@@ -50,12 +52,15 @@ from .._core import (
     request_digest,
     resume,
 )
+from ..decisions import listening, peer_decision, report_decision
 from ..wire import decode_answer, decode_request, encode_answer, encode_request
 from ._common import DATA_KEY, MAX_REPLY, MAX_REQUEST, payload, render_request, text_field
 
 TaskWork: TypeAlias = Callable[[RequestContext, Message], Awaitable[str]]
 """The agent's work: given the request context and the message that started the task, the
 text of its result. It may call ``interaction.ask()`` and the helpers as often as it needs."""
+Wrap: TypeAlias = Callable[[UserInteractionProvider], UserInteractionProvider]
+"""What puts a provider wrapper (an audit, a policy) around the bridge's own provider."""
 
 DEFAULT_TTL: Final = 86_400.0
 """Seconds a question waits for its reply before the task fails with ``ASK_TIMEOUT``."""
@@ -66,10 +71,31 @@ EXPIRED_MESSAGE: Final = "the question expired before the reply came"
 
 
 class _Suspending:
-    """The provider of a task's work: it cannot wait, so every ask suspends the task."""
+    """The provider of a task's work: it cannot wait, so every ask suspends the task, but
+    the first, which takes the client's reply to the question pending before this run (the
+    asks before it took their stored answers from ``resume()``)."""
+
+    def __init__(self, reply: ResumedAnswer | None, caller: str | None) -> None:
+        self.reply = reply
+        self.caller = caller
+        self.taken: ResumedAnswer | None = None
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        raise AskSuspended(request)
+        reply, self.reply = self.reply, None
+        if reply is None:
+            raise AskSuspended(request)
+        if reply.digest != request_digest(request):
+            raise UserInteractionError(MISMATCH_MESSAGE, ErrorCode.BAD_ANSWER)
+        self.taken = reply
+        if listening():
+            report_decision(peer_decision(self.caller))
+        return reply.answer
+
+
+def _caller(context: RequestContext) -> str | None:
+    """The caller's name, when the server authenticated it (``ServerCallContext.user``)."""
+    user = context.call_context.user
+    return user.user_name if user.is_authenticated else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +166,27 @@ class InteractiveExecutor(AgentExecutor):
     default): a restarted server resumes its tasks only with the same key and a task
     store that outlives it. ``ttl`` is how long a question waits for its reply.
     Keep the work before each ask free of side effects: it runs again on every reply.
+
+    ``wrap`` puts a provider wrapper around the bridge's own provider for every run of the
+    work, e.g. ``lambda bridge: AuditProvider(bridge, log)``: the audit records each
+    question's suspension, and the reply's answer with the caller as who decided (the
+    authenticated user of the reply's request, ``ServerCallContext.user``, else nobody).
     """
 
     def __init__(
-        self, work: TaskWork, *, key: bytes | None = None, ttl: float = DEFAULT_TTL
+        self,
+        work: TaskWork,
+        *,
+        key: bytes | None = None,
+        ttl: float = DEFAULT_TTL,
+        wrap: Wrap | None = None,
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or len(key) < _MIN_KEY):
             raise ValueError(f"key must be at least {_MIN_KEY} bytes")
         if not ttl > 0:
             raise ValueError("ttl must be positive")
         self.work = work
+        self.wrap = wrap
         self._key = key if key is not None else secrets.token_bytes(32)
         self.ttl = ttl
 
@@ -220,8 +257,8 @@ class InteractiveExecutor(AgentExecutor):
         except UserInteractionError as error:
             await self._suspend(updater, token, pending.request, error)
             return
-        answers = (*pending.answers, ResumedAnswer(request_digest(pending.request), answer))
-        await self._run(context, first, answers, updater)
+        reply = ResumedAnswer(request_digest(pending.request), answer)
+        await self._run(context, first, pending.answers, updater, reply)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id, context.context_id
@@ -282,9 +319,13 @@ class InteractiveExecutor(AgentExecutor):
         first: Message,
         answers: tuple[ResumedAnswer, ...],
         updater: TaskUpdater,
+        reply: ResumedAnswer | None = None,
     ) -> None:
+        bridge = _Suspending(reply, _caller(context))
+        provider = bridge if self.wrap is None else self.wrap(bridge)
+
         async def work() -> str:
-            with provide(_Suspending()), resume(answers):
+            with provide(provider), resume(answers):
                 return await self.work(context, first)
 
         try:
@@ -293,6 +334,8 @@ class InteractiveExecutor(AgentExecutor):
                 work(), context=contextvars.Context()
             )
         except AskSuspended as suspended:
+            if bridge.taken is not None:
+                answers = (*answers, bridge.taken)
             now = time.time()
             request = _asked_now(suspended.request, updater.context_id, now)
             state = _State(

@@ -26,6 +26,7 @@ from acp.schema import (
     ElicitationMode,
     ElicitationSchema,
     FileEditToolCallContent,
+    Implementation,
     OtherElicitationResponse,
     PermissionOption,
     PermissionOptionKind,
@@ -51,6 +52,7 @@ from .._core import (
     json_type,
     label_key,
 )
+from ..decisions import listening, peer_decision, report_decision
 from ._limits import MAX_TEXT
 
 PERMISSION_LABELS: Final[Mapping[str, PermissionOptionKind]] = {
@@ -324,6 +326,9 @@ class ACPProvider:
     form (``elicitation/create``) when ``caps`` declares ``elicitation.form``; else the ask
     is ``NO_PROVIDER``, saying what ACP lacks. A ``cancelled`` outcome, a ``cancel`` and a
     ``decline`` (except on a yes/no form, where it is a skip) are ``ASK_CANCELLED``.
+    Give it the ``client_info`` that ``initialize`` received too, and an
+    :class:`~interaction.audit.AuditProvider` around it records the person at that client,
+    by the client's name, as who decided.
     """
 
     def __init__(
@@ -333,11 +338,19 @@ class ACPProvider:
         *,
         client_capabilities: ClientCapabilities | None = None,
         tool_call_id: str | None = None,
+        client_info: Implementation | None = None,
     ) -> None:
         self.conn = conn
         self.session_id = session_id
         self.client_capabilities = client_capabilities
         self.tool_call_id = tool_call_id
+        self.client_info = client_info
+
+    def _report(self) -> None:
+        """The client responded: its person decided (for an audit listening around us)."""
+        if listening():
+            info = self.client_info
+            report_decision(peer_decision(info.name if info is not None else None))
 
     def unavailable(self, request: AskUserQuestionRequest) -> str | None:
         """Why the client cannot be asked ``request``, or ``None`` when it can."""
@@ -390,6 +403,7 @@ class ACPProvider:
         response = await self.conn.request_permission(
             session_id=self.session_id, tool_call=tool_call, options=options
         )
+        self._report()
         outcome = response.outcome
         if not isinstance(outcome, AllowedOutcome):
             raise cancelled_error()
@@ -409,6 +423,7 @@ class ACPProvider:
             session_id=self.session_id, tool_call_id=self.tool_call_id, requested_schema=schema
         )
         result: object = await self.conn.create_elicitation(message=message, mode=mode)
+        self._report()
         if isinstance(result, AcceptElicitationResponse):
             return form_to_answer(fields, result.content or {})
         if isinstance(result, DeclineElicitationResponse) and _is_yes_no(request):

@@ -27,6 +27,7 @@ from .._core import (
     fault,
     json_type,
 )
+from ..decisions import listening, peer_decision, report_decision
 from ..wire import JSONObject
 from ._limits import MAX_CONTENT_BYTES, MAX_TEXT, QUOTE, quote
 
@@ -360,6 +361,19 @@ def outcome(
     raise cancelled_error()
 
 
+def client_name(session: ServerSession) -> str | None:
+    """The name the client gave in its ``clientInfo`` (at ``initialize``, or in a
+    2026-07-28 request's envelope), as given: ``None`` when it gave none."""
+    params = session.client_params
+    return params.client_info.name if params is not None else None
+
+
+def report_client(session: ServerSession) -> None:
+    """Tell an audit listening around the ask that the person at this client decided it."""
+    if listening():
+        report_decision(peer_decision(client_name(session)))
+
+
 def supports_form_elicitation(session: ServerSession) -> bool:
     """Whether the client declared form elicitation (a bare ``elicitation: {}`` counts)."""
     declared = session.client_capabilities
@@ -399,7 +413,9 @@ class ElicitationProvider:
     ``False``), any other ``decline`` is :data:`ASK_DECLINED`, ``cancel`` is
     ``ASK_CANCELLED``; a client
     that cannot be asked is ``NO_PROVIDER`` with what it lacks. An abort or timeout of the
-    request's signal cancels a pending push.
+    request's signal cancels a pending push. When the client responds, an
+    :class:`~interaction.audit.AuditProvider` around this provider records the person at
+    the client, by the name of its ``clientInfo``, as who decided.
     """
 
     def __init__(
@@ -456,4 +472,5 @@ class ElicitationProvider:
             raise UserInteractionError(problem, ErrorCode.NO_PROVIDER)
         message, schema, fields = request_to_form(request, self.protocol_version)
         result = await self.session.elicit_form(message, schema, self.related_request_id)
+        report_client(self.session)
         return outcome(request, fields, result)

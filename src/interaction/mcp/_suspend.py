@@ -66,6 +66,7 @@ from ._server import (
     NO_ELICITATION,
     ElicitationProvider,
     outcome,
+    report_client,
     request_to_form,
     supports_form_elicitation,
 )
@@ -146,6 +147,7 @@ class Suspension:
             self.collected.append(_Refused(digest, ErrorCode.BAD_ANSWER, MISMATCH_MESSAGE, None))
             raise UserInteractionError(MISMATCH_MESSAGE, ErrorCode.BAD_ANSWER)
         _, _, fields = request_to_form(request, self.version)
+        report_client(provider.session)
         try:
             answer = check_answer(request, outcome(request, fields, pending[1]))
         except UserInteractionError as error:

@@ -6,10 +6,18 @@ import asyncio
 import contextlib
 import html
 import json
+import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+)
 from importlib import resources
 from typing import Final
 
@@ -41,6 +49,7 @@ from ..relay import (
     RELAY_UNAVAILABLE,
     STALE_POSITION,
     PendingQuestion,
+    Relay,
     RelayBackend,
     RelayEvent,
     RelaySnapshot,
@@ -213,23 +222,68 @@ question. It reads the token from the link's fragment (``#token=``), which the b
 never sends, and sends it back as a header; the Host and Origin checks still apply."""
 
 
+_USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}", re.ASCII)
+_TOKEN_TEXT: Final = re.compile(r"[A-Za-z0-9._~-]+", re.ASCII)
+MIN_TOKEN: Final = 16
+"""The fewest characters a named user's token may have."""
+
+
+def check_users(users: Mapping[str, str]) -> dict[str, str]:
+    """``users`` (name -> token) if every name and token may be used; ``ValueError`` that
+    names the user otherwise, never showing a token.
+
+    A name is 1 to 64 characters of letters, digits and ``._@-``, starting with a letter
+    or digit; a token at least :data:`MIN_TOKEN` characters of letters, digits and
+    ``._~-`` (it goes in a link), and no two users share one.
+    """
+    checked: dict[str, str] = {}
+    seen: set[str] = set()
+    for name, token in users.items():
+        if not isinstance(name, str) or not _USER_NAME.fullmatch(name):
+            raise ValueError(
+                f"user name {name!r} is not 1-64 letters, digits or ._@- (starting with a"
+                " letter or digit)"
+            )
+        if not isinstance(token, str) or len(token) < MIN_TOKEN:
+            raise ValueError(f"the token of user {name} is shorter than {MIN_TOKEN} characters")
+        if not _TOKEN_TEXT.fullmatch(token):
+            raise ValueError(
+                f"the token of user {name} has characters other than letters, digits and ._~-"
+            )
+        if token in seen:
+            raise ValueError(f"the token of user {name} is another user's too")
+        seen.add(token)
+        checked[name] = token
+    if not checked:
+        raise ValueError("users names no user")
+    return checked
+
+
 class _Guard:
     """Token, Host and Origin checks before anything else answers, and safe headers after.
 
     The token is read from ``Authorization: Bearer`` or ``?token=``, never from a cookie:
     cookies do not tell ports apart, so any other server on the same host would get one.
+    With named users, each has a token of their own, and a request made with one carries
+    the user's name (``scope["state"]["user"]``) for the routes that settle questions.
     """
 
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        token: str | None,
         hosts: Collection[str],
         scoped: Callable[[str], str | None] | None = None,
         origins: Collection[str] = (),
+        *,
+        users: Mapping[str, str] | None = None,
     ) -> None:
         self.app = app
-        self.token = token.encode()
+        named = {} if users is None else users
+        self.tokens: tuple[tuple[bytes, str | None], ...] = (
+            *(() if token is None else ((token.encode(), None),)),
+            *((user_token.encode(), name) for name, user_token in named.items()),
+        )
         self.hosts = _Hosts(hosts)
         self.origins = frozenset(origin.lower() for origin in origins)  # beside http://<Host>
         self.scoped = scoped  # a one-question session's token -> its question id
@@ -261,11 +315,17 @@ class _Guard:
         if not given:
             given = HTTPConnection(scope).query_params.get("token", "")
         try:
-            valid = secrets.compare_digest(given.encode(), self.token)
+            encoded = given.encode()
         except UnicodeEncodeError:  # pragma: no cover - query strings decode to valid text
-            valid = False
+            encoded = b""
+        valid, user = False, None
+        for token, name in self.tokens:  # every one compared, so timing tells no name
+            if secrets.compare_digest(encoded, token):
+                valid, user = True, name
         if not valid:
             return self._one_question(scope, given)
+        if user is not None:
+            scope.setdefault("state", {})["user"] = user
         return None
 
     def _one_question(self, scope: Scope, given: str) -> Response | None:
@@ -404,15 +464,19 @@ class WebApp:
         self,
         relay: RelayBackend,
         *,
-        token: str,
+        token: str | None,
         hosts: Collection[str],
         max_streams: int = DEFAULT_MAX_STREAMS,
         rules: RuleStore | None = None,
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
+        users: Mapping[str, str] | None = None,
     ) -> None:
+        if token is None and users is None:
+            raise ValueError("the app needs a token or named users")
         self.relay = relay
         self.token = token
+        self.users = None if users is None else check_users(users)
         self.max_streams = check_limit("max_streams", max_streams)
         self.links = links
         self._scoped: OrderedDict[str, tuple[str, float]] = OrderedDict()  # token -> (id, end)
@@ -445,7 +509,7 @@ class WebApp:
             exception_handlers={HTTPException: self._http_error, Exception: self._crash},
         )
         scoped = self._question_of if links is not None else None
-        self._app = _Guard(starlette, token, hosts, scoped, origins)
+        self._app = _Guard(starlette, token, hosts, scoped, origins, users=self.users)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -600,7 +664,12 @@ class WebApp:
             if question is None:
                 return self._not_pending(question_id, await self._why_not_pending(question_id))
             decoded = decode_answer(await self._read_text(request), question.request)
-            checked = await self.relay.submit(question_id, as_typed(question.request, decoded))
+            typed = as_typed(question.request, decoded)
+            user = _user(request)
+            if user is not None and isinstance(self.relay, Relay):
+                checked = await self.relay.submit(question_id, typed, answerer=user)
+            else:
+                checked = await self.relay.submit(question_id, typed)
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -611,7 +680,11 @@ class WebApp:
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
         try:
-            await self.relay.dismiss(question_id)
+            user = _user(request)
+            if user is not None and isinstance(self.relay, Relay):
+                await self.relay.dismiss(question_id, answerer=user)
+            else:
+                await self.relay.dismiss(question_id)
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -757,6 +830,16 @@ def create_app(
     return WebApp(
         relay, token=token, hosts=hosts, max_streams=max_streams, links=links, origins=origins
     )
+
+
+def _user(request: Request) -> str | None:
+    """The named user whose token the request carries, if any.
+
+    Only the in-memory :class:`~interaction.relay.Relay` carries the name to the asker
+    (whose audit records it); a shared relay's stores do not hold it.
+    """
+    user = (request.scope.get("state") or {}).get("user")
+    return user if isinstance(user, str) else None
 
 
 def _only(request: Request) -> tuple[str | None, str | None]:

@@ -2,7 +2,8 @@
 
 Behind the same token as the rest of the API. A rule added here is made by
 :func:`interaction.policies.new_rule` (the same checks as the CLI) and credited to
-``web``; the body is at most ``MAX_RULE_BODY`` bytes of UTF-8 JSON.
+``web``, or ``web:<name>`` when a named user's token added it; the body is at most
+``MAX_RULE_BODY`` bytes of UTF-8 JSON.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def rule_routes(store: RuleStore) -> list[Route]:
         effect, source = data.get("effect", "allow"), data.get("source")
         if effect not in ("allow", "deny") or not (source is None or isinstance(source, str)):
             return _error(400, "BAD_REQUEST", "effect is allow or deny; source is text")
+        user = (request.scope.get("state") or {}).get("user")
+        by = "web" if user is None else f"web:{user}"
         try:
-            rule = new_rule(data["spec"], effect, source=source or None, created_by="web")
+            rule = new_rule(data["spec"], effect, source=source or None, created_by=by)
             await store.add(rule)
         except UserInteractionError as error:
             return _refused(error)

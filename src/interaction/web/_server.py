@@ -10,7 +10,7 @@ import math
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -28,6 +28,7 @@ from ._app import (
     SECURITY_HEADERS,
     WebApp,
     check_limit,
+    check_users,
     error_body,
     parse_host,
 )
@@ -401,6 +402,12 @@ class WebServer:
     address as people reach it (behind a reverse proxy with TLS, say): :attr:`url` and
     answer links use it, and its host and origin are answered.
 
+    ``users`` (name -> token) gives each person a token of their own instead of the one
+    ``token``: :meth:`user_url` is a user's link, and an answer or a dismissal made with a
+    user's token names the user to the asker's :class:`~interaction.audit.AuditProvider`
+    (with the in-memory :class:`~interaction.relay.Relay`). Names are 1-64 letters, digits
+    or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user.
+
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
     ``503 TOO_MANY_STREAMS``), and a request's head and body must arrive within
@@ -421,13 +428,17 @@ class WebServer:
         rules: RuleStore | None = None,
         links: AnswerLinks | None = None,
         public_url: str | None = None,
+        users: Mapping[str, str] | None = None,
     ) -> None:
+        if users is not None and token is not None:
+            raise ValueError("give named users or one token, not both")
+        self.users = None if users is None else check_users(users)
         self.relay = relay
         self.rules = rules
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
-        self.token = token or secrets.token_urlsafe(24)
+        self._token = None if self.users is not None else token or secrets.token_urlsafe(24)
         self.port = port
         self.hosts = tuple(hosts)
         for entry in self.hosts:
@@ -467,6 +478,20 @@ class WebServer:
         never in a ``Referer``): what to open in a browser."""
         return f"{self.base}/#token={self.token}"
 
+    @property
+    def token(self) -> str:
+        """The one token of a server without named users (each user has their own)."""
+        if self._token is None:
+            raise ValueError("this server has named users: each has a link, user_url(name)")
+        return self._token
+
+    def user_url(self, name: str) -> str:
+        """The page's address for the named user ``name``, their token in its fragment."""
+        token = None if self.users is None else self.users.get(name)
+        if token is None:
+            raise ValueError(f"this server has no user named {name!r}")
+        return f"{self.base}/#token={token}"
+
     def allowed_hosts(self) -> set[str]:
         """The ``Host`` values this server answers (valid once started)."""
         names = set(LOOPBACK_NAMES)
@@ -492,12 +517,13 @@ class WebServer:
         origins = () if self.public_url is None else (_origin(self.public_url),)
         self._app = WebApp(
             self.relay,
-            token=self.token,
+            token=self._token,
             hosts=self.allowed_hosts(),
             max_streams=self.max_streams,
             rules=self.rules,
             links=self.links,
             origins=origins,
+            users=self.users,
         )
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
         limits = _Limits(self.max_connections, self.request_timeout)
