@@ -720,3 +720,43 @@ def test_narrowing_with_the_prompt_at_the_bottom_leaves_one_frame_then_the_summa
         "bef…: (skipped)",
         "✓ Plan: Approve",
     ]
+
+
+def test_from_a_cleared_terminal_resizes_and_the_end_leave_no_copy_in_the_scrollback(
+    terminal: Terminal,
+) -> None:
+    """The prompt starts on the screen's first row: ED from the top-left cell would have
+    tmux scroll the whole screen into the scrollback at every redraw (scroll-on-clear)."""
+    pane = terminal(80, 24)
+    many = {
+        "id": "many",
+        "header": "Many",
+        "question": "Which one?",
+        "options": [{"label": f"option {n}"} for n in range(1, 21)],
+    }
+    ask(pane, many, NOTES)
+    hints = "↑↓ move · 1-21 jump · Enter choose · o own answer · s skip · Tab/→ next"
+    assert pane.wait_for("  ↓ 3 more").split("\n")[-2:] == [hints, "Esc dismiss"]
+
+    def scrollback() -> str:
+        return pane.run("capture-pane", "-p", "-S", "-")
+
+    assert scrollback().count("Which one?") == 1
+    for resize, shows in (
+        (("-x", "100"), "  ↓ 2 more"),  # wider: the hints take one row, an option more shows
+        (("-y", "30"), "  21. Other…"),  # taller: every option
+        (("-y", "20"), "  ↓ 6 more"),  # shorter
+    ):
+        pane.run("resize-window", *resize)
+        screen = pane.wait_for(shows)
+        assert screen.startswith("● Many  ○ Anything else?  ○ Submit\nWhich one?\n")
+        history = scrollback()
+        assert history.count("Which one?") == 1, history
+        assert history.count("↑↓ move") == 1, history
+        assert history.rstrip("\n") == screen, history  # nothing above the prompt
+    pane.keys("Enter", "Enter", "Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "many", "selected": ["option 1"]},
+        {"id": "notes", "selected": []},
+    ]
+    assert scrollback().rstrip("\n") == "✓ Many: option 1\n- Anything else?: (skipped)"
