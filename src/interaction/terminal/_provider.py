@@ -160,8 +160,8 @@ class KeepsScrollback(Vt100_Output):
     prompt_toolkit erases the prompt with ED (``ESC [ J``) from its first row, and redraws
     it after a resize and when it is done. When that row is the screen's first, as in a
     cleared terminal, the cursor is at the top-left cell and ED clears the whole screen,
-    which tmux (3.3 on, ``scroll-on-clear``) and some other terminals first scroll into
-    the scrollback: a copy of the prompt stayed there at every resize and at the end.
+    which tmux (3.3 on, its window option ``scroll-on-clear``, on by default) first scrolls
+    into the scrollback: a copy of the prompt stayed there at every resize and at the end.
     Here the current row is erased with EL (``ESC [ K``), and the rows below it with ED
     from the next cell, never the top-left one; the cursor is saved and put back around
     that step (DECSC, DECRC).
