@@ -172,6 +172,23 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
     )
 
 
+def test_long_own_words_on_a_multi_select_take_two_rows_and_leave_the_options_be() -> None:
+    checks = AskUserQuestionItem("checks", "Which?", multi_select=True, options=[Option("a")])
+    batch = flow(checks)
+    batch.toggle()
+    batch.set_text("typed words " * 3)
+    assert screen(batch, width=12, height=12).split("\n") == [
+        "── Question",
+        "──",
+        "Which?",
+        "❯ [x] 1. a",  # the cursor's row stays on the screen
+        "  ↓ 1 more",
+        "Chosen: a, “",
+        "        typ…",  # the rest is in the review step
+        "↑↓ move",
+    ]
+
+
 def test_the_plan_review_screen_puts_approve_first_and_shows_the_focused_description() -> None:
     plan = AskUserQuestionItem(
         "plan",

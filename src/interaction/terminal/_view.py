@@ -24,7 +24,7 @@ from .._core import AskUserQuestionAnswerItem, escape_controls
 from ..display import ROLE_NAMES, QuestionView
 from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
-from ._text import Fragments, Line, fit, plain, wrap
+from ._text import Fragments, Line, clip, fit, plain, wrap
 
 __all__ = ["Screen", "Viewport", "paint", "summary"]
 
@@ -48,6 +48,8 @@ CURRENT_MARK: Final = ("class:strip.current", "●")
 MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 MIN_FIELD: Final = 12
+CHOSEN_ROWS: Final = 2
+"""The most rows the ``Chosen:`` line of a multi-select takes; past them it ends in ``…``."""
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
 _FAR: Final = 1 << 30
 
@@ -123,7 +125,7 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
         room_beside = max(1, width - get_cwidth(plain(prompt)))
         field_rows = -(-(get_cwidth(_safe(flow.draft.text)) + 1) // room_beside)
-    status = _rows(_status(flow), width)
+    status = _status(flow, width)
     # Counted no further than the terminal's height: past it the exact figure changes nothing.
     option_rows = blocks.rows_up_to(max(limit, MIN_OPTION_ROWS))
     cursor = _cursor_block(flow)
@@ -237,7 +239,7 @@ def _review(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scr
     limit = height - _SPARE_ROWS
     head = _rows([_strip(flow, width), Line([("class:question", REVIEW_TITLE)])], width)
     listed = _rows(_answer_lines(flow.questions, flow.answers), width)
-    status = _rows(_status(flow), width)
+    status = _status(flow, width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))
     room = limit - len(head) - len(status) - hint_rows - 2
     shown, paged = _page(listed, max(1, room), viewport, width)
@@ -536,21 +538,24 @@ def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
     return prompt
 
 
-def _status(flow: BatchFlow) -> list[Line]:
-    lines = []
+def _status(flow: BatchFlow, width: int) -> list[Fragments]:
+    rows = []
     if flow.seconds_left is not None:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
-        lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
+        rows += wrap(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]), width)
     own = flow.draft.text.strip()
     if flow.multi and (flow.draft.chosen or own) and not flow.reviewing:
-        # The user's own words go with the labels on a multi-select: they are shown too.
+        # The user's own words go with the labels on a multi-select: they are shown too,
+        # in at most CHOSEN_ROWS rows (the review step shows them whole), so that a long
+        # answer never pushes the options off a small terminal.
         shown = [*_shown(flow.question, flow.draft.chosen), *([f"“{_safe(own)}”"] if own else [])]
-        lines.append(Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        "))
+        chosen = Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        ")
+        rows += clip(wrap(chosen, width), CHOSEN_ROWS, width)
     if flow.reviewing and None in flow.answers:
-        lines.append(Line([("class:notice", OPEN_ARE_SKIPS)]))
+        rows += wrap(Line([("class:notice", OPEN_ARE_SKIPS)]), width)
     if flow.notice:
-        lines.append(Line([("class:notice", flow.notice)]))
-    return lines
+        rows += wrap(Line([("class:notice", flow.notice)]), width)
+    return rows
 
 
 def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
