@@ -124,6 +124,19 @@ def test_every_bad_timeout_gets_one_wording(value: str, tmp_path: Path) -> None:
     )
 
 
+def test_ask_redis_on_a_store_that_cannot_be_used_is_one_line_before_any_wait(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"questions": [{"id": "a", "question": "?"}]}))
+    result = run("ask", str(path), "--redis", "redis://user:secret@127.0.0.1:1/0")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("interaction: the relay's store at 127.0.0.1:1 cannot be used")
+    assert result.stderr.endswith(" (RELAY_UNAVAILABLE)\n")
+    assert result.stderr.count("\n") == 1  # not "the question waits on the page" first
+    assert "secret" not in result.stderr
+
+
 async def test_serve_on_every_address_prints_a_url_that_answers() -> None:
     child = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,7 +33,13 @@ from interaction import (
     provide,
 )
 from interaction.postgres_relay import PostgresRelay
-from interaction.relay import NOT_PENDING, RELAY_UNAVAILABLE, STALE_POSITION, RelayEvent
+from interaction.relay import (
+    NOT_PENDING,
+    RELAY_UNAVAILABLE,
+    STALE_POSITION,
+    RelayEvent,
+    local_host,
+)
 
 from .helpers import import_error_without
 from .postgres_server import PostgresServer, postgres_server
@@ -601,3 +608,105 @@ def test_serve_refuses_a_bad_postgres_url_or_unreachable_store_in_one_line() -> 
     alone = run("--migrate")
     assert alone.returncode == 2
     assert alone.stderr == "interaction: --migrate needs --postgres URL\n"
+
+
+def ask_postgres(*args: str) -> list[str]:
+    return [sys.executable, "-m", "interaction", "ask", *args]
+
+
+async def test_ask_postgres_puts_the_question_on_the_page_of_that_database(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """``interaction ask FILE --postgres URL --schema S``, as docs/web.md's recipe runs it:
+    the question waits in the database, a page's relay answers it, the JSON is printed."""
+    path = tmp_path / "go.json"
+    path.write_text(json.dumps({"questions": [{"id": "go", "question": "Deploy?"}]}))
+    async with migrated(postgres_server) as page:
+        events = page.events((await page.snapshot()).position)
+        argv = ask_postgres(str(path), "--postgres", postgres_server.url, "--schema", page.schema)
+        try:
+            async with process(*argv, "--source", "nightly-build") as child:
+                shown = (await collect(events, requested(1)))[-1]
+                assert shown.question is not None
+                assert shown.question.request.questions[0].question == "Deploy?"
+                provenance = shown.question.request.provenance
+                assert provenance is not None
+                assert (provenance.source, provenance.host) == ("nightly-build", local_host())
+                await page.submit(shown.id, Answer([Item("go", custom="yes")]))
+                out, err = await asyncio.wait_for(child.communicate(), WAIT)
+                assert child.returncode == 0, err
+                assert out.decode() == '{"answers":[{"id":"go","selected":[],"custom":"yes"}]}\n'
+                assert err.decode() == (
+                    "interaction: the question waits on the page serving this store\n"
+                )
+        finally:
+            await events.aclose()
+        assert (await page.snapshot()).questions == ()
+
+
+async def test_ask_postgres_dismissed_on_the_page_exits_1(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "go.json"
+    path.write_text(json.dumps({"questions": [{"id": "go", "question": "Deploy?"}]}))
+    async with migrated(postgres_server) as page:
+        events = page.events((await page.snapshot()).position)
+        argv = ask_postgres(str(path), "--postgres", postgres_server.url, "--schema", page.schema)
+        try:
+            async with process(*argv) as child:
+                shown = (await collect(events, requested(1)))[-1]
+                await page.dismiss(shown.id)
+                out, err = await asyncio.wait_for(child.communicate(), WAIT)
+        finally:
+            await events.aclose()
+    assert child.returncode == 1
+    assert out == b""
+    assert err.decode().splitlines()[-1].endswith("(ASK_CANCELLED)")
+
+
+def test_ask_postgres_refuses_bad_input_in_one_line(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "go.json"
+    path.write_text(json.dumps({"questions": [{"id": "go", "question": "Deploy?"}]}))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ask_postgres(str(path), *args)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=WAIT, check=False)
+
+    bad = run("--postgres", "localhost:5432")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == (
+        "interaction: --postgres is not a PostgreSQL URL or connection string:"
+        " use postgresql://USER@HOST:PORT/DB (BAD_REQUEST)\n"
+    )
+    away = run("--postgres", "postgresql://user:secret@127.0.0.1:1/db")
+    assert away.returncode == 2
+    assert away.stderr.startswith("interaction: the relay's store at 127.0.0.1:1/db cannot be used")
+    assert away.stderr.endswith(" (RELAY_UNAVAILABLE)\n")
+    assert away.stderr.count("\n") == 1  # not "the question waits" first
+    assert "secret" not in away.stderr
+    schema = f"n{secrets.token_hex(6)}"
+    unmade = run("--postgres", postgres_server.url, "--schema", schema)
+    assert unmade.returncode == 2
+    assert unmade.stderr == (
+        f"interaction: the relay's tables are not in the database at 127.0.0.1:"
+        f"{postgres_server.port}/postgres (schema {schema!r}): run `await relay.migrate()` or"
+        " `interaction serve --postgres URL --migrate` once (RELAY_UNAVAILABLE)\n"
+    )
+    named = run("--postgres", postgres_server.url, "--schema", "No-Way")
+    assert named.returncode == 2
+    assert named.stderr == (
+        "interaction: --schema: the schema must be a lower-case SQL name"
+        " (a-z, 0-9, _; up to 40): 'No-Way' (BAD_REQUEST)\n"
+    )
+    alone = run("--schema", "s")
+    assert alone.returncode == 2
+    assert alone.stderr.splitlines()[-1] == (
+        "interaction ask: error: --schema needs --postgres (it names the relay's tables)"
+    )
+    both = run("--postgres", postgres_server.url, "--redis", "redis://127.0.0.1:1/0")
+    assert both.returncode == 2
+    assert both.stderr.splitlines()[-1] == (
+        "interaction ask: error: argument --redis: not allowed with argument --postgres"
+    )

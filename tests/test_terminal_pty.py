@@ -533,22 +533,26 @@ def test_small_terminals_keep_the_header_the_markers_and_the_hints(
     assert strip.endswith("  ○ Submit")
     assert len(rows) < height
     assert all(len(row) <= width for row in rows)
-    if height == 12:
-        assert "  ↓ 3 more" in rows
+    assert_every_option_counted(rows, 4)
     pane.keys("Up")  # wraps to the last row, Other
     last = pane.wait_for("❯ 4. Other…")
     assert last.split("\n")[0] == strip
     assert "Esc dismiss" in last
-    if height == 12:
-        assert "  ↑ 2 more" in last.split("\n")
-    pane.keys("Down", "Down")  # the middle option: a marker either side
+    assert_every_option_counted(last.split("\n"), 4)
+    pane.keys("Down", "Down")  # the middle option
     middle = pane.wait_for("❯ 2. npm").split("\n")
     assert middle[0] == strip
     assert middle[-1].endswith("Esc dismiss")
-    if height == 12:
-        assert "  ↑ 1 more" in middle
-        assert "  ↓ 2 more" in middle
-    pane.keys("s", "s", "Enter")
+    assert_every_option_counted(middle, 4)
+    pane.keys("s")  # the multi-select, whose descriptions wrap at 40 columns
+    for number, label in enumerate(("tests", "lint", "types", "Other…"), start=1):
+        checks = pane.wait_for(f"❯ [ ] {number}. {label}").split("\n")
+        assert checks[-1].endswith("Esc dismiss")
+        assert_every_option_counted(checks, 4)
+        if height == 12:
+            assert len(checks) == height - 1  # no row left empty while options are hidden
+        pane.keys("j")
+    pane.keys("s", "Enter")
     review = pane.wait_for("● Submit").split("\n")
     assert review[0].startswith("- Package")
     assert review[0].endswith("  ● Submit")
@@ -563,6 +567,14 @@ def test_small_terminals_keep_the_header_the_markers_and_the_hints(
     assert len(rows) < height + 3  # the summary lines of the batch are above it
     pane.keys("Enter")
     assert answers(pane.finish()[1])[-1] == {"id": "plan", "selected": ["Approve"]}
+
+
+def assert_every_option_counted(rows: list[str], count: int) -> None:
+    """Each of ``count`` options is on the screen or counted by an ``↑/↓ N more`` marker."""
+    numbers = [int(m[1]) for row in rows if (m := re.match(r"^[❯ ] (?:\[[x ]\] )?(\d+)\. ", row))]
+    up = next((int(m[1]) for row in rows if (m := re.fullmatch(r"  ↑ (\d+) more", row))), 0)
+    down = next((int(m[1]) for row in rows if (m := re.fullmatch(r"  ↓ (\d+) more", row))), 0)
+    assert numbers == list(range(up + 1, count - down + 1)), rows
 
 
 def test_a_long_plan_scrolls_with_arrows_home_and_end_and_the_focus_is_not_red(
@@ -708,3 +720,43 @@ def test_narrowing_with_the_prompt_at_the_bottom_leaves_one_frame_then_the_summa
         "bef…: (skipped)",
         "✓ Plan: Approve",
     ]
+
+
+def test_from_a_cleared_terminal_resizes_and_the_end_leave_no_copy_in_the_scrollback(
+    terminal: Terminal,
+) -> None:
+    """The prompt starts on the screen's first row: ED from the top-left cell would have
+    tmux scroll the whole screen into the scrollback at every redraw (scroll-on-clear)."""
+    pane = terminal(80, 24)
+    many = {
+        "id": "many",
+        "header": "Many",
+        "question": "Which one?",
+        "options": [{"label": f"option {n}"} for n in range(1, 21)],
+    }
+    ask(pane, many, NOTES)
+    hints = "↑↓ move · 1-21 jump · Enter choose · o own answer · s skip · Tab/→ next"
+    assert pane.wait_for("  ↓ 3 more").split("\n")[-2:] == [hints, "Esc dismiss"]
+
+    def scrollback() -> str:
+        return pane.run("capture-pane", "-p", "-S", "-")
+
+    assert scrollback().count("Which one?") == 1
+    for resize, shows in (
+        (("-x", "100"), "  ↓ 2 more"),  # wider: the hints take one row, an option more shows
+        (("-y", "30"), "  21. Other…"),  # taller: every option
+        (("-y", "20"), "  ↓ 6 more"),  # shorter
+    ):
+        pane.run("resize-window", *resize)
+        screen = pane.wait_for(shows)
+        assert screen.startswith("● Many  ○ Anything else?  ○ Submit\nWhich one?\n")
+        history = scrollback()
+        assert history.count("Which one?") == 1, history
+        assert history.count("↑↓ move") == 1, history
+        assert history.rstrip("\n") == screen, history  # nothing above the prompt
+    pane.keys("Enter", "Enter", "Enter")
+    assert answers(pane.finish()[1]) == [
+        {"id": "many", "selected": ["option 1"]},
+        {"id": "notes", "selected": []},
+    ]
+    assert scrollback().rstrip("\n") == "✓ Many: option 1\n- Anything else?: (skipped)"

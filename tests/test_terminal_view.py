@@ -15,6 +15,7 @@ from interaction import (
     AskUserQuestionRequest,
     PlanReviewIntent,
 )
+from interaction._demo import DEMO_BATCH
 from interaction.flow import BatchFlow, Row
 from interaction.terminal import _view
 from interaction.terminal._markdown import markdown
@@ -171,6 +172,23 @@ def test_the_multi_select_screen_shows_ticks_the_order_chosen_and_the_field() ->
     )
 
 
+def test_long_own_words_on_a_multi_select_take_two_rows_and_leave_the_options_be() -> None:
+    checks = AskUserQuestionItem("checks", "Which?", multi_select=True, options=[Option("a")])
+    batch = flow(checks)
+    batch.toggle()
+    batch.set_text("typed words " * 3)
+    assert screen(batch, width=12, height=12).split("\n") == [
+        "── Question",
+        "──",
+        "Which?",
+        "❯ [x] 1. a",  # the cursor's row stays on the screen
+        "  ↓ 1 more",
+        "Chosen: a, “",
+        "        typ…",  # the rest is in the review step
+        "↑↓ move",
+    ]
+
+
 def test_the_plan_review_screen_puts_approve_first_and_shows_the_focused_description() -> None:
     plan = AskUserQuestionItem(
         "plan",
@@ -234,24 +252,23 @@ def test_hints_offer_back_after_the_first_question_and_wrap_between_hints() -> N
 def test_long_option_lists_are_windowed_around_the_cursor() -> None:
     many = pkg_question(options=[Option(f"option {n}") for n in range(1, 21)])
     batch, view = flow(many), Viewport()
-    first = screen(batch, height=12, view=view)
-    assert first.split("\n")[3:8] == [
-        "❯  1. option 1",  # the numbers line up with 10 and on
-        "   2. option 2",
-        "   3. option 3",
-        "   4. option 4",
-        "  ↓ 17 more",
-    ]
+    hints = "↑↓ move · 1-21 jump · Enter choose · Tab own answer · s skip · Esc dismiss"
+    # The blank rows go first: each one shows one more option.
+    assert screen(batch, height=12, view=view) == (
+        "── Question ──\n"
+        "Which package manager?\n"
+        "❯  1. option 1\n"  # the numbers line up with 10 and on
+        + "".join(f"   {n}. option {n}\n" for n in range(2, 8))
+        + f"  ↓ 14 more\n{hints}"
+    )
     batch.move(-1)  # wraps to the Other row, at the end
-    last = screen(batch, height=12, view=view)
-    assert last.split("\n")[3:8] == [
-        "  ↑ 17 more",
-        "  18. option 18",
-        "  19. option 19",
-        "  20. option 20",
-        "❯ 21. Other…",
-    ]
-    assert len(last.split("\n")) <= 12
+    assert screen(batch, height=12, view=view) == (
+        "── Question ──\n"
+        "Which package manager?\n"
+        "  ↑ 14 more\n"
+        + "".join(f"  {n}. option {n}\n" for n in range(15, 21))
+        + f"❯ 21. Other…\n{hints}"
+    )
 
 
 def test_a_paint_builds_only_the_options_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,7 +287,7 @@ def test_a_paint_builds_only_the_options_it_shows(monkeypatch: pytest.MonkeyPatc
         assert batch.rows is batch.rows  # built once, not per read
         built.clear()
         first = screen(batch, height=30, view=view).split("\n")
-        assert first[3] == f"❯ {1:>{len(str(count + 1))}}. option 1"
+        assert first[2] == f"❯ {1:>{len(str(count + 1))}}. option 1"  # no blank row above
         builds.append(len(built))
         batch.move(-1)  # wraps to the Other row, at the end
         built.clear()
@@ -560,6 +577,67 @@ def test_small_terminals_with_the_strip_keep_it_the_markers_and_the_hints() -> N
             up = next((int(m[1]) for row in shown if (m := re.match(r"  ↑ (\d+) more", row))), 0)
             down = next((int(m[1]) for row in shown if (m := re.match(r"  ↓ (\d+) more", row))), 0)
             assert numbers == list(range(up + 1, len(batch.rows) - down + 1)), shown
+
+
+DEMO_CI_HEAD = ["✓ Package…  ● CI  ○ Anythin…  ○ Submit", "Which checks should run on every push?"]
+DEMO_CI_HINTS = [
+    "↑↓ move · 1-4 jump · Space toggle",
+    "Enter confirm · o own answer · s skip",
+    "Tab/→ next · ← back · Esc dismiss",
+]
+LINT = ["         ruff check and ruff format", "         --check"]
+DEMO_CI_AT_40_BY_12 = [  # the rows between the question and the hints, the cursor on each option
+    ["", "❯ [ ] 1. tests", "  [ ] 2. lint", *LINT, "  ↓ 2 more"],  # a blank row gave way to lint
+    ["", "  [ ] 1. tests", "❯ [ ] 2. lint", *LINT, "  ↓ 2 more"],
+    # lint would not fit in the place of both blank rows: they stay
+    ["", "  ↑ 2 more", "❯ [ ] 3. types", "         mypy --strict", "  [ ] 4. Other…", ""],
+    ["", "  ↑ 2 more", "  [ ] 3. types", "         mypy --strict", "❯ [ ] 4. Other…", ""],
+]
+
+
+def test_the_demo_multi_select_at_40_by_12_always_shows_its_markers() -> None:
+    batch, view = flow(*DEMO_BATCH), Viewport()
+    batch.enter()
+    for options in DEMO_CI_AT_40_BY_12:
+        shown = screen(batch, width=40, height=12, view=view).split("\n")
+        assert shown == [*DEMO_CI_HEAD, *options, *DEMO_CI_HINTS]
+        assert len(shown) == 11  # every row used but the spare one
+        batch.move(1)
+
+
+@st.composite
+def option_lists(draw: st.DrawFn) -> AskUserQuestionItem:
+    """Options of one to four rows each, in numbers that need a window on small terminals."""
+    words = st.lists(st.sampled_from(["ruff", "check", "and", "mypy", "--strict"]), max_size=12)
+    options = [
+        Option(f"option {number}", " ".join(draw(words)) or None)
+        for number in range(1, draw(st.integers(1, 12)) + 1)
+    ]
+    return pkg_question(options=options, multi_select=draw(st.booleans()))
+
+
+NUMBER = re.compile(r"^[❯ ] (?:\[[x ]\] )? *(\d+)\. ")
+
+
+@given(
+    option_lists(),
+    st.booleans(),
+    st.integers(0, 12),
+    st.integers(24, 80),
+    st.integers(6, 30),
+)
+def test_no_option_is_hidden_without_a_marker_while_rows_stay_empty(
+    question: AskUserQuestionItem, batched: bool, moves: int, width: int, height: int
+) -> None:
+    batch = flow(question, NOTES) if batched else flow(question)
+    batch.move(moves)
+    drawn = screen(batch, width=width, height=height).split("\n")
+    numbers = [int(m[1]) for row in drawn if (m := NUMBER.match(row))]
+    up = next((int(m[1]) for row in drawn if (m := re.match(r"  ↑ (\d+) more$", row))), 0)
+    down = next((int(m[1]) for row in drawn if (m := re.match(r"  ↓ (\d+) more$", row))), 0)
+    assert batch.draft.cursor + 1 in numbers
+    if numbers != list(range(up + 1, len(batch.rows) - down + 1)):
+        assert len(drawn) == height - 1, drawn  # only when the screen is full
 
 
 # ---------------------------------------------------------------------- tables and code

@@ -498,15 +498,26 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
-    ask_.add_argument(
+    shared = ask_.add_mutually_exclusive_group()
+    shared.add_argument(
         "--redis",
         metavar="URL",
         help="put the question on the RedisRelay at URL (a page served with serve --redis"
         " shows it) instead of asking here",
     )
+    shared.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="put the question on the PostgresRelay at URL (a page served with serve"
+        " --postgres shows it) instead of asking here",
+    )
     ask_.add_argument(
         "--prefix",
         help="the Redis key prefix the page serves (default interaction; needs --redis)",
+    )
+    ask_.add_argument(
+        "--schema",
+        help="the Postgres schema the page serves (default interaction; needs --postgres)",
     )
     ask_.add_argument(
         "--source",
@@ -592,8 +603,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     serve.add_argument(
         "--schema",
-        default="interaction",
-        help="the Postgres schema the askers use (default interaction)",
+        help="the Postgres schema the askers use (default interaction; needs --postgres)",
     )
     serve.add_argument(
         "--migrate",
@@ -642,6 +652,7 @@ _HELP: Final = {
             "interaction ask request.json --timeout 60",
             "interaction ask request.json --source deploy-bot",
             "interaction ask request.json --redis redis://127.0.0.1:6379/0",
+            "interaction ask request.json --postgres postgresql://app@db.internal/app",
             "interaction ask < request.json",
             "generate-request | interaction ask -",
         ],
@@ -698,29 +709,34 @@ def _fail(error: UserInteractionError) -> int:
     return EXIT_BAD_INPUT
 
 
+def _shared_relay(args: argparse.Namespace) -> RedisRelay | PostgresRelay | None:
+    """The relay of ``ask --redis`` or ``ask --postgres``; ``None`` to ask here. A missing
+    extra or a bad URL, prefix or schema is a ``BAD_REQUEST`` that says so."""
+    try:
+        if args.redis is not None:
+            return _redis_relay(args.redis, args.prefix or "interaction")
+        if args.postgres is not None:
+            return _postgres_relay(args.postgres, args.schema or "interaction")
+    except (ImportError, ValueError) as exc:
+        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+    return None
+
+
 def _ask_shared(
-    url: str, prefix: str, request: AskUserQuestionRequest, args: argparse.Namespace
+    relay: RedisRelay | PostgresRelay, request: AskUserQuestionRequest, args: argparse.Namespace
 ) -> AskUserQuestionAnswer:
-    """Ask through the RedisRelay at ``url`` (inside the rules and audit of ``args``): a
-    page serving it shows the question."""
-    try:
-        import interaction.redis_relay  # noqa: F401
-    except ImportError as exc:
-        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
-    try:
-        relay = _redis_relay(url, prefix)
-    except ValueError as exc:
-        raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
+    """Ask through a shared relay (inside the rules and audit of ``args``): a page serving
+    its store shows the question."""
 
     async def asking() -> AskUserQuestionAnswer:
         try:
-            await relay.connect()
+            await relay.connect()  # a store that cannot be used is said before any wait
+            print("interaction: the question waits on the page serving this store", file=sys.stderr)
             with provide(_wrapped(relay, args)):
                 return await ask(request)
         finally:
             await relay.aclose()
 
-    print("interaction: the question waits on the page serving this store", file=sys.stderr)
     return asyncio.run(asking())
 
 
@@ -800,6 +816,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("name a command: demo, ask, serve or schema (see interaction --help)")
     if args.command in {"serve", "ask"} and args.prefix is not None and args.redis is None:
         commands[args.command].error("--prefix needs --redis (it names the Redis keys)")
+    if args.command in {"serve", "ask"} and args.schema is not None and args.postgres is None:
+        commands[args.command].error("--schema needs --postgres (it names the relay's tables)")
     if args.command == "serve":
         for entry in args.allow_host:
             if not valid_host(entry):
@@ -831,7 +849,7 @@ def _main(argv: Sequence[str] | None) -> int:
             prefix=args.prefix or "interaction",
             limits=limits,
             postgres_url=args.postgres,
-            schema=args.schema,
+            schema=args.schema or "interaction",
             migrate=args.migrate,
             notify=args.notify,
             public_url=args.public_url,
@@ -861,14 +879,16 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             signal = _timeout(args.timeout)
             deadline = None if signal is None else time.monotonic() + args.timeout
-            request, answers = _read_request(args.file, terminal=args.redis is None)
+            shared = args.redis is not None or args.postgres is not None
+            request, answers = _read_request(args.file, terminal=not shared)
             request = _with_source(request, args.source)
             if signal is not None:
                 request = AskUserQuestionRequest(
                     request.questions, signal=signal, provenance=request.provenance
                 )
-            if args.redis is not None:
-                answer = _ask_shared(args.redis, args.prefix or "interaction", request, args)
+            relay = _shared_relay(args)
+            if relay is not None:
+                answer = _ask_shared(relay, request, args)
             else:
                 provider = choose_provider(answers, plain=args.plain, deadline=deadline)
                 answer = asyncio.run(_ask_file(_wrapped(provider, args), request))

@@ -15,8 +15,10 @@ from typing import Final, TextIO, overload
 
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.input import Input, create_input
-from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output import ColorDepth, Output, create_output
+from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.renderer import print_formatted_text
+from prompt_toolkit.utils import get_bell_environment_variable, get_term_environment_variable
 
 from .._core import (
     AskUserQuestionAnswer,
@@ -120,7 +122,7 @@ class TerminalProvider:
             print(f"interaction: {why}; asking line by line instead", file=sys.stderr, flush=True)
             self._fallback = ConsoleProvider(input, output)
             return
-        self._terminal = (create_input(input), create_output(output))
+        self._terminal = (create_input(input), _terminal_output(output))
 
     async def _run(
         self, request: AskUserQuestionRequest, input: Input, output: Output
@@ -150,6 +152,36 @@ class TerminalProvider:
         for line in summary(flow, output.get_size().columns):
             _say(output, line)
         return answer
+
+
+class KeepsScrollback(Vt100_Output):
+    """A VT100 output whose erasing never puts the screen into the scrollback.
+
+    prompt_toolkit erases the prompt with ED (``ESC [ J``) from its first row, and redraws
+    it after a resize and when it is done. When that row is the screen's first, as in a
+    cleared terminal, the cursor is at the top-left cell and ED clears the whole screen,
+    which tmux (3.3 on, its window option ``scroll-on-clear``, on by default) first scrolls
+    into the scrollback: a copy of the prompt stayed there at every resize and at the end.
+    Here the current row is erased with EL (``ESC [ K``), and the rows below it with ED
+    from the next cell, never the top-left one; the cursor is saved and put back around
+    that step (DECSC, DECRC).
+    """
+
+    def erase_down(self) -> None:
+        self.write_raw("\x1b[K\x1b7\x1b[C\x1b[J\x1b8")
+
+
+def _terminal_output(stream: TextIO) -> Output:
+    """prompt_toolkit's output for a terminal stream; a VT100 one keeps the scrollback."""
+    if sys.platform == "win32":
+        return create_output(stream)
+    # As create_output() builds it, with the same environment variables.
+    return KeepsScrollback.from_pty(
+        stream,
+        term=get_term_environment_variable(),
+        default_color_depth=ColorDepth.from_env(),
+        enable_bell=get_bell_environment_variable(),
+    )
 
 
 @contextlib.contextmanager

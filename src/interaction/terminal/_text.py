@@ -15,7 +15,7 @@ from typing import Final, TypeAlias
 
 from prompt_toolkit.utils import get_cwidth
 
-__all__ = ["Fragments", "Line", "fit", "plain", "wrap"]
+__all__ = ["Fragments", "Line", "clip", "fit", "plain", "wrap"]
 
 Fragments: TypeAlias = list[tuple[str, str]]
 """``(style, text)`` pairs, text without newlines."""
@@ -86,6 +86,23 @@ def wrap(line: Line, width: int) -> list[Fragments]:
                 used += size
     rows.append(row)
     return rows
+
+
+def clip(rows: list[Fragments], count: int, width: int) -> list[Fragments]:
+    """The first ``count`` rows of ``rows``; the last ends in ``…`` when rows were left out."""
+    if len(rows) <= count:
+        return rows
+    last: Fragments = []
+    used = 0
+    for style, text in rows[count - 1]:
+        piece, size = fit(text, width - 1 - used)
+        if piece:
+            last.append((style, piece))
+            used += size
+        if piece != text:
+            break
+    style = rows[count - 1][-1][0] if rows[count - 1] else ""
+    return [*rows[: count - 1], [*last, (style, "…")]]
 
 
 def _words(line: Line) -> Iterator[list[tuple[str, str]]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from prompt_toolkit.formatted_text import FormattedText
@@ -24,7 +24,7 @@ from .._core import AskUserQuestionAnswerItem, escape_controls
 from ..display import ROLE_NAMES, QuestionView
 from ..flow import OTHER, BatchFlow, Row
 from ._markdown import TAB_SIZE, markdown
-from ._text import Fragments, Line, fit, plain, wrap
+from ._text import Fragments, Line, clip, fit, plain, wrap
 
 __all__ = ["Screen", "Viewport", "paint", "summary"]
 
@@ -48,6 +48,8 @@ CURRENT_MARK: Final = ("class:strip.current", "●")
 MIN_DETAIL_ROWS: Final = 3
 MIN_OPTION_ROWS: Final = 4
 MIN_FIELD: Final = 12
+CHOSEN_ROWS: Final = 2
+"""The most rows the ``Chosen:`` line of a multi-select takes; past them it ends in ``…``."""
 _SPARE_ROWS: Final = 1  # so the last row never makes the terminal scroll
 _FAR: Final = 1 << 30
 
@@ -123,28 +125,41 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     if flow.mode == "text":  # the field wraps beside its prompt; one cell for the cursor
         room_beside = max(1, width - get_cwidth(plain(prompt)))
         field_rows = -(-(get_cwidth(_safe(flow.draft.text)) + 1) // room_beside)
-    status = _rows(_status(flow), width)
-    hint_rows = len(_pack(_hints(flow, paged=True), width))  # the longer of the two
+    status = _status(flow, width)
     # Counted no further than the terminal's height: past it the exact figure changes nothing.
     option_rows = blocks.rows_up_to(max(limit, MIN_OPTION_ROWS))
-    gaps = 2  # blank rows: under the question, above the hints
-    room = limit - len(head) - field_rows - len(status) - hint_rows - gaps
-    while gaps and room < min(MIN_OPTION_ROWS, len(detail_rows) + option_rows):
-        gaps, room = gaps - 1, room + 1
-    if len(detail_rows) + option_rows <= room:
-        detail_budget, option_budget = len(detail_rows), option_rows
-    else:
-        option_budget = min(option_rows, max(MIN_OPTION_ROWS, room // 2))
-        if flow.plan_review:
-            option_budget = option_rows  # the actions always show; the plan pages
-        detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
-        option_budget = max(option_budget, room - min(detail_budget, len(detail_rows)))
-    option_budget = min(option_budget, max(1, limit - field_rows - len(status) - 1))
-    detail_shown, paged = _page(detail_rows, detail_budget, viewport, width - len(MARGIN))
+    cursor = _cursor_block(flow)
+    fixed = len(head) + field_rows + len(status)
+    cap = max(1, limit - field_rows - len(status) - 1)
+
+    def arrange(gaps: int, paged: bool, view: Viewport) -> _Arranged:
+        hint_rows = len(_pack(_hints(flow, paged=paged), width))
+        room = limit - fixed - hint_rows - gaps
+        detail_budget, option_budget = _budgets(
+            room, len(detail_rows), option_rows, _need(blocks, cursor), flow.plan_review
+        )
+        detail_shown, is_paged = _page(detail_rows, detail_budget, view, width - len(MARGIN))
+        window, cursor_row = _window(blocks, cursor, min(option_budget, cap), view)
+        used = fixed + hint_rows + gaps + len(detail_shown) + len(window)
+        return _Arranged(gaps, is_paged, detail_shown, window, cursor_row, used)
+
+    def tried(gaps: int) -> _Arranged:  # on a copy: a trial leaves the scroll positions be
+        first = arrange(gaps, False, replace(viewport))
+        return arrange(gaps, True, replace(viewport)) if first.paged else first
+
+    # A blank row goes only when that shows more of the detail or the options (the
+    # markers among them), or when the screen would not fit with it.
+    trials = [tried(gaps) for gaps in (2, 1, 0)]
+    most = max(trial.shown for trial in trials)
+    chosen = next(
+        (trial for trial in trials if trial.shown == most and trial.used <= limit), trials[-1]
+    )
+    final = arrange(chosen.gaps, chosen.paged, viewport)
+    gaps, paged, detail_shown = final.gaps, final.paged, final.detail
+    window, cursor_row = final.window, final.cursor_row
     above = head + [[("", MARGIN), *row] for row in detail_shown]
     if gaps:
         above.append([])
-    window, cursor_row = _window(blocks, _cursor_block(flow), option_budget, viewport)
     # The rows from the cursor's on must stay; in the text field the cursor is below them.
     keep = 0 if flow.mode == "text" and not flow.plan_review else len(window) - cursor_row
     above.extend(window)
@@ -152,6 +167,47 @@ def paint(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scree
     below = [*status, *([[]] if gaps > 1 else []), *_hint_rows(hints, width)]
     short = [*status, *_hint_rows(hints[:1], width)]
     return _squeeze(Screen(above, prompt, below), field_rows, short, limit, keep)
+
+
+@dataclass(frozen=True, slots=True)
+class _Arranged:
+    """How the rows between the question and the hints are shared, with ``gaps`` blank
+    rows; ``used``: the rows of the whole screen, hints and blank rows included."""
+
+    gaps: int
+    paged: bool
+    detail: list[Fragments]
+    window: list[Fragments]
+    cursor_row: int
+    used: int
+
+    @property
+    def shown(self) -> int:
+        """The rows of detail and options shown (a page's status row and markers too)."""
+        return len(self.detail) + len(self.window)
+
+
+def _budgets(
+    room: int, detail_rows: int, option_rows: int, need: int, plan_review: bool
+) -> tuple[int, int]:
+    """The rows the detail and the options may take of ``room``; the options at least
+    ``need`` (the cursor's option with its markers) when they do not fit whole."""
+    if detail_rows + option_rows <= room:
+        return detail_rows, option_rows
+    option_budget = min(option_rows, max(MIN_OPTION_ROWS, need, room // 2))
+    if plan_review:
+        option_budget = option_rows  # the actions always show; the plan pages
+    detail_budget = max(MIN_DETAIL_ROWS, room - option_budget)
+    return detail_budget, max(option_budget, room - min(detail_budget, detail_rows))
+
+
+def _need(blocks: _Blocks, cursor: int) -> int:
+    """The rows of the cursor's option and of the markers beside it."""
+    count = len(blocks)
+    if not count:
+        return 0
+    cursor = min(cursor, count - 1)
+    return len(blocks[cursor]) + (cursor > 0) + (cursor < count - 1)
 
 
 def _squeeze(
@@ -183,7 +239,7 @@ def _review(flow: BatchFlow, viewport: Viewport, width: int, height: int) -> Scr
     limit = height - _SPARE_ROWS
     head = _rows([_strip(flow, width), Line([("class:question", REVIEW_TITLE)])], width)
     listed = _rows(_answer_lines(flow.questions, flow.answers), width)
-    status = _rows(_status(flow), width)
+    status = _status(flow, width)
     hint_rows = len(_pack(_hints(flow, paged=True), width))
     room = limit - len(head) - len(status) - hint_rows - 2
     shown, paged = _page(listed, max(1, room), viewport, width)
@@ -482,21 +538,24 @@ def _field_prompt(flow: BatchFlow, width: int) -> Fragments:
     return prompt
 
 
-def _status(flow: BatchFlow) -> list[Line]:
-    lines = []
+def _status(flow: BatchFlow, width: int) -> list[Fragments]:
+    rows = []
     if flow.seconds_left is not None:
         minutes, seconds = divmod(max(0, flow.seconds_left), 60)
-        lines.append(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]))
+        rows += wrap(Line([("class:countdown", f"Time left: {minutes}:{seconds:02d}")]), width)
     own = flow.draft.text.strip()
     if flow.multi and (flow.draft.chosen or own) and not flow.reviewing:
-        # The user's own words go with the labels on a multi-select: they are shown too.
+        # The user's own words go with the labels on a multi-select: they are shown too,
+        # in at most CHOSEN_ROWS rows (the review step shows them whole), so that a long
+        # answer never pushes the options off a small terminal.
         shown = [*_shown(flow.question, flow.draft.chosen), *([f"“{_safe(own)}”"] if own else [])]
-        lines.append(Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        "))
+        chosen = Line([("class:chosen", f"Chosen: {', '.join(shown)}")], hang="        ")
+        rows += clip(wrap(chosen, width), CHOSEN_ROWS, width)
     if flow.reviewing and None in flow.answers:
-        lines.append(Line([("class:notice", OPEN_ARE_SKIPS)]))
+        rows += wrap(Line([("class:notice", OPEN_ARE_SKIPS)]), width)
     if flow.notice:
-        lines.append(Line([("class:notice", flow.notice)]))
-    return lines
+        rows += wrap(Line([("class:notice", flow.notice)]), width)
+    return rows
 
 
 def _hints(flow: BatchFlow, *, paged: bool) -> list[str]:
