@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ASK", "HEARTBEAT", "SETTLE", "SNAPSHOT"]
+__all__ = ["ASK", "HEARTBEAT", "READ", "SETTLE", "SNAPSHOT"]
 
 PRELUDE: Final = """
 local base = ARGV[1]
@@ -177,3 +177,29 @@ for _, id in ipairs(expired) do settle(id, 'aborted', '', settled_ms, maxlen) en
 return {#dead, #expired}
 """
 )
+
+# KEYS: events. ARGV: base, position, count. The entries after the position, each with what
+# its question's hash holds (state, request, answer), read at one moment: the tail sends it
+# after its blocking XREAD on the same connection, which the server runs as soon as that
+# read returns, so an event and the hash that bears it out arrive in one round trip. An
+# entry that names no question gets false; a key that is no hash, the error's text.
+READ: Final = """
+local base = ARGV[1]
+local found = redis.call('XRANGE', KEYS[1], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))
+local out = {}
+for i, entry in ipairs(found) do
+  local fields, kind, id = entry[2], nil, nil
+  for j = 1, #fields, 2 do
+    if fields[j] == 'kind' then kind = fields[j + 1] elseif fields[j] == 'id' then
+      id = fields[j + 1]
+    end
+  end
+  local stored = false
+  if id and (kind == 'requested' or kind == 'resolved') then
+    stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', 'request', 'answer')
+    if type(stored) == 'table' and stored.err then stored = stored.err end
+  end
+  out[i] = {entry[1], fields, stored}
+end
+return out
+"""
