@@ -122,7 +122,8 @@ redis.call('PEXPIRE', q, lifetime_ms + settled_ms)
 redis.call('ZADD', KEYS[1], redis.call('INCR', base .. 'seq'), id)
 redis.call('ZADD', KEYS[2], now + lifetime_ms, id)
 redis.call('SADD', base .. 'owned:' .. owner, id)
-local position = append(maxlen, 'kind', 'requested', 'id', id, 'request', request)
+-- The entry names the question; its request is read from the hash (the READ script).
+local position = append(maxlen, 'kind', 'requested', 'id', id)
 return {'asked', id, position}
 """
 )

@@ -89,8 +89,9 @@ class Tail:
         Only the scripts write a hash and its entry, atomically; an entry written into the
         stream by another hand (a ``requested`` whose request is not the stored one, a
         ``resolved`` for a question still pending) is logged and kept as a bare position,
-        so it settles nothing and shows nothing. A ``resolved`` entry carries the stored
-        outcome and answer, never its own.
+        so it settles nothing and shows nothing. A ``requested`` entry carries the stored
+        request (the scripts' entries name only the question), a ``resolved`` one the
+        stored outcome and answer, never its own.
         """
         kinds = ("requested", "resolved")
         checked: list[Checked] = []
@@ -103,13 +104,17 @@ class Tail:
             if kind == "requested" and request is None:  # gone since (or never asked)
                 checked.append((position, {}, None))
                 continue
-            if kind == "requested" and request != fields.get("request"):
+            if kind == "requested" and request != fields.get("request", request):
                 why = "was not asked with that request"
+            elif kind == "requested" and not readable(request or ""):
+                why = "holds a request that is not UTF-8"
             elif kind == "resolved" and state == "pending":
                 why = "is still pending"
             else:
                 kept = fields
-                if kind == "resolved" and state is not None:
+                if kind == "requested":  # the entry names it; the hash holds the request
+                    kept = {**fields, "request": request or ""}
+                elif state is not None:
                     outcome = state if state in OUTCOMES else "aborted"
                     kept = {**fields, "outcome": outcome, "answer": answer or ""}
                 checked.append((position, kept, state))
