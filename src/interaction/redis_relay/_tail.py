@@ -141,8 +141,9 @@ class Tail:
             fields = {text(k) or "": text(v) or "" for k, v in pairs}
             stored: Stored = (None, None, None)
             if isinstance(held, list):
-                state, request, answer = (text(value) for value in held)
-                stored = (state, request, answer)
+                state, value = (text(item) for item in held)
+                requested = fields.get("kind") == "requested"
+                stored = (state, value, None) if requested else (state, None, value)
             elif held is not None:  # the error's text in its place: WRONGTYPE
                 question_id = fields.get("id", "")
                 log.warning("question %r is not stored as a question: %s", question_id, held)
@@ -165,27 +166,6 @@ class Tail:
             return fields
         log.warning("ignored the stream entry %s: it holds bytes that are not UTF-8", position)
         return {}
-
-    async def stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
-        """``HMGET`` of each question's hash, in one round trip, one reply per id.
-
-        A key that is not a hash (no script writes one) reads as no question: refused as a
-        whole, the batch would be read again and again, and the tail would go no further.
-        """
-        if not ids:
-            return []
-        async with self._client.pipeline(transaction=False) as pipe:
-            for question_id in ids:
-                pipe.hmget(self._base + "q:" + question_id, list(names))
-            replies: list[object] = await call(self._where, pipe.execute(raise_on_error=False))
-        stored: list[list[str | None]] = []
-        for question_id, reply in zip(ids, replies, strict=True):
-            if isinstance(reply, list):
-                stored.append([text(value) for value in reply])
-            else:  # a ResponseError in its place: WRONGTYPE
-                log.warning("question %r is not stored as a question: %s", question_id, reply)
-                stored.append([None] * len(names))
-        return stored
 
     def absorb(self, checked: Sequence[Checked]) -> None:
         """Take the checked entries the tail read: buffer them, wake the waiters they settle."""
@@ -272,10 +252,14 @@ class Tail:
         ids = self._waiters.published(*only)
         for start in range(0, len(ids), READ_COUNT):
             chunk = ids[start : start + READ_COUNT]
-            for question_id, (state, answer) in zip(
-                chunk, await self.stored(chunk, "state", "answer"), strict=True
-            ):
-                self._waiters.wake(question_id, state, answer or "")
+            script = self._client.eval(_scripts.SETTLED, 1, self._events_key, self._base, *chunk)
+            reply: object = await call(self._where, script)
+            assert isinstance(reply, list)
+            for index in range(0, len(reply), 4):
+                question_id, state, answer, error = (text(v) for v in reply[index : index + 4])
+                if error is not None:
+                    log.warning("question %r is not stored as a question: %s", question_id, error)
+                self._waiters.wake(question_id or "", state, answer or "")
 
     async def check_position(self, position: str) -> None:
         """``STALE_POSITION`` unless the stream still holds what follows ``position``."""
