@@ -206,7 +206,7 @@ def measure(quick: bool) -> list[Row]:
             "host RSS before the streams, per 1,000",
             figures.rss_before / 1024 / 1_000,
             "KiB",
-            "report",
+            "report, KiB",
             headline=True,
         )
     ]
@@ -219,7 +219,7 @@ def measure(quick: bool) -> list[Row]:
                 f"the same, first page, p{cut}",
                 percentile(figures.first, cut) * 1e3,
                 "ms",
-                "report",
+                "report, ms",
                 headline=cut == 99,
             )
         )
