@@ -34,7 +34,8 @@ import httpx
 import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.redis_server import RedisServer, free_port
+from tests.loopback import free_port
+from tests.redis_server import RedisServer
 
 from interaction.redis_relay import RedisRelay
 
