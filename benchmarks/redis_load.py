@@ -6,6 +6,13 @@ HTTP clients across two ``interaction serve --redis`` hosts; none lost, none ans
 
 Needs ``redis-server`` on PATH and the ``redis`` and ``web`` extras. Every 20th question is
 claimed through both hosts at once: exactly one claim may win.
+
+The floor it is measured against, in the same run: two bare Starlette apps on uvicorn, each
+answer one Lua claim script (first claim wins) on the same number of pending question
+hashes, answered by the same clients; no askers. The subjects take turns (ours, the floor,
+the floor, ours); each figure is the median of its turns: answers per second, the answer
+POST's p50/p99 latency as the clients see it, and the CPU seconds per answer of the
+askers, the hosts, Redis and the clients' own process over the answering phase.
 """
 
 from __future__ import annotations
@@ -13,22 +20,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import httpx
+import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.loopback import free_port
 from tests.redis_server import RedisServer
 
 from interaction.redis_relay import RedisRelay
 
 ASKER = r"""
-import asyncio, json, sys
+import asyncio, json, sys, time
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask, provide
 from interaction.redis_relay import RedisRelay
 
@@ -42,10 +54,49 @@ async def main(url, prefix, name, count):
     with provide(relay):
         await asyncio.gather(*(one(i) for i in range(count)))
     await relay.aclose()
-    print(json.dumps(got), flush=True)
+    print(json.dumps({"got": got, "cpu": time.process_time()}), flush=True)
 
 asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 """
+
+
+FLOOR = r"""
+import asyncio, sys
+import redis.asyncio as aioredis, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+CLAIM = "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end " \
+    "redis.call('HSET', KEYS[1], 'state', 'answered', 'answer', ARGV[1]) return 1"
+
+async def main(url, prefix, port):
+    store = aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=16, decode_responses=True))
+    claim = store.register_script(CLAIM)
+
+    async def answer(request):
+        body = (await request.body()).decode()
+        if await claim(keys=[prefix + request.path_params["id"]], args=[body]):
+            return JSONResponse({"ok": True})
+        return Response(status_code=409)
+
+    app = Starlette(routes=[Route("/answer/{id}", answer, methods=["POST"])])
+    config = uvicorn.Config(app, port=port, log_level="warning", lifespan="off")
+    await uvicorn.Server(config).serve()
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU seconds the processes have used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
 
 
 def host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str, str]:
@@ -62,6 +113,25 @@ def host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str
     return child, base, token
 
 
+def floor_host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-c", FLOOR, server.url, prefix, str(port)], stdout=subprocess.DEVNULL
+    )
+    return child, f"http://127.0.0.1:{port}"
+
+
+async def until_up(base: str) -> None:
+    async with httpx.AsyncClient(base_url=base) as http:
+        for _ in range(200):
+            try:
+                await http.post("/answer/none", content=b"")
+                return
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+    raise RuntimeError(f"the floor app at {base} did not start")
+
+
 def start_askers(server: RedisServer, prefix: str, per: int) -> list[subprocess.Popen[bytes]]:
     return [
         subprocess.Popen(
@@ -72,9 +142,69 @@ def start_askers(server: RedisServer, prefix: str, per: int) -> list[subprocess.
     ]
 
 
+Answer = Callable[[httpx.AsyncClient, str], Awaitable[int]]
+
+
+async def answering(
+    https: Sequence[httpx.AsyncClient], texts: Sequence[str], clients: int, answer: Answer
+) -> tuple[float, list[float], int]:
+    """The clients answer every question (every 20th through both hosts at once: exactly
+    one claim wins); seconds taken, each POST's seconds, double claims refused."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for text in texts:
+        queue.put_nowait(text)
+    latencies: list[float] = []
+    refused_second = 0
+
+    async def timed(http: httpx.AsyncClient, text: str) -> int:
+        began = time.perf_counter()
+        code = await answer(http, text)
+        latencies.append(time.perf_counter() - began)
+        return code
+
+    async def client(number: int) -> None:
+        nonlocal refused_second
+        while not queue.empty():
+            text = queue.get_nowait()
+            if hash(text) % 20 == 0:  # claimed through both hosts at once
+                codes = await asyncio.gather(timed(https[0], text), timed(https[1], text))
+                assert sorted(codes) == [200, 409], (text, codes)
+                refused_second += 1
+            else:
+                assert await timed(https[number % 2], text) == 200
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    return time.perf_counter() - began, latencies, refused_second
+
+
+def figures(  # noqa: PLR0917 - one record of one turn
+    total: int,
+    seconds: float,
+    latencies: list[float],
+    cpu: dict[str, float],
+    asked: float = 0.0,
+    returned: float = 0.0,
+    refused: int = 0,
+) -> dict[str, float]:
+    cuts = statistics.quantiles(latencies, n=100)
+    return {
+        "asks": total,
+        "asked_s": asked,
+        "answered_s": seconds,
+        "returned_s": returned,
+        "answers_per_s": total / seconds,
+        "p50_ms": cuts[49] * 1e3,
+        "p99_ms": cuts[98] * 1e3,
+        **{f"cpu_ms_per_answer_{who}": spent / total * 1e3 for who, spent in cpu.items()},
+        "double_claims_refused": refused,
+    }
+
+
 async def run(total: int, clients: int) -> dict[str, float]:  # noqa: PLR0915 - one scenario
     prefix = f"load{secrets.token_hex(4)}"
     with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as server:
+        assert server.process is not None
         observer = RedisRelay(server.url, prefix=prefix, max_pending=1_000_000)
         start = await observer.snapshot()
         hosts = [host(server, prefix) for _ in range(2)]
@@ -92,11 +222,7 @@ async def run(total: int, clients: int) -> dict[str, float]:  # noqa: PLR0915 - 
             await events.aclose()
             asked = time.perf_counter() - began
             pending = len((await observer.snapshot()).questions)
-            queue: asyncio.Queue[str] = asyncio.Queue()
-            for text in ids:
-                queue.put_nowait(text)
             accepted: dict[str, int] = {}
-            refused_second = 0
             https = [
                 httpx.AsyncClient(
                     base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
@@ -111,25 +237,25 @@ async def run(total: int, clients: int) -> dict[str, float]:  # noqa: PLR0915 - 
                     accepted[text] = accepted.get(text, 0) + 1
                 return response.status_code
 
-            async def client(number: int) -> None:
-                nonlocal refused_second
-                while not queue.empty():
-                    text = queue.get_nowait()
-                    if hash(text) % 20 == 0:  # claimed through both hosts at once
-                        codes = await asyncio.gather(answer(https[0], text), answer(https[1], text))
-                        assert sorted(codes) == [200, 409], (text, codes)
-                        refused_second += 1
-                    else:
-                        assert await answer(https[number % 2], text) == 200
-
-            began = time.perf_counter()
-            await asyncio.gather(*(client(n) for n in range(clients)))
-            answering = time.perf_counter() - began
+            groups = {
+                "askers": [c.pid for c in askers],
+                "hosts": [c.pid for c, _, _ in hosts],
+                "redis": [server.process.pid],
+                "clients": [os.getpid()],
+            }
+            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            seconds, latencies, refused = await answering(https, list(ids), clients, answer)
+            cpu.update((who, cpu_seconds(groups[who]) - cpu[who]) for who in ("hosts", "redis"))
+            cpu["clients"] = cpu_seconds(groups["clients"]) - cpu["clients"]
             results: dict[str, str] = {}
-            for child in askers:
+            askers_cpu = 0.0
+            for child in askers:  # each says its CPU seconds as it ends
                 out, _ = await asyncio.to_thread(child.communicate, timeout=120)
-                results.update(json.loads(out))
-            returned = time.perf_counter() - began
+                said = json.loads(out)
+                results.update(said["got"])
+                askers_cpu += said["cpu"]
+            returned = time.perf_counter() - began - asked
+            cpu["askers"] = askers_cpu - cpu["askers"]
             for http in https:
                 await http.aclose()
         finally:
@@ -146,23 +272,79 @@ async def run(total: int, clients: int) -> dict[str, float]:  # noqa: PLR0915 - 
         assert results == {text: f"for {text}" for text in ids}, "an asker got a wrong answer"
         assert (await observer.snapshot()).questions == ()
         await observer.aclose()
+    return figures(total, seconds, latencies, cpu, asked, returned, refused)
+
+
+async def floor(total: int, clients: int) -> dict[str, float]:
+    """The same answering on the floor app: ``total`` pending question hashes, two bare
+    Starlette hosts claiming each with one Lua script, the same clients."""
+    prefix = f"{{floor{secrets.token_hex(4)}}}:q:"
+    texts = [f"f-{i}" for i in range(total)]
+    with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as server:
+        assert server.process is not None
+        store = aioredis.Redis.from_url(server.url)
+        for start in range(0, total, 1_000):
+            async with store.pipeline(transaction=False) as pipe:
+                for text in texts[start : start + 1_000]:
+                    pipe.hset(prefix + text, mapping={"state": "pending", "request": "{}"})
+                await pipe.execute()
+        hosts = [floor_host(server, prefix) for _ in range(2)]
+        try:
+            for _, base in hosts:
+                await until_up(base)
+            https = [httpx.AsyncClient(base_url=base, timeout=60) for _, base in hosts]
+
+            async def answer(http: httpx.AsyncClient, text: str) -> int:
+                body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
+                return (await http.post(f"/answer/{text}", json=body)).status_code
+
+            groups = {
+                "hosts": [c.pid for c, _ in hosts],
+                "redis": [server.process.pid],
+                "clients": [os.getpid()],
+            }
+            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            seconds, latencies, refused = await answering(https, texts, clients, answer)
+            cpu = {who: cpu_seconds(pids) - cpu[who] for who, pids in groups.items()}
+            for http in https:
+                await http.aclose()
+        finally:
+            for child, _ in hosts:
+                child.kill()
+                child.wait()
+        answered = [await store.hget(prefix + text, "state") for text in texts[:100]]
+        assert answered == [b"answered"] * 100
+        await store.aclose()
+    return figures(total, seconds, latencies, cpu, refused=refused)
+
+
+async def compare(total: int, clients: int, repeat: int) -> dict[str, dict[str, float]]:
+    """Ours and the floor taking turns (ours, floor, floor, ours, ...): each figure's
+    median over the turns."""
+    turns: dict[str, list[dict[str, float]]] = {"ours": [], "floor": []}
+    for round_number in range(repeat):
+        order = ("ours", "floor") if round_number % 2 == 0 else ("floor", "ours")
+        for subject in order:
+            measure = run if subject == "ours" else floor
+            turns[subject].append(await measure(total, clients))
     return {
-        "asks": total,
-        "clients": clients,
-        "asked_s": asked,
-        "answered_s": answering,
-        "returned_s": returned,
-        "answers_per_s": total / answering,
-        "double_claims_refused": refused_second,
+        subject: {key: statistics.median(t[key] for t in taken) for key in taken[0]}
+        for subject, taken in turns.items()
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="400 asks, 10 clients")
+    parser.add_argument("--repeat", type=int, default=2, help="turns of each (default 2)")
     args = parser.parse_args()
-    figures = asyncio.run(run(400, 10) if args.quick else run(10_000, 50))
-    print(json.dumps(figures, indent=2))
+    total, clients = (400, 10) if args.quick else (10_000, 50)
+    load = os.getloadavg()[0]
+    both = asyncio.run(compare(total, clients, args.repeat))
+    both["ratio"] = {
+        "answers_per_s": both["ours"]["answers_per_s"] / both["floor"]["answers_per_s"]
+    }
+    print(json.dumps({"load_at_start": load, **both}, indent=2))
     return 0
 
 

@@ -9,7 +9,7 @@ Every ratio compares subjects measured in the same run, taking turns round by ro
 medians of rounds (``timing.py``).
 
 Each area is one file beside this one, which reads on its own: ``core.py``, ``web.py``,
-``terminal.py``, ``redis_relay.py``. To add an area:
+``terminal.py``, ``redis_relay.py``, ``pages.py``. To add an area:
 
 1. write ``benchmarks/<area>.py`` with a module docstring saying what each of its cases
    measures, a ``TITLE`` string, and ``def measure(quick: bool) -> list[Row]``, built from
@@ -43,7 +43,7 @@ from timing import Row, table
 
 import interaction
 
-AREAS = ("core", "web", "terminal", "redis_relay")
+AREAS = ("core", "web", "terminal", "redis_relay", "pages")
 """Every area, in the order a full run measures them."""
 
 RESULTS = Path(__file__).with_name("RESULTS.md")

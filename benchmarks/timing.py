@@ -36,7 +36,7 @@ class Row:
     value: float
     reference: str
     reference_value: float
-    unit: Literal["µs", "ms", "KiB"]
+    unit: Literal["µs", "ms", "KiB", "trips", "answers/s"]
     target: str
     headline: bool = False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ASK", "HEARTBEAT", "SETTLE", "SNAPSHOT"]
+__all__ = ["ASK", "HEARTBEAT", "READ", "SETTLE", "SETTLED", "SNAPSHOT"]
 
 PRELUDE: Final = """
 local base = ARGV[1]
@@ -122,7 +122,8 @@ redis.call('PEXPIRE', q, lifetime_ms + settled_ms)
 redis.call('ZADD', KEYS[1], redis.call('INCR', base .. 'seq'), id)
 redis.call('ZADD', KEYS[2], now + lifetime_ms, id)
 redis.call('SADD', base .. 'owned:' .. owner, id)
-local position = append(maxlen, 'kind', 'requested', 'id', id, 'request', request)
+-- The entry names the question; its request is read from the hash (the READ script).
+local position = append(maxlen, 'kind', 'requested', 'id', id)
 return {'asked', id, position}
 """
 )
@@ -177,3 +178,52 @@ for _, id in ipairs(expired) do settle(id, 'aborted', '', settled_ms, maxlen) en
 return {#dead, #expired}
 """
 )
+
+# KEYS: events. ARGV: base, position, count. The entries after the position, each with what
+# its question's hash holds (state, request, answer), read at one moment: the tail sends it
+# after its blocking XREAD on the same connection, which the server runs as soon as that
+# read returns, so an event and the hash that bears it out arrive in one round trip. A
+# requested entry gets the state and the request, a resolved one the state and the answer;
+# an entry that names no question gets false; a key that is no hash, the error's text.
+READ: Final = """
+local base = ARGV[1]
+local found = redis.call('XRANGE', KEYS[1], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))
+local out = {}
+for i, entry in ipairs(found) do
+  local fields, kind, id = entry[2], nil, nil
+  for j = 1, #fields, 2 do
+    if fields[j] == 'kind' then kind = fields[j + 1] elseif fields[j] == 'id' then
+      id = fields[j + 1]
+    end
+  end
+  local stored = false
+  if id and (kind == 'requested' or kind == 'resolved') then
+    -- A requested entry needs the request, a resolved one the answer: not both.
+    local wanted = kind == 'requested' and 'request' or 'answer'
+    stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', wanted)
+    if type(stored) == 'table' and stored.err then stored = stored.err end
+  end
+  out[i] = {entry[1], fields, stored}
+end
+return out
+"""
+
+# KEYS: events (it routes the script to the prefix's slot). ARGV: base, then question ids.
+# The asks a process waits on whose question is not pending any more, as id, state, answer,
+# error quadruples (state false: no such question; error: the key is no hash); the pending
+# ones, nearly all, cost the client nothing to read.
+SETTLED: Final = """
+local base = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local found = redis.pcall('HMGET', base .. 'q:' .. ARGV[i], 'state', 'answer')
+  if type(found) == 'table' and found.err then
+    out[#out + 1] = ARGV[i]; out[#out + 1] = false; out[#out + 1] = false
+    out[#out + 1] = found.err
+  elseif found[1] ~= 'pending' then
+    out[#out + 1] = ARGV[i]; out[#out + 1] = found[1]; out[#out + 1] = found[2]
+    out[#out + 1] = false
+  end
+end
+return out
+"""

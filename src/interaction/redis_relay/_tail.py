@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 import redis.asyncio as aioredis
@@ -15,7 +15,8 @@ from redis.exceptions import RedisError, ResponseError
 from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
 from ..relay import PendingQuestion, RelayEvent
-from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
+from . import _scripts
+from ._stream import StreamState, call, key_of, readable, text, unavailable
 
 __all__ = ["Checked", "Tail", "log"]
 
@@ -26,6 +27,10 @@ TAIL_BLOCK_MS: Final = 5_000
 
 Checked = tuple[str, Mapping[str, str], str | None]
 """A stream entry as its hash bears it out: position, fields kept, the stored state."""
+Stored = tuple[str | None, str | None, str | None]
+"""What a question's hash holds: its state, request and answer (None: no such field)."""
+Found = tuple[str, Mapping[str, str], Stored]
+"""A stream entry as read: position, fields, and what its question's hash held then."""
 
 
 class Tail:
@@ -78,37 +83,38 @@ class Tail:
             return None
         return RelayEvent("resolved", question_id, outcome=OUTCOMES[outcome], position=position)
 
-    async def checked(self, found: Sequence[tuple[str, Mapping[str, str]]]) -> list[Checked]:
+    def checked(self, found: Sequence[Found]) -> list[Checked]:
         """The entries as the questions' hashes bear them out, with each one's stored state.
 
         Only the scripts write a hash and its entry, atomically; an entry written into the
         stream by another hand (a ``requested`` whose request is not the stored one, a
         ``resolved`` for a question still pending) is logged and kept as a bare position,
-        so it settles nothing and shows nothing. A ``resolved`` entry carries the stored
-        outcome and answer, never its own.
+        so it settles nothing and shows nothing. A ``requested`` entry carries the stored
+        request (the scripts' entries name only the question), a ``resolved`` one the
+        stored outcome and answer, never its own.
         """
         kinds = ("requested", "resolved")
-        found = [(position, self._readable(position, fields)) for position, fields in found]
-        ids = list(dict.fromkeys(f.get("id", "") for _, f in found if f.get("kind") in kinds))
-        replies = await self.stored(ids, "state", "request", "answer")
-        stored = dict(zip(ids, replies, strict=True))
         checked: list[Checked] = []
-        for position, fields in found:
+        for position, raw, (state, request, answer) in found:
+            fields = self._readable(position, raw)
             kind, question_id = fields.get("kind"), fields.get("id", "")
             if kind not in kinds:  # no script writes one: a position, and nothing more
                 checked.append((position, {}, None))
                 continue
-            state, request, answer = stored[question_id]
             if kind == "requested" and request is None:  # gone since (or never asked)
                 checked.append((position, {}, None))
                 continue
-            if kind == "requested" and request != fields.get("request"):
+            if kind == "requested" and request != fields.get("request", request):
                 why = "was not asked with that request"
+            elif kind == "requested" and not readable(request or ""):
+                why = "holds a request that is not UTF-8"
             elif kind == "resolved" and state == "pending":
                 why = "is still pending"
             else:
                 kept = fields
-                if kind == "resolved" and state is not None:
+                if kind == "requested":  # the entry names it; the hash holds the request
+                    kept = {**fields, "request": request or ""}
+                elif state is not None:
                     outcome = state if state in OUTCOMES else "aborted"
                     kept = {**fields, "outcome": outcome, "answer": answer or ""}
                 checked.append((position, kept, state))
@@ -116,6 +122,41 @@ class Tail:
             log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
             checked.append((position, {}, None))
         return checked
+
+    def _script_args(self, after: str) -> tuple[str, int, str, str, str, int]:
+        """``EVAL`` of the read script after ``after``: the store caches it by its digest,
+        and a restarted store needs no reloading (as ``EVALSHA`` would)."""
+        return (_scripts.READ, 1, self._events_key, self._base, after, READ_COUNT)
+
+    def found(self, reply: object) -> list[Found]:
+        """The read script's reply: each entry with what its question's hash holds.
+
+        A key that is not a hash (no script writes one) reads as no question: refused as a
+        whole, the batch would be read again and again, and the tail would go no further.
+        """
+        assert isinstance(reply, list)
+        found: list[Found] = []
+        for entry_id, flat, held in reply:
+            pairs = zip(flat[::2], flat[1::2], strict=True)  # an entry's fields come in pairs
+            fields = {text(k) or "": text(v) or "" for k, v in pairs}
+            stored: Stored = (None, None, None)
+            if isinstance(held, list):
+                state, value = (text(item) for item in held)
+                requested = fields.get("kind") == "requested"
+                stored = (state, value, None) if requested else (state, None, value)
+            elif held is not None:  # the error's text in its place: WRONGTYPE
+                question_id = fields.get("id", "")
+                log.warning("question %r is not stored as a question: %s", question_id, held)
+            found.append((text(entry_id) or "", fields, stored))
+        return found
+
+    async def read(self, after: str) -> list[Checked]:
+        """The entries after ``after``, checked, in one round trip."""
+        return self.checked(self.found(await call(self._where, self._eval(after))))
+
+    def _eval(self, after: str) -> Awaitable[object]:
+        reply: Awaitable[object] = self._client.eval(*self._script_args(after))
+        return reply
 
     @staticmethod
     def _readable(position: str, fields: Mapping[str, str]) -> Mapping[str, str]:
@@ -125,27 +166,6 @@ class Tail:
             return fields
         log.warning("ignored the stream entry %s: it holds bytes that are not UTF-8", position)
         return {}
-
-    async def stored(self, ids: Sequence[str], *names: str) -> list[list[str | None]]:
-        """``HMGET`` of each question's hash, in one round trip, one reply per id.
-
-        A key that is not a hash (no script writes one) reads as no question: refused as a
-        whole, the batch would be read again and again, and the tail would go no further.
-        """
-        if not ids:
-            return []
-        async with self._client.pipeline(transaction=False) as pipe:
-            for question_id in ids:
-                pipe.hmget(self._base + "q:" + question_id, list(names))
-            replies: list[object] = await call(self._where, pipe.execute(raise_on_error=False))
-        stored: list[list[str | None]] = []
-        for question_id, reply in zip(ids, replies, strict=True):
-            if isinstance(reply, list):
-                stored.append([text(value) for value in reply])
-            else:  # a ResponseError in its place: WRONGTYPE
-                log.warning("question %r is not stored as a question: %s", question_id, reply)
-                stored.append([None] * len(names))
-        return stored
 
     def absorb(self, checked: Sequence[Checked]) -> None:
         """Take the checked entries the tail read: buffer them, wake the waiters they settle."""
@@ -178,13 +198,7 @@ class Tail:
                 if down:
                     await self._resync()
                     down, pause, self.failure = False, 0.05, None
-                read = asyncio.ensure_future(
-                    self._tail_client.xread(
-                        {self._events_key: self.buffer.last},
-                        count=READ_COUNT,
-                        block=TAIL_BLOCK_MS,
-                    )
-                )
+                read = asyncio.ensure_future(self._wait_and_read(self.buffer.last))
                 stopping = asyncio.ensure_future(self.stopping.wait())
                 try:
                     await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -194,13 +208,12 @@ class Tail:
                         self.abandoned = read
                 if not read.done():
                     return
-                reply = read.result()
-                found = entries(reply[0][1]) if isinstance(reply, list) and reply else []
+                found = self.found(read.result())
                 before = self.buffer.last
                 # A first entry that names ``before`` as its predecessor follows on without
                 # a gap; otherwise (or from a writer that does not say) ask XINFO.
                 if found:
-                    self.absorb(await self.checked(found))
+                    self.absorb(self.checked(found))
                     if found[0][1].get("prev") != before:
                         state = await self.stream_state()
                         if state.lost_after(key_of(before) or (0, 0)):  # trimmed unread
@@ -214,6 +227,16 @@ class Tail:
                     self._wake_readers()
                 await asyncio.sleep(pause)
                 pause = min(1.0, pause * 2)
+
+    async def _wait_and_read(self, after: str) -> object:
+        """Block until the stream holds an entry after ``after``, then read the entries and
+        their hashes: a blocked client's next command waits in the server until the block
+        ends, so both go out together and come back in one round trip."""
+        async with self._tail_client.pipeline(transaction=False) as pipe:
+            pipe.xread({self._events_key: after}, count=1, block=TAIL_BLOCK_MS)
+            pipe.eval(*self._script_args(after))
+            _, reply = await pipe.execute()
+        return reply
 
     async def _resync(self) -> None:
         """After the store was away: was it reset (its stream is behind us)? Recheck waiters."""
@@ -229,10 +252,14 @@ class Tail:
         ids = self._waiters.published(*only)
         for start in range(0, len(ids), READ_COUNT):
             chunk = ids[start : start + READ_COUNT]
-            for question_id, (state, answer) in zip(
-                chunk, await self.stored(chunk, "state", "answer"), strict=True
-            ):
-                self._waiters.wake(question_id, state, answer or "")
+            script = self._client.eval(_scripts.SETTLED, 1, self._events_key, self._base, *chunk)
+            reply: object = await call(self._where, script)
+            assert isinstance(reply, list)
+            for index in range(0, len(reply), 4):
+                question_id, state, answer, error = (text(v) for v in reply[index : index + 4])
+                if error is not None:
+                    log.warning("question %r is not stored as a question: %s", question_id, error)
+                self._waiters.wake(question_id or "", state, answer or "")
 
     async def check_position(self, position: str) -> None:
         """``STALE_POSITION`` unless the stream still holds what follows ``position``."""
@@ -245,22 +272,17 @@ class Tail:
         """Events after ``position`` read from the store (a reader behind the buffer), and
         the position read up to."""
         async with self._client.pipeline(transaction=False) as pipe:
-            pipe.xrange(self._events_key, min=f"({position}", count=READ_COUNT)
+            pipe.eval(*self._script_args(position))
             pipe.xinfo_stream(self._events_key)
             read, info = await call(self._where, pipe.execute())
-        found = entries(read)
+        found = self.found(read)
         if StreamState.of(info).lost_after(key_of(position) or (0, 0)):
             raise stale()
-        checked = await self.checked(found)
+        checked = self.checked(found)
         events = [e for p, fields, _ in checked if (e := self.event(p, fields)) is not None]
         return events, found[-1][0] if found else position
 
     async def drain(self) -> None:
         """Read what is left after the buffer's last position (the relay closes)."""
-        while found := entries(
-            await call(
-                self._where,
-                self._client.xrange(self._events_key, min=f"({self.buffer.last}", count=READ_COUNT),
-            )
-        ):
-            self.absorb(await self.checked(found))
+        while checked := await self.read(self.buffer.last):
+            self.absorb(checked)
