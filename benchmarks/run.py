@@ -62,7 +62,7 @@ def headlines(rows: list[Row]) -> str:
         if row.headline:
             letter = row.case.split(" ", 1)[0]
             absolute = row.target.endswith(row.unit)
-            figure = f"{row.value:.2f} {row.unit}" if absolute else f"{row.ratio:.2f}x"
+            figure = f"{row.value:.2f} {row.unit}" if absolute else row.ratio_text
             groups.setdefault(letter, []).append(figure)
     return " · ".join(f"{letter} {' / '.join(figures)}" for letter, figures in groups.items())
 

@@ -44,6 +44,12 @@ class Row:
     def ratio(self) -> float:
         return self.value / self.reference_value
 
+    @property
+    def ratio_text(self) -> str:
+        """The ratio as the tables print it; ``-`` against a reference of zero (a quick
+        run's floor can use no measurable CPU, and some rows have nothing to compare)."""
+        return f"{self.ratio:.2f}x" if self.reference_value else "-"
+
 
 def turns(count: int, round_number: int) -> Sequence[int]:
     """The order ``count`` subjects take in a round: forward, then backward the next round.
@@ -136,6 +142,6 @@ def table(rows: Sequence[Row]) -> str:
     for r in rows:
         lines.append(
             f"| {r.case} | {r.subject} | {r.value:.2f} {r.unit} | {r.reference} |"
-            f" {r.reference_value:.2f} {r.unit} | {r.ratio:.2f}x | {r.target} |"
+            f" {r.reference_value:.2f} {r.unit} | {r.ratio_text} | {r.target} |"
         )
     return "\n".join(lines)
