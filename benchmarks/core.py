@@ -12,8 +12,10 @@ pydantic-ai-harness's AskUser models.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import gc
+import importlib.util
 import json
 import re
 import statistics
@@ -142,12 +144,14 @@ def import_ms(module: str, repeat: int, *, collect: bool = True, path: str = "")
     return statistics.median(samples[1:])
 
 
-def empty_twin(package: str, root: Path) -> str:
+def empty_twin(package: str, root: Path, *, dataclasses: bool = False) -> str:
     """Write under ``root`` a package of the modules ``import package`` loads, each empty.
 
     Its ``__init__`` imports the same standard-library modules that the real import adds to
     an interpreter that has imported asyncio, then its empty submodules: what loading that
-    layout costs with none of its code. Returns the twin's name.
+    layout costs with none of its code. With ``dataclasses``, each submodule keeps its
+    ``@dataclass`` declarations (fields only, no methods): the floor of the layout once its
+    classes are the standard dataclasses that issue 30 asks for. Returns the twin's name.
     """
     probe = (
         "import asyncio, sys; before = set(sys.modules); "
@@ -159,13 +163,39 @@ def empty_twin(package: str, root: Path) -> str:
     own = [name.removeprefix(f"{package}.") for name in loaded if name.startswith(f"{package}.")]
     assert all("." not in name for name in own), own  # a flat package: no subpackages
     others = [name for name in loaded if name != package and not name.startswith(f"{package}.")]
-    twin = f"{package}_twin"
+    twin = f"{package}_{'dataclass_' if dataclasses else ''}twin"
     (root / twin).mkdir()
     for name in own:
-        (root / twin / f"{name}.py").write_text("")
+        spec = importlib.util.find_spec(f"{package}.{name}")
+        assert spec is not None, name
+        assert spec.origin is not None, name
+        source = Path(spec.origin).read_text()
+        (root / twin / f"{name}.py").write_text(dataclass_skeleton(source) if dataclasses else "")
     lines = [f"import {name}" for name in others] + [f"from . import {name}" for name in own]
     (root / twin / "__init__.py").write_text("\n".join(lines) + "\n")
     return twin
+
+
+def dataclass_skeleton(source: str) -> str:
+    """The ``@dataclass`` classes of a module's ``source``, each with its decorator and its
+    fields (a default becomes ``None``, so that the order of defaults holds), nothing else."""
+    lines = [
+        "from __future__ import annotations",
+        "from dataclasses import dataclass",
+        "from typing import ClassVar",
+    ]
+    for node in ast.parse(source).body:
+        decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", ())]
+        if not isinstance(node, ast.ClassDef) or not any("dataclass" in d for d in decorators):
+            continue
+        lines += [f"@{d}" for d in decorators if "dataclass" in d] + [f"class {node.name}:"]
+        fields = [stmt for stmt in node.body if isinstance(stmt, ast.AnnAssign)]
+        lines += [
+            f"    {ast.unparse(f.target)}: {ast.unparse(f.annotation)}"
+            + (" = None" if f.value is not None else "")
+            for f in fields
+        ] or ["    pass"]
+    return "\n".join(lines) + "\n"
 
 
 def fresh_request(agent: Agent) -> AskUserQuestionRequest:
@@ -268,11 +298,12 @@ def measure_core(quick: bool) -> list[Row]:
         rows.append(Row(case, "decode_request", ours * 1e6, "msgspec decode", ms * 1e6, "µs", "-"))
 
     # (c) import cost after asyncio, the imports taking turns, with and without the GC; and
-    # the floor of the layout: the same modules, empty.
+    # the floors of the layout: the same modules, empty, and with only their dataclasses.
     imports = 3 if quick else 15
     with tempfile.TemporaryDirectory() as root:
         twin = empty_twin("interaction", Path(root))
-        ours_ms, pyd_ms, ours_quiet, pyd_quiet, twin_ms, twin_quiet = interleaved(
+        classes = empty_twin("interaction", Path(root), dataclasses=True)
+        ours_ms, pyd_ms, ours_quiet, pyd_quiet, twin_ms, twin_quiet, classes_ms = interleaved(
             [
                 partial(import_ms, "interaction", 1),
                 partial(import_ms, "pydantic", 1),
@@ -280,6 +311,7 @@ def measure_core(quick: bool) -> list[Row]:
                 partial(import_ms, "pydantic", 1, collect=False),
                 partial(import_ms, twin, 1, path=root),
                 partial(import_ms, twin, 1, collect=False, path=root),
+                partial(import_ms, classes, 1, path=root),
             ],
             imports,
         )
@@ -321,6 +353,17 @@ def measure_core(quick: bool) -> list[Row]:
                 "-",
             )
         )
+    rows.append(
+        Row(
+            "(c) the same modules, with only their dataclasses",
+            "dataclass twin (the floor with standard dataclasses)",
+            classes_ms,
+            "import interaction",
+            ours_ms,
+            "ms",
+            "-",
+        )
+    )
     rows.extend(measure_peer(number, repeat))
     return rows
 
