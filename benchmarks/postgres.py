@@ -1,8 +1,6 @@
 """The Postgres relay beside the Redis relay: (p) one question across hosts, (q) bytes per
-pending question. The load run is ``benchmarks/postgres_load.py``.
-
-    python benchmarks/postgres.py           # the full run (prints the rows)
-    python benchmarks/postgres.py --quick   # a few iterations (CI keeps it alive)
+pending question, (u) answers per second under the Redis relay's load
+(``benchmarks/postgres_load.py``, which also runs on its own).
 
 Needs the ``postgres``, ``redis`` and ``web`` extras, PostgreSQL's server binaries (as the
 tests find them) and ``redis-server``. Every ratio compares subjects measured in the same
@@ -14,7 +12,6 @@ disk's flush).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -23,13 +20,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Literal
 
 import httpx
 import psycopg
+from timing import CHILD_ENV, Row, turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.postgres_server import PostgresServer
@@ -45,30 +41,6 @@ from interaction import (
 )
 from interaction.postgres_relay import PostgresRelay
 from interaction.redis_relay import RedisRelay
-
-# Child interpreters run as an installed package does (reading and writing bytecode).
-CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    case: str
-    subject: str
-    value: float
-    reference: str
-    reference_value: float
-    unit: Literal["ms", "KiB"]
-    target: str
-
-    @property
-    def ratio(self) -> float:
-        return self.value / self.reference_value
-
-
-def turns(count: int, round_number: int) -> Sequence[int]:
-    """Forward one round, backward the next: no subject always goes first."""
-    order = range(count)
-    return order if round_number % 2 == 0 else order[::-1]
 
 
 def request_1x3() -> AskUserQuestionRequest:
@@ -288,26 +260,26 @@ def measure_postgres(quick: bool) -> list[Row]:
     return rows
 
 
-def table(rows: list[Row]) -> str:
-    lines = [
-        "| case | subject | median | reference | median | ratio | target |",
-        "|---|---|---:|---|---:|---:|---|",
+TITLE = "the Postgres relay: across hosts, storage per pending question, load"
+
+
+def measure(quick: bool) -> list[Row]:
+    """(p) and (q) beside the Redis relay's rows, and (u) the load run."""
+    import postgres_load
+
+    total, clients = (400, 10) if quick else (10_000, 50)
+    load = asyncio.run(postgres_load.run(total, clients))
+    case = f"(u) load over Postgres: {total:,} asks, 4 askers, {clients} clients, 2 hosts"
+    return [
+        *measure_postgres(quick),
+        Row(
+            case,
+            "answers per second, none lost or doubled",
+            load["answers_per_s"],
+            "none (the Redis relay's is (o))",
+            0.0,
+            "answers/s",
+            "report, answers/s",
+            headline=True,
+        ),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r.case} | {r.subject} | {r.value:.2f} {r.unit} | {r.reference} |"
-            f" {r.reference_value:.2f} {r.unit} | {r.ratio:.2f}x | {r.target} |"
-        )
-    return "\n".join(lines)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few iterations")
-    args = parser.parse_args()
-    print(table(measure_postgres(args.quick)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
