@@ -33,7 +33,7 @@ from interaction import (
     ask,
     provide,
 )
-from interaction.redis_relay import RedisRelay
+from interaction.redis_relay import RedisRelay, _stream
 from interaction.relay import NOT_PENDING, RELAY_UNAVAILABLE, STALE_POSITION, RelayEvent
 from interaction.web import WebServer
 
@@ -168,6 +168,24 @@ async def test_a_store_that_cannot_be_reached_is_relay_unavailable() -> None:
         assert info.value.code == RELAY_UNAVAILABLE
         assert info.value.message.startswith("the relay's store at 127.0.0.1:1 cannot be used: ")
     await relay.aclose()
+
+
+async def test_a_burst_beyond_the_pool_waits_for_a_connection_however_long(
+    redis_server: RedisServer,
+) -> None:
+    # A process asking thousands of questions at once queues for the pool's connections
+    # for longer than any timeout of a command: it waits, the store being well.
+    store = _stream.client(redis_server.url, 0.05)
+    pool = store.connection_pool
+    # (redis-py leaves get_connection untyped: a decorator warns of its old arguments)
+    held = [await pool.get_connection() for _ in range(_stream.CONNECTIONS)]  # type: ignore[no-untyped-call]
+    ping = asyncio.ensure_future(store.ping())
+    await asyncio.sleep(0.25)  # five times the timeout: the scenario, not a synchronisation
+    assert not ping.done()
+    for connection in held:
+        await pool.release(connection)
+    assert await ping is True
+    await store.aclose(close_connection_pool=True)
 
 
 async def test_an_answer_that_does_not_fit_is_refused_again_by_the_asker(

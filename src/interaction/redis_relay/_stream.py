@@ -115,11 +115,14 @@ def client(url: str, timeout: float) -> aioredis.Redis:
     connection is dead and the retry takes a fresh one. The scripts are safe to run twice
     (an ask by its id, a settle by its claim token).
     """
-    # A bounded pool that makes a burst of asks wait for a connection, not fail.
+    # A bounded pool that makes a burst of asks wait for a connection, not fail: the wait
+    # has no limit of its own (as the Postgres relay's), since a busy process is not a
+    # store that cannot be used; a store that is away fails each command at once, or
+    # after ``timeout`` on the socket.
     pool = aioredis.BlockingConnectionPool.from_url(
         url,
         max_connections=CONNECTIONS,
-        timeout=timeout,
+        timeout=None,
         decode_responses=True,
         encoding_errors="surrogateescape",
         socket_timeout=timeout,
