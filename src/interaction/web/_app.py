@@ -408,55 +408,6 @@ class _Stale(Exception):
     """The relay cannot replay from the stream's position: send a fresh snapshot."""
 
 
-class _Handoff:
-    """The relay's events, one at a time, from a pump task to an event stream.
-
-    The pump reads the next event only once the stream has sent the last one, so the
-    relay's own rules for a reader that falls behind still hold, and its pending read is
-    never cancelled between events (that would end the relay's generator). An event costs
-    two futures, where a Task and an ``asyncio.wait`` per event cost about 30 µs.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._event: RelayEvent | None = None
-        self._ready: asyncio.Future[bool] = loop.create_future()
-        self._room: asyncio.Future[None] | None = None
-
-    async def pump(self, events: AsyncIterator[RelayEvent]) -> None:
-        async for event in events:
-            self._room = self._loop.create_future()
-            self._event = event
-            self.wake()
-            await self._room
-
-    def wake(self, _: object = None) -> None:
-        """Wake the stream: an event is there, the pump ended, stop, or a keep-alive spell."""
-        if not self._ready.done():
-            self._ready.set_result(True)
-
-    def take(self) -> RelayEvent | None:
-        event, self._event = self._event, None
-        return event
-
-    def taken(self) -> None:
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
-
-    async def wait(self, seconds: float) -> bool:
-        """Wait for a wake-up; false when it was only ``seconds`` of nothing."""
-        self._ready = self._loop.create_future()
-        timer = self._loop.call_later(seconds, self._idle)
-        try:
-            return await self._ready
-        finally:
-            timer.cancel()
-
-    def _idle(self) -> None:
-        if not self._ready.done():
-            self._ready.set_result(False)
-
-
 class WebApp:
     """The ASGI app of :func:`create_app`, with :meth:`close_streams` for a quick stop."""
 
@@ -759,47 +710,63 @@ class WebApp:
     ) -> AsyncGenerator[str, None]:
         """The events after ``position`` as SSE text, until the relay closes or ``stop``.
 
-        A pump task reads the relay's events and hands each over (see :class:`_Handoff`);
-        this side waits for the next one, a keep-alive spell or ``stop``. Raises
-        :class:`_Stale` when the relay cannot replay from ``position``.
+        The stream reads the relay's iterator itself, so a new event wakes it at once (a
+        pump task in between cost one more turn of the loop per event). It reads the next
+        event only once the last one is sent, so the relay's own rules for a reader that
+        falls behind hold. A keep-alive spell or ``stop`` ends the wait through
+        ``asyncio.timeout``, which also ends that iterator (its read is cancelled): the next
+        wait opens a new one after the last event read, and the relay replays what came
+        meanwhile, nothing lost or doubled. Raises :class:`_Stale` when the relay cannot
+        replay from ``position``.
         """
         loop = asyncio.get_running_loop()
-        events = self.relay.events(position)
-        handoff = _Handoff(loop)
-        pump = loop.create_task(handoff.pump(events))
-        pump.add_done_callback(handoff.wake)
-        stop.add_done_callback(handoff.wake)
+        waiting: list[asyncio.Timeout] = []  # the wait in progress, for stop to end at once
+
+        def end_wait(_: object) -> None:
+            for wait in waiting:
+                wait.reschedule(loop.time())
+
+        stop.add_done_callback(end_wait)
+        events: AsyncGenerator[RelayEvent, None] | None = None
         try:
-            while True:
-                event = handoff.take()
-                if event is not None:
-                    if event.kind == "resolved" and event.outcome is not None:
-                        self._remember(event.id, event.outcome)
-                    if only is None or event.id == only:
-                        yield self._event_text(event)
-                    handoff.taken()  # only now may the pump read on, as the relay expects
-                    continue
-                if stop.done():
-                    yield _sse("closing", {"reason": "stopped"})
+            while not stop.done():
+                if events is None:
+                    events = self.relay.events(position)
+                try:
+                    async with asyncio.timeout(KEEPALIVE_SECONDS) as wait:
+                        waiting.append(wait)
+                        try:
+                            event = await anext(events)
+                        finally:
+                            waiting.clear()
+                except StopAsyncIteration:
+                    yield _sse("closing", {"reason": "closed"})
                     return
-                if pump.done():
-                    error = pump.exception()
-                    if error is None:
-                        yield _sse("closing", {"reason": "closed"})
-                        return
-                    if isinstance(error, UserInteractionError) and error.code == STALE_POSITION:
+                except TimeoutError:
+                    if not wait.expired():
+                        raise  # the relay's own, not a keep-alive spell's end
+                    await events.aclose()  # ended by the cancelled read: a new one next
+                    events = None
+                    if not stop.done():
+                        self._keepalives += 1
+                        yield ": keep-alive\n\n"
+                    continue
+                except UserInteractionError as error:
+                    if error.code == STALE_POSITION:
                         raise _Stale from None
-                    raise error
-                if not await handoff.wait(KEEPALIVE_SECONDS):
-                    self._keepalives += 1
-                    yield ": keep-alive\n\n"
+                    raise
+                if event.position:
+                    position = event.position
+                if event.kind == "resolved" and event.outcome is not None:
+                    self._remember(event.id, event.outcome)
+                if only is None or event.id == only:
+                    yield self._event_text(event)
+            yield _sse("closing", {"reason": "stopped"})
         finally:
-            stop.remove_done_callback(handoff.wake)
-            pump.cancel()
-            with contextlib.suppress(BaseException):  # its cancellation, or its own error
-                await pump
-            with contextlib.suppress(Exception):
-                await events.aclose()
+            stop.remove_done_callback(end_wait)
+            if events is not None:
+                with contextlib.suppress(Exception):
+                    await events.aclose()
 
     def close_streams(self) -> None:
         """End every open event stream (with a ``closing`` event) and refuse new ones."""
