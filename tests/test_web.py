@@ -38,7 +38,7 @@ from interaction.relay import (
     RelaySnapshot,
 )
 from interaction.web import WebServer, create_app
-from interaction.web._app import parse_host
+from interaction.web._app import HOSTS_SEEN, _Hosts, parse_host
 from interaction.web._server import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
@@ -56,6 +56,21 @@ async def pending_id(relay: Relay) -> str:
     event = await anext(aiter(subscription))
     subscription.close()
     return event.id
+
+
+def test_the_guard_remembers_host_verdicts_within_a_bound() -> None:
+    """The guard keeps its verdict per raw Host value (the same on every request of a
+    client), and the same verdicts hold once more values came than it keeps."""
+    hosts = _Hosts(["example.com", "127.0.0.1:8000"])
+    values = [f"example.com:{port}" for port in range(1, HOSTS_SEEN)]
+    values += [f"127.0.0.1:{port}" for port in (8000, 8001)] + ["evil.test", "", "[::1"]
+    values += [f"other{n}.test" for n in range(HOSTS_SEEN)]
+    for _ in range(2):
+        for value in values:
+            assert hosts.allows_raw(value.encode()) is hosts.allows(value), value
+            assert len(hosts.seen) <= HOSTS_SEEN
+    assert hosts.allows_raw(b"Example.COM.:443")
+    assert not hosts.allows_raw(b"127.0.0.1:8001")
 
 
 async def test_every_route_without_the_token_is_401() -> None:

@@ -40,7 +40,6 @@ from .._core import (
     ErrorCode,
     UserInteractionError,
     answer_item,
-    is_plan_review,
 )
 from ..display import present
 from ..policies import RuleStore
@@ -77,6 +76,16 @@ SCOPED_KEPT: Final = 10_000
 LINK_PATH: Final = "/link"
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+HOSTS_SEEN: Final = 256
+"""How many ``Host`` values the guard remembers its verdict on (any value, so bounded)."""
+
+# Built once: json.dumps builds an encoder at every call that passes an option. No cycle
+# check, as the app encodes only the fresh trees of dicts and lists it builds itself.
+_EVENT_JSON: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+_ANSWER_JSON: Final = json.JSONEncoder(
+    ensure_ascii=False, check_circular=False, allow_nan=False, separators=(",", ":")
+)
+"""Starlette's ``JSONResponse`` encoding (compact, UTF-8), built once."""
 
 # Status codes of the relay's and the app's error codes.
 _STATUS: Final = {
@@ -98,11 +107,12 @@ def question_json(question: PendingQuestion) -> dict[str, object]:
     ``request`` is the wire request; ``view`` its display model
     (:meth:`interaction.display.RequestView.to_json`), which is all the page draws.
     """
+    view = present(question.request)
     return {
         "id": question.id,
         "request": encode_request(question.request),
-        "planReview": is_plan_review(question.request),
-        "view": present(question.request).to_json(),
+        "planReview": view.plan_review,
+        "view": view.to_json(),
     }
 
 
@@ -122,7 +132,7 @@ def as_typed(
 
 def _sse(kind: str, data: object, event_id: str | None = None) -> str:
     head = f"event: {kind}\n" if event_id is None else f"id: {event_id}\nevent: {kind}\n"
-    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"{head}data: {_EVENT_JSON.encode(data)}\n\n"
 
 
 def _event_json(event: RelayEvent) -> str:
@@ -192,6 +202,7 @@ class _Hosts:
     def __init__(self, entries: Iterable[str]) -> None:
         self.any_port: set[str] = set()
         self.exact: set[tuple[str, int]] = set()
+        self.seen: dict[bytes, bool] = {}  # raw Host value -> verdict, for the next request
         for entry in entries:
             name, port = parse_host(entry)
             if not name:
@@ -206,6 +217,17 @@ class _Hosts:
         if not name:
             return False
         return name in self.any_port or (port is not None and (name, port) in self.exact)
+
+    def allows_raw(self, value: bytes) -> bool:
+        """:meth:`allows` of a raw header value, remembered: a client sends the same one
+        on every request."""
+        verdict = self.seen.get(value)
+        if verdict is None:
+            verdict = self.allows(value.decode("latin-1"))
+            if len(self.seen) >= HOSTS_SEEN:
+                self.seen.clear()
+            self.seen[value] = verdict
+        return verdict
 
 
 SECURITY_HEADERS: Final = [
@@ -289,16 +311,25 @@ class _Guard:
         self.scoped = scoped  # a one-question session's token -> its question id
 
     def _refuse(self, scope: Scope) -> Response | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "")
-        if not self.hosts.allows(host):
+        # The three headers read here, the last of each as a dict of them all would keep.
+        raw_host, raw_origin, raw_authorization = b"", None, b""
+        for name, value in scope["headers"]:
+            lowered = name.lower()
+            if lowered == b"host":
+                raw_host = value
+            elif lowered == b"origin":
+                raw_origin = value
+            elif lowered == b"authorization":
+                raw_authorization = value
+        host = raw_host.decode("latin-1")
+        if not self.hosts.allows_raw(raw_host):
             return _error(
                 421,
                 "BAD_HOST",
                 f"this server does not answer for the Host {host[:100]!r}; to reach it by that"
                 " name, start it with --allow-host NAME[:PORT] (WebServer(hosts=[...]))",
             )
-        origin = headers.get("origin")
+        origin = None if raw_origin is None else raw_origin.decode("latin-1")
         if (
             origin is not None
             and origin.lower() != f"http://{host.strip().lower()}"
@@ -310,7 +341,7 @@ class _Guard:
             return None
         if self.scoped is not None and scope["path"] == LINK_PATH:
             return None  # an answer link carries its own signed, single-use proof
-        given = headers.get("authorization", "")
+        given = raw_authorization.decode("latin-1")
         given = given[7:].strip() if given[:7].lower() == "bearer " else ""
         if not given:
             given = HTTPConnection(scope).query_params.get("token", "")
@@ -626,7 +657,8 @@ class WebApp:
                 return self._not_pending(question_id, error)
             return _error(_STATUS.get(error.code, 400), error.code, error.message)
         self._remember(question_id, "answered")
-        return JSONResponse(encode_answer(checked))
+        body = _ANSWER_JSON.encode(encode_answer(checked)).encode()
+        return Response(body, media_type="application/json")
 
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
