@@ -638,7 +638,7 @@ class WebApp:
     async def answer(self, request: Request) -> Response:
         question_id = request.path_params["id"]
         media = request.headers.get("content-type")
-        if media is not None and not _is_json(media):
+        if media is not None and media != "application/json" and not _is_json(media):
             message = "an answer is sent as application/json (UTF-8)"
             return _error(415, "UNSUPPORTED_MEDIA_TYPE", message)
         try:
