@@ -777,8 +777,9 @@ class WebApp:
                 except TimeoutError:
                     if not wait.expired():
                         raise  # the relay's own, not a keep-alive spell's end
-                    await events.aclose()  # ended by the cancelled read: a new one next
-                    events = None
+                    with contextlib.suppress(Exception):  # ended by the cancelled read
+                        await events.aclose()
+                    events = None  # a new one at the next wait
                     if not stop.done():
                         self._keepalives += 1
                         yield ": keep-alive\n\n"
