@@ -5,7 +5,10 @@ before the first snapshot; (e) one question over HTTP on loopback (ask, the even
 client, POST the answer, ask returns) against a no-op POST on the same server and
 connection, and the same trip on a bare Starlette app (an SSE queue and an answer route
 that only wakes the asker) against its own no-op POST: the floor of uvicorn + Starlette +
-httpx. All four subjects take turns.
+httpx. A fifth subject is that bare app speaking the seam's wire (:class:`WireFloorServer`):
+the same bytes each way, the asker a task, the answer decoded once; between it and the bare
+app is what the protocol itself costs, and between ours and it what the seam's own work
+(relay, checks, display model, guard) adds. All five subjects take turns.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 
 import httpx
@@ -31,6 +35,7 @@ from timing import Row, payload, turns
 
 import interaction
 from interaction import AskUserQuestionRequest, wire
+from interaction.display import present
 from interaction.relay import Relay
 from interaction.web import WebServer
 
@@ -147,6 +152,75 @@ class BareEventServer:
         return waiter
 
 
+SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+    "x-frame-options": "DENY",
+}
+"""What WebServer adds to every response (docs/web.md)."""
+
+
+class WireFloorServer:
+    """The floor of the seam's own protocol: the bare app of :class:`BareEventServer`
+    carrying the bytes :class:`WebServer` carries for one question, and nothing of its
+    work. Its ``requested`` event has an ``id:`` line and the whole question (wire request,
+    ``planReview``, display model), built before the trip; the answer is POSTed with the
+    token to ``/api/questions/{id}/answer``, decoded once (``json.loads``), and answered
+    with the checked answer's JSON and the security headers; the asker is a task awaiting
+    a future, as an ``ask()`` is a coroutine. No relay, no checks, no token comparison."""
+
+    def __init__(self, request: AskUserQuestionRequest, question_id: str) -> None:
+        self.events: asyncio.Queue[str] = asyncio.Queue()
+        self.waiters: list[asyncio.Future[object]] = []
+        self.sequence = 0
+        view = present(request)
+        question = {
+            "id": question_id,
+            "request": wire.encode_request(request),
+            "planReview": view.plan_review,
+            "view": view.to_json(),
+        }
+        self.requested = f"event: requested\ndata: {json.dumps(question, ensure_ascii=False)}\n\n"
+        resolved = {"id": question_id, "outcome": "answered"}
+        self.resolved = f"event: resolved\ndata: {json.dumps(resolved)}\n\n"
+        self.app = Starlette(
+            routes=[
+                Route("/api/events", self.stream),
+                Route("/api/questions/{id}/answer", self.answer, methods=["POST"]),
+            ]
+        )
+
+    def _next_id(self) -> str:
+        self.sequence += 1
+        return f"id: Xq3-fT9a.{self.sequence}\n"  # as long as a relay position
+
+    async def stream(self, request: Request) -> Response:
+        async def texts() -> AsyncIterator[str]:
+            while True:
+                yield await self.events.get()
+
+        return StreamingResponse(texts(), media_type="text/event-stream", headers=SECURITY_HEADERS)
+
+    async def answer(self, request: Request) -> Response:
+        answer = json.loads(await request.body())
+        self.waiters.pop().set_result(answer)
+        self.events.put_nowait(self._next_id() + self.resolved)
+        body = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+        return Response(body, media_type="application/json", headers=SECURITY_HEADERS)
+
+    def ask(self) -> asyncio.Task[object]:
+        """Publish the question; the task ends when its answer is POSTed."""
+        waiter: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+
+        async def asker() -> object:
+            self.events.put_nowait(self._next_id() + self.requested)
+            return await waiter
+
+        return asyncio.create_task(asker())
+
+
 def noop_posts(http: httpx.AsyncClient, path: str) -> Callable[[int], Awaitable[float]]:
     async def noops(number: int) -> float:
         start = time.perf_counter()
@@ -157,19 +231,31 @@ def noop_posts(http: httpx.AsyncClient, path: str) -> Callable[[int], Awaitable[
     return noops
 
 
-async def http_round_trips(rounds: int, number: int) -> tuple[float, float, float, float]:
+async def serve_bare(app: Starlette) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+    """``app`` on plain uvicorn on a loopback port: the server, its task and base URL."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as WebServer's socket
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:  # noqa: ASYNC110 - uvicorn sets no event for it
+        await asyncio.sleep(0.01)
+    return server, task, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def http_round_trips(rounds: int, number: int) -> tuple[float, float, float, float, float]:
     """Median seconds per ask over HTTP (ask, event seen by a client, POST answer, ask
     returns) and per no-op POST on the same server and connection, then the same pair on
-    :class:`BareEventServer`; the four take turns round by round (``number`` each)."""
+    :class:`BareEventServer`, then the trip on :class:`WireFloorServer`; the five take
+    turns round by round (``number`` each)."""
     relay = Relay()
     request = wire.decode_request(payload(1, 3))
     body = {"answers": [{"id": "q0", "selected": ["Option 1"]}]}
     bare = BareEventServer()
-    sock = socket.create_server(("127.0.0.1", 0))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as WebServer's socket
-    bare_server = uvicorn.Server(uvicorn.Config(bare.app, log_level="warning", lifespan="off"))
-    bare_task = asyncio.create_task(bare_server.serve(sockets=[sock]))
-    bare_base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    bare_server, bare_task, bare_base = await serve_bare(bare.app)
+    # What the relay asks: the request with the time it was asked, under a relay-like id.
+    asked = interaction.with_provenance(request, asked_at=datetime.now(UTC))
+    floor = WireFloorServer(asked, "pQ2x-7mZk0Lr_9Vb")
+    floor_server, floor_task, floor_base = await serve_bare(floor.app)
     async with contextlib.AsyncExitStack() as stack:
         server = await stack.enter_async_context(WebServer(relay))
         headers = {"Authorization": f"Bearer {server.token}"}
@@ -177,14 +263,16 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float, floa
             httpx.AsyncClient(base_url=server.base, headers=headers)
         )
         bare_http = await stack.enter_async_context(httpx.AsyncClient(base_url=bare_base))
-        while not bare_server.started:  # noqa: ASYNC110 - uvicorn sets no event for it
-            await asyncio.sleep(0.01)
+        floor_http = await stack.enter_async_context(
+            httpx.AsyncClient(base_url=floor_base, headers=headers)
+        )
         await http.post("/api/ping")  # connect once: both subjects reuse the connection
         await bare_http.post("/ping")
         stack.enter_context(interaction.provide(relay))
         events = await stack.enter_async_context(http.stream("GET", "/api/events"))
         lines = aiter(events.aiter_lines())
         bare_events = await stack.enter_async_context(bare_http.stream("GET", "/events"))
+        floor_events = await stack.enter_async_context(floor_http.stream("GET", "/api/events"))
         question = {"id": "q", "request": wire.encode_request(request)}
         requested = f"event: requested\ndata: {json.dumps(question)}\n\n"
 
@@ -203,6 +291,14 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float, floa
                 answer_path=lambda _: "/answer",
             ),
             noop_posts(bare_http, "/ping"),
+            partial(
+                answers_over_http,
+                floor_http,
+                aiter(floor_events.aiter_lines()),
+                body,
+                begin=floor.ask,
+                answer_path=lambda qid: f"/api/questions/{qid}/answer",
+            ),
         ]
         for subject in subjects:  # warm every path up before the first counted round
             await subject(number)
@@ -210,18 +306,19 @@ async def http_round_trips(rounds: int, number: int) -> tuple[float, float, floa
         for round_number in range(rounds):
             for index in turns(len(subjects), round_number):
                 samples[index].append(await subjects[index](number))
-    bare_server.should_exit = True
-    await bare_task
+    for bare_one, task in ((bare_server, bare_task), (floor_server, floor_task)):
+        bare_one.should_exit = True
+        await task
     relay.close()
-    ours, noop, floor, floor_noop = (statistics.median(taken) for taken in samples)
-    return ours, noop, floor, floor_noop
+    ours, noop, bare_trip, bare_noop, wire_floor = (statistics.median(s) for s in samples)
+    return ours, noop, bare_trip, bare_noop, wire_floor
 
 
 def measure(quick: bool) -> list[Row]:
     count = 1_000 if quick else 10_000
     in_relay, total = asyncio.run(relay_memory(count))
     rounds, trips = (3, 20) if quick else (15, 50)
-    round_trip, noop, floor, floor_noop = asyncio.run(http_round_trips(rounds, trips))
+    round_trip, noop, floor, floor_noop, wire_floor = asyncio.run(http_round_trips(rounds, trips))
     case = f"(d) relay memory at {count:,} pending"
     trip = "ask -> event -> POST -> return"
     return [
@@ -261,6 +358,24 @@ def measure(quick: bool) -> list[Row]:
             round_trip * 1e3,
             "the same on bare Starlette",
             floor * 1e3,
+            "ms",
+            "<= 1.15x",
+        ),
+        Row(
+            "(e) the seam's wire on bare Starlette",
+            "the same bytes, no seam",
+            wire_floor * 1e3,
+            "the same on bare Starlette",
+            floor * 1e3,
+            "ms",
+            "- (the protocol's floor)",
+        ),
+        Row(
+            "(e) what the seam's work adds to its wire",
+            trip,
+            round_trip * 1e3,
+            "the same bytes, no seam",
+            wire_floor * 1e3,
             "ms",
             "-",
         ),

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from interaction import (
     OTHER_LABEL,
@@ -11,6 +15,8 @@ from interaction import (
     AskUserQuestionRequest,
     PlanReviewIntent,
 )
+from interaction._core import escape_controls
+from interaction._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES
 from interaction.display import OptionView, QuestionView, RequestView, present
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07<b>hi</b>\u202e"
@@ -123,3 +129,21 @@ def test_to_json_is_plain_json_with_camel_case_keys() -> None:
             }
         ],
     }
+
+
+UNSAFE_SAMPLES = "\x00\x1b\n\t\x7f\x85\x9f\u202a\u202e\u2066\u2069\ud800\udfff"
+
+
+@given(st.text(st.one_of(st.characters(), st.sampled_from(UNSAFE_SAMPLES))), st.booleans())
+def test_escaping_makes_exactly_the_patterns_escapes(text: str, keep_newlines: bool) -> None:
+    """A text with nothing to escape is returned as it is (the printable fast path), and
+    any other gets exactly the escapes the pattern makes."""
+    pattern = UNSAFE_EXCEPT_LINES if keep_newlines else UNSAFE
+
+    def visible(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    assert escape_controls(text, keep_newlines=keep_newlines) == pattern.compiled().sub(
+        visible, text
+    )

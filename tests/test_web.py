@@ -38,7 +38,7 @@ from interaction.relay import (
     RelaySnapshot,
 )
 from interaction.web import WebServer, create_app
-from interaction.web._app import parse_host
+from interaction.web._app import HOSTS_SEEN, _Hosts, parse_host
 from interaction.web._server import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
@@ -56,6 +56,21 @@ async def pending_id(relay: Relay) -> str:
     event = await anext(aiter(subscription))
     subscription.close()
     return event.id
+
+
+def test_the_guard_remembers_host_verdicts_within_a_bound() -> None:
+    """The guard keeps its verdict per raw Host value (the same on every request of a
+    client), and the same verdicts hold once more values came than it keeps."""
+    hosts = _Hosts(["example.com", "127.0.0.1:8000"])
+    values = [f"example.com:{port}" for port in range(1, HOSTS_SEEN)]
+    values += [f"127.0.0.1:{port}" for port in (8000, 8001)] + ["evil.test", "", "[::1"]
+    values += [f"other{n}.test" for n in range(HOSTS_SEEN)]
+    for _ in range(2):
+        for value in values:
+            assert hosts.allows_raw(value.encode()) is hosts.allows(value), value
+            assert len(hosts.seen) <= HOSTS_SEEN
+    assert hosts.allows_raw(b"Example.COM.:443")
+    assert not hosts.allows_raw(b"127.0.0.1:8001")
 
 
 async def test_every_route_without_the_token_is_401() -> None:
@@ -425,6 +440,58 @@ async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.Monkey
             await http.post(f"/api/questions/{qid}/cancel")
         with pytest.raises(UserInteractionError):
             await asking
+
+
+class ReopenedRelay(Relay):
+    """A relay that records where each event stream reads from, and can settle a question
+    just as a stream reopens its events (between the end of one read and the next)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[str] = []
+        self.on_reopen: Callable[[], None] | None = None
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        self.starts.append(after)
+        if self.on_reopen is not None:
+            self.on_reopen()
+            self.on_reopen = None
+        return super().events(after)
+
+
+async def test_an_idle_spell_reads_on_after_the_last_event_and_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keep-alive ends the wait for the relay's next event, and the stream reads on after
+    the last event it read: what happened in between arrives once, in order."""
+    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    relay = ReopenedRelay()
+    with provide(relay):
+        async with WebServer(relay) as server, client(server) as http:
+            async with http.stream("GET", "/api/events") as stream:
+                events = sse(stream.aiter_lines(), comments=True)
+                snapshot = await anext(events)
+                assert snapshot.kind == "snapshot"
+                asking = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+                while (requested := await anext(events)).kind == ":":
+                    pass
+                assert requested.kind == "requested"
+                qid = requested.data["id"]  # type: ignore[index]
+                reopened = len(relay.starts)
+                relay.on_reopen = lambda: relay.cancel(qid)  # settled while no read waits
+                seen: list[Sse] = []
+                while len([e for e in seen if e.kind == ":"]) < 3:  # idle spells after it
+                    seen.append(await anext(events))
+            relay.close()
+    assert [e for e in seen if e.kind != ":"] == [
+        Sse("resolved", {"id": qid, "outcome": "cancelled"})
+    ]
+    resolved = next(e for e in seen if e.kind == "resolved")
+    # Read on after the question (the cancel came just then), then after its resolution.
+    assert relay.starts[reopened : reopened + 2] == [requested.id, resolved.id]
+    with pytest.raises(UserInteractionError) as caught:
+        await asking
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
 
 
 async def test_open_streams_share_each_events_text_and_keep_only_the_recent_ones(

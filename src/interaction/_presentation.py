@@ -68,6 +68,8 @@ def escape_controls(text: str, *, keep_newlines: bool = True) -> str:
     isolates, and lone surrogates are written as ``\\x1b``-style escapes; newline and tab
     are kept when ``keep_newlines``.
     """
+    if text.isprintable():  # false for every character UNSAFE holds: nothing to escape
+        return text
     pattern = UNSAFE_EXCEPT_LINES if keep_newlines else UNSAFE
     return pattern.sub(_visible, text)
 

@@ -221,6 +221,13 @@ class Subscription:
             yield event
 
 
+def _stale_position() -> UserInteractionError:
+    return UserInteractionError(
+        "the relay cannot replay events from that position; take a fresh snapshot",
+        STALE_POSITION,
+    )
+
+
 class Relay:
     """A provider that holds each ask as a pending question until a client settles it.
 
@@ -268,7 +275,7 @@ class Relay:
         question = PendingQuestion(secrets.token_urlsafe(12), request)
         future: asyncio.Future[AskUserQuestionAnswer] = asyncio.get_running_loop().create_future()
         entry = self._pending[question.id] = _Pending(question, future)
-        self._publish(RelayEvent("requested", question.id, question))
+        self._publish("requested", question.id, question)
         try:
             return await future
         finally:
@@ -291,7 +298,7 @@ class Relay:
         self._withdrawn[question_id] = None
         while len(self._withdrawn) > WITHDRAWN_KEPT:
             self._withdrawn.popitem(last=False)
-        self._publish(RelayEvent("resolved", question_id, outcome="aborted"))
+        self._publish("resolved", question_id, outcome="aborted")
 
     def _take(self, question_id: str) -> _Pending:
         entry = self._pending.get(question_id)
@@ -318,7 +325,7 @@ class Relay:
         del self._pending[question_id]
         entry.answerer = answerer
         entry.future.set_result(checked)
-        self._publish(RelayEvent("resolved", question_id, outcome="answered"))
+        self._publish("resolved", question_id, outcome="answered")
         return checked
 
     def cancel(self, question_id: str, *, answerer: str | None = None) -> None:
@@ -327,7 +334,7 @@ class Relay:
         del self._pending[question_id]
         entry.answerer = answerer
         entry.future.set_exception(cancelled_error())
-        self._publish(RelayEvent("resolved", question_id, outcome="cancelled"))
+        self._publish("resolved", question_id, outcome="cancelled")
 
     def subscribe(self) -> Subscription:
         """A new subscription, which first receives every pending question."""
@@ -374,21 +381,22 @@ class Relay:
 
     def _sequence_of(self, position: str) -> int:
         epoch, _, number = position.partition(".")
-        oldest = self._sequence - len(self._history)  # the last position replayable from
         if epoch == self._epoch and number.isdecimal() and len(number) <= 20:
             sequence = int(number)
-            if oldest <= sequence <= self._sequence:
+            if self._replayable(sequence):
                 return sequence
-        raise UserInteractionError(
-            "the relay cannot replay events from that position; take a fresh snapshot",
-            STALE_POSITION,
-        )
+        raise _stale_position()
+
+    def _replayable(self, sequence: int) -> bool:
+        """Whether the events after ``sequence`` are all still in the history."""
+        return self._sequence - len(self._history) <= sequence <= self._sequence
 
     async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         sequence = self._sequence_of(after)
         while True:
             if sequence < self._sequence:
-                sequence = self._sequence_of(f"{self._epoch}.{sequence}")  # fell behind?
+                if not self._replayable(sequence):  # fell behind what the history keeps
+                    raise _stale_position()
                 yield self._history[sequence - (self._sequence - len(self._history))]
                 sequence += 1
                 continue
@@ -410,11 +418,15 @@ class Relay:
     async def aclose(self) -> None:
         self.close()
 
-    def _publish(self, event: RelayEvent) -> None:
+    def _publish(
+        self,
+        kind: Literal["requested", "resolved"],
+        question_id: str,
+        question: PendingQuestion | None = None,
+        outcome: Outcome | None = None,
+    ) -> None:
         self._sequence += 1
-        event = RelayEvent(
-            event.kind, event.id, event.question, event.outcome, position=self.position
-        )
+        event = RelayEvent(kind, question_id, question, outcome, position=self.position)
         self._history.append(event)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

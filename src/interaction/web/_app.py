@@ -40,7 +40,6 @@ from .._core import (
     ErrorCode,
     UserInteractionError,
     answer_item,
-    is_plan_review,
 )
 from ..display import present
 from ..policies import RuleStore
@@ -77,6 +76,16 @@ SCOPED_KEPT: Final = 10_000
 LINK_PATH: Final = "/link"
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+HOSTS_SEEN: Final = 256
+"""How many ``Host`` values the guard remembers its verdict on (any value, so bounded)."""
+
+# Built once: json.dumps builds an encoder at every call that passes an option. No cycle
+# check, as the app encodes only the fresh trees of dicts and lists it builds itself.
+_EVENT_JSON: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+_ANSWER_JSON: Final = json.JSONEncoder(
+    ensure_ascii=False, check_circular=False, allow_nan=False, separators=(",", ":")
+)
+"""Starlette's ``JSONResponse`` encoding (compact, UTF-8), built once."""
 
 # Status codes of the relay's and the app's error codes.
 _STATUS: Final = {
@@ -98,11 +107,12 @@ def question_json(question: PendingQuestion) -> dict[str, object]:
     ``request`` is the wire request; ``view`` its display model
     (:meth:`interaction.display.RequestView.to_json`), which is all the page draws.
     """
+    view = present(question.request)
     return {
         "id": question.id,
         "request": encode_request(question.request),
-        "planReview": is_plan_review(question.request),
-        "view": present(question.request).to_json(),
+        "planReview": view.plan_review,
+        "view": view.to_json(),
     }
 
 
@@ -122,7 +132,7 @@ def as_typed(
 
 def _sse(kind: str, data: object, event_id: str | None = None) -> str:
     head = f"event: {kind}\n" if event_id is None else f"id: {event_id}\nevent: {kind}\n"
-    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"{head}data: {_EVENT_JSON.encode(data)}\n\n"
 
 
 def _event_json(event: RelayEvent) -> str:
@@ -192,6 +202,7 @@ class _Hosts:
     def __init__(self, entries: Iterable[str]) -> None:
         self.any_port: set[str] = set()
         self.exact: set[tuple[str, int]] = set()
+        self.seen: dict[bytes, bool] = {}  # raw Host value -> verdict, for the next request
         for entry in entries:
             name, port = parse_host(entry)
             if not name:
@@ -206,6 +217,17 @@ class _Hosts:
         if not name:
             return False
         return name in self.any_port or (port is not None and (name, port) in self.exact)
+
+    def allows_raw(self, value: bytes) -> bool:
+        """:meth:`allows` of a raw header value, remembered: a client sends the same one
+        on every request."""
+        verdict = self.seen.get(value)
+        if verdict is None:
+            verdict = self.allows(value.decode("latin-1"))
+            if len(self.seen) >= HOSTS_SEEN:
+                self.seen.clear()
+            self.seen[value] = verdict
+        return verdict
 
 
 SECURITY_HEADERS: Final = [
@@ -289,16 +311,25 @@ class _Guard:
         self.scoped = scoped  # a one-question session's token -> its question id
 
     def _refuse(self, scope: Scope) -> Response | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "")
-        if not self.hosts.allows(host):
+        # The three headers read here, the last of each as a dict of them all would keep.
+        raw_host, raw_origin, raw_authorization = b"", None, b""
+        for name, value in scope["headers"]:
+            lowered = name.lower()
+            if lowered == b"host":
+                raw_host = value
+            elif lowered == b"origin":
+                raw_origin = value
+            elif lowered == b"authorization":
+                raw_authorization = value
+        host = raw_host.decode("latin-1")
+        if not self.hosts.allows_raw(raw_host):
             return _error(
                 421,
                 "BAD_HOST",
                 f"this server does not answer for the Host {host[:100]!r}; to reach it by that"
                 " name, start it with --allow-host NAME[:PORT] (WebServer(hosts=[...]))",
             )
-        origin = headers.get("origin")
+        origin = None if raw_origin is None else raw_origin.decode("latin-1")
         if (
             origin is not None
             and origin.lower() != f"http://{host.strip().lower()}"
@@ -310,7 +341,7 @@ class _Guard:
             return None
         if self.scoped is not None and scope["path"] == LINK_PATH:
             return None  # an answer link carries its own signed, single-use proof
-        given = headers.get("authorization", "")
+        given = raw_authorization.decode("latin-1")
         given = given[7:].strip() if given[:7].lower() == "bearer " else ""
         if not given:
             given = HTTPConnection(scope).query_params.get("token", "")
@@ -406,55 +437,6 @@ class _EventStream(StreamingResponse):
 
 class _Stale(Exception):
     """The relay cannot replay from the stream's position: send a fresh snapshot."""
-
-
-class _Handoff:
-    """The relay's events, one at a time, from a pump task to an event stream.
-
-    The pump reads the next event only once the stream has sent the last one, so the
-    relay's own rules for a reader that falls behind still hold, and its pending read is
-    never cancelled between events (that would end the relay's generator). An event costs
-    two futures, where a Task and an ``asyncio.wait`` per event cost about 30 µs.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._event: RelayEvent | None = None
-        self._ready: asyncio.Future[bool] = loop.create_future()
-        self._room: asyncio.Future[None] | None = None
-
-    async def pump(self, events: AsyncIterator[RelayEvent]) -> None:
-        async for event in events:
-            self._room = self._loop.create_future()
-            self._event = event
-            self.wake()
-            await self._room
-
-    def wake(self, _: object = None) -> None:
-        """Wake the stream: an event is there, the pump ended, stop, or a keep-alive spell."""
-        if not self._ready.done():
-            self._ready.set_result(True)
-
-    def take(self) -> RelayEvent | None:
-        event, self._event = self._event, None
-        return event
-
-    def taken(self) -> None:
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
-
-    async def wait(self, seconds: float) -> bool:
-        """Wait for a wake-up; false when it was only ``seconds`` of nothing."""
-        self._ready = self._loop.create_future()
-        timer = self._loop.call_later(seconds, self._idle)
-        try:
-            return await self._ready
-        finally:
-            timer.cancel()
-
-    def _idle(self) -> None:
-        if not self._ready.done():
-            self._ready.set_result(False)
 
 
 class WebApp:
@@ -656,7 +638,7 @@ class WebApp:
     async def answer(self, request: Request) -> Response:
         question_id = request.path_params["id"]
         media = request.headers.get("content-type")
-        if media is not None and not _is_json(media):
+        if media is not None and media != "application/json" and not _is_json(media):
             message = "an answer is sent as application/json (UTF-8)"
             return _error(415, "UNSUPPORTED_MEDIA_TYPE", message)
         try:
@@ -675,7 +657,8 @@ class WebApp:
                 return self._not_pending(question_id, error)
             return _error(_STATUS.get(error.code, 400), error.code, error.message)
         self._remember(question_id, "answered")
-        return JSONResponse(encode_answer(checked))
+        body = _ANSWER_JSON.encode(encode_answer(checked)).encode()
+        return Response(body, media_type="application/json")
 
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
@@ -759,47 +742,64 @@ class WebApp:
     ) -> AsyncGenerator[str, None]:
         """The events after ``position`` as SSE text, until the relay closes or ``stop``.
 
-        A pump task reads the relay's events and hands each over (see :class:`_Handoff`);
-        this side waits for the next one, a keep-alive spell or ``stop``. Raises
-        :class:`_Stale` when the relay cannot replay from ``position``.
+        The stream reads the relay's iterator itself, so a new event wakes it at once (a
+        pump task in between cost one more turn of the loop per event). It reads the next
+        event only once the last one is sent, so the relay's own rules for a reader that
+        falls behind hold. A keep-alive spell or ``stop`` ends the wait through
+        ``asyncio.timeout``, which also ends that iterator (its read is cancelled): the next
+        wait opens a new one after the last event read, and the relay replays what came
+        meanwhile, nothing lost or doubled. Raises :class:`_Stale` when the relay cannot
+        replay from ``position``.
         """
         loop = asyncio.get_running_loop()
-        events = self.relay.events(position)
-        handoff = _Handoff(loop)
-        pump = loop.create_task(handoff.pump(events))
-        pump.add_done_callback(handoff.wake)
-        stop.add_done_callback(handoff.wake)
+        waiting: list[asyncio.Timeout] = []  # the wait in progress, for stop to end at once
+
+        def end_wait(_: object) -> None:
+            for wait in waiting:
+                wait.reschedule(loop.time())
+
+        stop.add_done_callback(end_wait)
+        events: AsyncGenerator[RelayEvent, None] | None = None
         try:
-            while True:
-                event = handoff.take()
-                if event is not None:
-                    if event.kind == "resolved" and event.outcome is not None:
-                        self._remember(event.id, event.outcome)
-                    if only is None or event.id == only:
-                        yield self._event_text(event)
-                    handoff.taken()  # only now may the pump read on, as the relay expects
-                    continue
-                if stop.done():
-                    yield _sse("closing", {"reason": "stopped"})
+            while not stop.done():
+                if events is None:
+                    events = self.relay.events(position)
+                try:
+                    async with asyncio.timeout(KEEPALIVE_SECONDS) as wait:
+                        waiting.append(wait)
+                        try:
+                            event = await anext(events)
+                        finally:
+                            waiting.clear()
+                except StopAsyncIteration:
+                    yield _sse("closing", {"reason": "closed"})
                     return
-                if pump.done():
-                    error = pump.exception()
-                    if error is None:
-                        yield _sse("closing", {"reason": "closed"})
-                        return
-                    if isinstance(error, UserInteractionError) and error.code == STALE_POSITION:
+                except TimeoutError:
+                    if not wait.expired():
+                        raise  # the relay's own, not a keep-alive spell's end
+                    with contextlib.suppress(Exception):  # ended by the cancelled read
+                        await events.aclose()
+                    events = None  # a new one at the next wait
+                    if not stop.done():
+                        self._keepalives += 1
+                        yield ": keep-alive\n\n"
+                    continue
+                except UserInteractionError as error:
+                    if error.code == STALE_POSITION:
                         raise _Stale from None
-                    raise error
-                if not await handoff.wait(KEEPALIVE_SECONDS):
-                    self._keepalives += 1
-                    yield ": keep-alive\n\n"
+                    raise
+                if event.position:
+                    position = event.position
+                if event.kind == "resolved" and event.outcome is not None:
+                    self._remember(event.id, event.outcome)
+                if only is None or event.id == only:
+                    yield self._event_text(event)
+            yield _sse("closing", {"reason": "stopped"})
         finally:
-            stop.remove_done_callback(handoff.wake)
-            pump.cancel()
-            with contextlib.suppress(BaseException):  # its cancellation, or its own error
-                await pump
-            with contextlib.suppress(Exception):
-                await events.aclose()
+            stop.remove_done_callback(end_wait)
+            if events is not None:
+                with contextlib.suppress(Exception):
+                    await events.aclose()
 
     def close_streams(self) -> None:
         """End every open event stream (with a ``closing`` event) and refuse new ones."""
