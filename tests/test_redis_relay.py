@@ -34,7 +34,13 @@ from interaction import (
     provide,
 )
 from interaction.redis_relay import RedisRelay, _stream
-from interaction.relay import NOT_PENDING, RELAY_UNAVAILABLE, STALE_POSITION, RelayEvent
+from interaction.relay import (
+    NOT_PENDING,
+    RELAY_UNAVAILABLE,
+    STALE_POSITION,
+    PendingQuestion,
+    RelayEvent,
+)
 from interaction.web import WebServer
 
 from .helpers import import_error_without
@@ -284,6 +290,88 @@ async def test_a_resolved_entry_the_store_does_not_bear_out_settles_nothing(
     assert sum(f"question {event.id!r} is still pending" in m for m in ignored) == 5
     assert sum(f"question {event.id!r} was not asked with that request" in m for m in ignored) == 1
     await store.aclose()
+    await relay.aclose()
+
+
+class CountedLookups(RedisRelay):
+    """A Redis relay that counts the web app's lookups of a question in the store."""
+
+    def __init__(self, url: str, *, prefix: str) -> None:
+        super().__init__(url, prefix=prefix)
+        self.lookups = 0
+
+    async def lookup(self, question_id: str) -> PendingQuestion | None:
+        self.lookups += 1
+        return await super().lookup(question_id)
+
+
+PICK_NPM = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+PICK_YARN = {"answers": [{"id": "pkg", "selected": ["yarn"]}]}  # no such option
+
+
+async def test_the_page_answers_a_question_its_stream_showed_without_looking_it_up(
+    redis_server: RedisServer,
+) -> None:
+    """The request the stream showed checks the answer: the claim is the one trip to the
+    store. Only a faulty answer asks the store whether the question is still pending."""
+    relay = CountedLookups(redis_server.url, prefix=prefix())
+    with provide(relay):
+        async with (
+            WebServer(relay) as web,
+            client(web) as http,
+            http.stream("GET", "/api/events") as stream,
+        ):
+            events = sse(stream.aiter_lines())
+            assert (await anext(events)).kind == "snapshot"
+            task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+            shown = await anext(events)
+            assert shown.kind == "requested"
+            path = f"/api/questions/{shown.data['id']}/answer"  # type: ignore[index]
+            faulty = await http.post(path, json=PICK_YARN)
+            assert faulty.status_code == 400
+            assert faulty.json() == {
+                "error": {
+                    "code": "BAD_ANSWER",
+                    "message": "answers[0].selected[0]: question pkg offers no option 'yarn'",
+                }
+            }
+            assert relay.lookups == 1
+            assert (await http.post(path, json=PICK_NPM)).status_code == 200
+            assert relay.lookups == 1
+            assert (await asyncio.wait_for(task, WAIT)).answers == (Item("pkg", ["npm"]),)
+    await relay.aclose()
+
+
+async def test_a_question_settled_elsewhere_after_a_stream_showed_it_is_409(
+    redis_server: RedisServer,
+) -> None:
+    """The page's copy of the request does not outlive the question: an answer to one
+    dismissed on another host (while no stream here saw it go) is refused as not pending,
+    whether the answer would fit or not."""
+    relay = CountedLookups(redis_server.url, prefix=prefix())
+    elsewhere = RedisRelay(redis_server.url, prefix=relay.prefix)
+    with provide(relay):
+        async with WebServer(relay) as web, client(web) as http:
+            async with http.stream("GET", "/api/events") as stream:
+                events = sse(stream.aiter_lines())
+                assert (await anext(events)).kind == "snapshot"
+                task = asyncio.create_task(ask(AskUserQuestionRequest([SINGLE])))
+                shown = await anext(events)
+            qid = shown.data["id"]  # type: ignore[index]
+            await elsewhere.dismiss(qid)
+            with pytest.raises(UserInteractionError) as caught:
+                await asyncio.wait_for(task, WAIT)
+            assert caught.value.code == ErrorCode.ASK_CANCELLED
+            for body in (PICK_NPM, PICK_YARN):
+                late = await http.post(f"/api/questions/{qid}/answer", json=body)
+                assert late.status_code == 409
+                assert late.json() == {
+                    "error": {
+                        "code": "NOT_PENDING",
+                        "message": f"question {qid!r} is not pending (unknown, or already settled)",
+                    }
+                }
+    await elsewhere.aclose()
     await relay.aclose()
 
 

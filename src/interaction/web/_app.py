@@ -69,6 +69,9 @@ TEXTS_KEPT: Final = 1_000
 """How many recent events the app keeps as SSE text, built once for every open stream."""
 OUTCOMES_KEPT: Final = 10_000
 """How many settled question ids the app remembers, to say why a late claim is refused."""
+REQUESTS_KEPT: Final = 1_000
+"""How many requests of questions its streams showed the app keeps, to check an answer
+without asking a shared relay's store for the question again."""
 DEFAULT_MAX_STREAMS: Final = 64
 """How many event streams the app keeps open at once by default."""
 SCOPED_KEPT: Final = 10_000
@@ -465,6 +468,10 @@ class WebApp:
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
+        self._requests: OrderedDict[str, AskUserQuestionRequest] = OrderedDict()
+        # The in-memory relay holds its questions in this process: a lookup costs no more
+        # than this cache would, so only a shared relay's questions are kept.
+        self._keeps_requests = not isinstance(relay, Relay)
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._opened = 0  # streams opened, and keep-alives sent: for tests to watch
         self._keepalives = 0
@@ -524,6 +531,25 @@ class WebApp:
         self._outcomes.move_to_end(question_id)
         while len(self._outcomes) > OUTCOMES_KEPT:
             self._outcomes.popitem(last=False)
+        self._requests.pop(question_id, None)
+
+    def _learn(self, event: RelayEvent) -> None:
+        """Take what a stream's event tells: a question shown, or how one settled."""
+        if event.kind == "resolved" and event.outcome is not None:
+            self._remember(event.id, event.outcome)
+        elif event.question is not None:
+            self._shown(event.question)
+
+    def _shown(self, question: PendingQuestion) -> None:
+        """Keep the request of a question a stream showed: the page's answer to it comes
+        next, and is checked against it without a trip to the relay's store."""
+        if not self._keeps_requests:
+            return
+        if question.id in self._outcomes:  # settled: a stream behind the others shows it late
+            return
+        self._requests[question.id] = question.request
+        if len(self._requests) > REQUESTS_KEPT:
+            self._requests.popitem(last=False)
 
     def _event_text(self, event: RelayEvent) -> str:
         """The SSE text of ``event``, built once however many streams send it.
@@ -642,11 +668,22 @@ class WebApp:
             message = "an answer is sent as application/json (UTF-8)"
             return _error(415, "UNSUPPORTED_MEDIA_TYPE", message)
         try:
-            question = await self.relay.lookup(question_id)
-            if question is None:
-                return self._not_pending(question_id, await self._why_not_pending(question_id))
-            decoded = decode_answer(await self._read_text(request), question.request)
-            typed = as_typed(question.request, decoded)
+            # The request a stream showed saves a trip to the store; one settled since then
+            # is refused by the relay's claim below, as one settled after a lookup would be.
+            asked = self._requests.get(question_id)
+            seen = asked is not None
+            if asked is None:
+                question = await self.relay.lookup(question_id)
+                if question is None:
+                    return self._not_pending(question_id, await self._why_not_pending(question_id))
+                asked = question.request
+            try:
+                decoded = decode_answer(await self._read_text(request), asked)
+            except UserInteractionError:
+                if seen and await self.relay.lookup(question_id) is None:  # settled since
+                    return self._not_pending(question_id, await self._why_not_pending(question_id))
+                raise
+            typed = as_typed(asked, decoded)
             user = _user(request)
             if user is not None and isinstance(self.relay, Relay):
                 checked = await self.relay.submit(question_id, typed, answerer=user)
@@ -720,6 +757,8 @@ class WebApp:
                     if only is not None:
                         shown = tuple(q for q in snapshot.questions if q.id == only)
                         snapshot = RelaySnapshot(snapshot.position, shown)
+                    for question in snapshot.questions:
+                        self._shown(question)
                     yield head + _snapshot_json(snapshot)
                     head = ""
                     position = snapshot.position
@@ -790,8 +829,7 @@ class WebApp:
                     raise
                 if event.position:
                     position = event.position
-                if event.kind == "resolved" and event.outcome is not None:
-                    self._remember(event.id, event.outcome)
+                self._learn(event)
                 if only is None or event.id == only:
                     yield self._event_text(event)
             yield _sse("closing", {"reason": "stopped"})
