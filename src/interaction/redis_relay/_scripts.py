@@ -36,8 +36,10 @@ local function notify(owner, id, outcome)
   local lease_end = redis.call('ZSCORE', base .. 'owners', owner)
   if not lease_end then return end
   local inbox = base .. 'inbox:' .. owner
-  redis.call('XADD', inbox, 'MAXLEN', '~', 1000, '*', 'id', id, 'outcome', outcome)
-  redis.call('PEXPIREAT', inbox, math.floor(tonumber(lease_end)))
+  -- pcall: a key of another type written there by another hand must not stop the settle
+  -- half done (a script's writes are not undone); the asker's heartbeat finds it instead.
+  redis.pcall('XADD', inbox, 'MAXLEN', '~', 1000, '*', 'id', id, 'outcome', outcome)
+  redis.pcall('PEXPIREAT', inbox, math.floor(tonumber(lease_end)))
 end
 local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   local q = base .. 'q:' .. id
