@@ -6,6 +6,7 @@ kept for the process's event iterators."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Mapping, Sequence
@@ -88,11 +89,15 @@ class Tail:
         there (which names no question), so it takes the stream up at once."""
         self._readers += 1
         if not self.following:
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.xadd(self._inbox_key, {"poke": "1"}, maxlen=1000, approximate=True)
-                # A poke may be the inbox's first entry: it too must expire with the lease.
-                pipe.pexpire(self._inbox_key, self._lease_ms)
-                await call(self._where, pipe.execute())
+            # A poke that fails costs no event: the tail takes the stream up when its read
+            # ends anyway (within TAIL_BLOCK_MS), and a store that is away fails the tail
+            # too, which then says so to the iterators.
+            with contextlib.suppress(RedisError, OSError):
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.xadd(self._inbox_key, {"poke": "1"}, maxlen=1000, approximate=True)
+                    # A poke may be the inbox's first entry: it must expire with the lease.
+                    pipe.pexpire(self._inbox_key, self._lease_ms)
+                    await pipe.execute()
 
     def unfollow(self) -> None:
         """An event iterator closed."""
