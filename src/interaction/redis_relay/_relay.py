@@ -96,7 +96,15 @@ class RedisRelay:
         self._snapshot_script = self._client.register_script(_scripts.SNAPSHOT)
         self._heartbeat_script = self._client.register_script(_scripts.HEARTBEAT)
         self._waiters = LocalWaiters(self._unavailable)
-        self._tail = Tail(self._client, self._tail_client, base, self.where, self._waiters)
+        self._tail = Tail(
+            self._client,
+            self._tail_client,
+            base,
+            self.where,
+            self._waiters,
+            owner=self.owner,
+            lease_ms=self._ms(lease_ttl),
+        )
         self._ready: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._withdraw_later: set[str] = set()
@@ -279,34 +287,41 @@ class RedisRelay:
         if not self._closed:
             await self.connect()
         tail = self._tail
-        position = after
-        if tail.buffer.after(position) is None:
-            if key_of(position) is None:
-                raise stale()
-            if not self._closed:
-                await tail.check_position(position)
-        while True:
-            changed = tail.changed
-            batch = tail.buffer.after(position)
-            if batch is None:
+        following = not self._closed
+        try:
+            if following:
+                await tail.follow()  # the tail reads the stream while this is open
+            position = after
+            if tail.buffer.after(position) is None:
+                if key_of(position) is None:
+                    raise stale()
+                if not self._closed:
+                    await tail.check_position(position)
+            while True:
+                changed = tail.changed
+                batch = tail.buffer.after(position)
+                if batch is None:
+                    if self._closed:
+                        return
+                    batch, read_up_to = await tail.read_after(position)
+                    if read_up_to != position:
+                        for event in batch:
+                            yield event
+                        position = read_up_to
+                        continue
+                if batch:
+                    for event in batch:
+                        position = event.position
+                        yield event
+                    continue
                 if self._closed:
                     return
-                batch, read_up_to = await tail.read_after(position)
-                if read_up_to != position:
-                    for event in batch:
-                        yield event
-                    position = read_up_to
-                    continue
-            if batch:
-                for event in batch:
-                    position = event.position
-                    yield event
-                continue
-            if self._closed:
-                return
-            if (failure := tail.failure) is not None:
-                raise UserInteractionError(failure.message, failure.code)
-            await changed.wait()
+                if (failure := tail.failure) is not None:
+                    raise UserInteractionError(failure.message, failure.code)
+                await changed.wait()
+        finally:
+            if following:
+                tail.unfollow()
 
     async def lookup(self, question_id: str) -> PendingQuestion | None:
         await self.connect()

@@ -27,6 +27,20 @@ local function append(maxlen, ...)
   redis.call('SET', base .. 'last', position)
   return position
 end
+-- An asker waits on its own inbox, not on the whole stream: each settle of a question it
+-- owns adds the question's id and outcome there (its answer is read from the hash, as the
+-- stream's). Only a live asker gets one, and it expires with the lease unless the asker's
+-- heartbeat refreshes it. The cap bounds an inbox whose asker stalled: the asker notices
+-- what was trimmed unread and looks its questions up again.
+local function notify(owner, id, outcome)
+  local lease_end = redis.call('ZSCORE', base .. 'owners', owner)
+  if not lease_end then return end
+  local inbox = base .. 'inbox:' .. owner
+  -- pcall: a key of another type written there by another hand must not stop the settle
+  -- half done (a script's writes are not undone); the asker's heartbeat finds it instead.
+  redis.pcall('XADD', inbox, 'MAXLEN', '~', 1000, '*', 'id', id, 'outcome', outcome)
+  redis.pcall('PEXPIREAT', inbox, math.floor(tonumber(lease_end)))
+end
 local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   local q = base .. 'q:' .. id
   local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
@@ -43,7 +57,10 @@ local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   redis.call('PEXPIRE', q, settled_ms)
   redis.call('ZREM', base .. 'pending', id)
   redis.call('ZREM', base .. 'deadlines', id)
-  if owner and owner ~= '' then redis.call('SREM', base .. 'owned:' .. owner, id) end
+  if owner and owner ~= '' then
+    redis.call('SREM', base .. 'owned:' .. owner, id)
+    notify(owner, id, outcome)
+  end
   if key and key ~= '' then
     local index = base .. 'key:' .. key
     if redis.call('GET', index) == id then
@@ -66,7 +83,7 @@ local function release(owner, settled_ms, maxlen)
       settle(id, 'aborted', '', settled_ms, maxlen)
     end
   end
-  redis.call('DEL', owned)
+  redis.call('DEL', owned, base .. 'inbox:' .. owner)  -- nobody waits on it any more
   redis.call('ZREM', base .. 'owners', owner)
 end
 """
@@ -168,6 +185,7 @@ local settled_ms, maxlen, batch = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local now = now_ms()
 if lease_ms > 0 then
   redis.call('ZADD', KEYS[3], now + lease_ms, owner)
+  redis.call('PEXPIRE', base .. 'inbox:' .. owner, lease_ms)  -- (none yet: nothing to do)
 else
   release(owner, settled_ms, maxlen)
 end
@@ -179,33 +197,54 @@ return {#dead, #expired}
 """
 )
 
-# KEYS: events. ARGV: base, position, count. The entries after the position, each with what
-# its question's hash holds (state, request, answer), read at one moment: the tail sends it
-# after its blocking XREAD on the same connection, which the server runs as soon as that
-# read returns, so an event and the hash that bears it out arrive in one round trip. A
-# requested entry gets the state and the request, a resolved one the state and the answer;
-# an entry that names no question gets false; a key that is no hash, the error's text.
+# KEYS: events, an inbox. ARGV: base, position ('' to skip the stream), count, the inbox's
+# position ('' to skip it). The stream's entries after the position, each with what its
+# question's hash holds (state, request, answer), and the inbox's first id and its entries
+# after its position, each with its question's state and answer; all read at one moment:
+# the tail sends it after its blocking XREAD on the same connection, which the server runs
+# as soon as that read returns, so an entry and the hash that bears it out arrive in one
+# round trip. A requested entry gets the state and the request, a resolved one the state
+# and the answer; an entry that names no question gets false; a key that is no hash, the
+# error's text.
 READ: Final = """
-local base = ARGV[1]
-local found = redis.call('XRANGE', KEYS[1], '(' .. ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))
-local out = {}
-for i, entry in ipairs(found) do
-  local fields, kind, id = entry[2], nil, nil
-  for j = 1, #fields, 2 do
-    if fields[j] == 'kind' then kind = fields[j + 1] elseif fields[j] == 'id' then
-      id = fields[j + 1]
-    end
-  end
-  local stored = false
-  if id and (kind == 'requested' or kind == 'resolved') then
-    -- A requested entry needs the request, a resolved one the answer: not both.
-    local wanted = kind == 'requested' and 'request' or 'answer'
-    stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', wanted)
-    if type(stored) == 'table' and stored.err then stored = stored.err end
-  end
-  out[i] = {entry[1], fields, stored}
+local base, count = ARGV[1], tonumber(ARGV[3])
+local function held(id, wanted)
+  local stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', wanted)
+  if type(stored) == 'table' and stored.err then return stored.err end
+  return stored
 end
-return out
+local events = {}
+if ARGV[2] ~= '' then
+  local found = redis.call('XRANGE', KEYS[1], '(' .. ARGV[2], '+', 'COUNT', count)
+  for i, entry in ipairs(found) do
+    local fields, kind, id = entry[2], nil, nil
+    for j = 1, #fields, 2 do
+      if fields[j] == 'kind' then kind = fields[j + 1] elseif fields[j] == 'id' then
+        id = fields[j + 1]
+      end
+    end
+    local stored = false
+    if id and (kind == 'requested' or kind == 'resolved') then
+      -- A requested entry needs the request, a resolved one the answer: not both.
+      stored = held(id, kind == 'requested' and 'request' or 'answer')
+    end
+    events[i] = {entry[1], fields, stored}
+  end
+end
+local first, inbox = false, {}
+if ARGV[4] ~= '' then
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+  if oldest[1] then first = oldest[1][1] end
+  local found = redis.call('XRANGE', KEYS[2], '(' .. ARGV[4], '+', 'COUNT', count)
+  for i, entry in ipairs(found) do
+    local fields, id = entry[2], false
+    for j = 1, #fields, 2 do
+      if fields[j] == 'id' then id = fields[j + 1] end
+    end
+    inbox[i] = {entry[1], id, id and held(id, 'answer')}
+  end
+end
+return {events, first, inbox}
 """
 
 # KEYS: events (it routes the script to the prefix's slot). ARGV: base, then question ids.

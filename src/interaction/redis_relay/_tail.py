@@ -1,22 +1,26 @@
-"""The Redis relay's stream tail: one blocking ``XREAD`` per process, every entry checked
-against its question's hash, the waiters it settles woken, the events it bears out kept
-for the process's event iterators."""
+"""The Redis relay's tail: one blocking ``XREAD`` per process, on the process's own inbox
+(its askers' settles) and, while event iterators are open, on the whole stream; every entry
+checked against its question's hash, the waiters it settles woken, the events it bears out
+kept for the process's event iterators."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
+from redis.typing import KeyT, StreamIdT
 
 from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
 from ..relay import PendingQuestion, RelayEvent
 from . import _scripts
-from ._stream import StreamState, call, key_of, readable, text, unavailable
+from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
 
 __all__ = ["Checked", "Tail", "log"]
 
@@ -24,6 +28,9 @@ log: Final = logging.getLogger("interaction.redis_relay")
 
 READ_COUNT: Final = 500
 TAIL_BLOCK_MS: Final = 5_000
+LINGER: Final = 5.0
+"""Seconds the tail keeps reading the stream after the last event iterator closed: a page
+that reloads, or a stream a keep-alive spell ended, opens the next one within that."""
 
 Checked = tuple[str, Mapping[str, str], str | None]
 """A stream entry as its hash bears it out: position, fields kept, the stored state."""
@@ -31,10 +38,13 @@ Stored = tuple[str | None, str | None, str | None]
 """What a question's hash holds: its state, request and answer (None: no such field)."""
 Found = tuple[str, Mapping[str, str], Stored]
 """A stream entry as read: position, fields, and what its question's hash held then."""
+Read = tuple[list[Found], str | None, list[object]]
+"""The read script's reply: the stream's entries, the inbox's first id and its entries."""
 
 
 class Tail:
-    """This process's reader of the stream after ``buffer.last``.
+    """This process's reader of its inbox after ``inbox_last`` and, while it has event
+    iterators (``follow``), of the stream after ``buffer.last``.
 
     ``changed`` is set (and replaced) whenever the buffer grows, the store fails or the
     relay closes; ``failure`` is the ``RELAY_UNAVAILABLE`` error while the tail cannot read
@@ -48,13 +58,23 @@ class Tail:
         base: str,
         where: str,
         waiters: LocalWaiters,
+        *,
+        owner: str,
+        lease_ms: int,
     ) -> None:
         self._client = client
         self._tail_client = tail_client
         self._base = base
         self._events_key = base + "events"
+        self._inbox_key = base + "inbox:" + owner
+        self._lease_ms = lease_ms
         self._where = where
         self._waiters = waiters
+        # A fresh owner's inbox does not exist yet: all it will hold is ours to read.
+        self.inbox_last = "0-0"
+        self.following = False  # whether the tail's current read takes the stream too
+        self._readers = 0
+        self._linger_until = 0.0
         self.requests = RequestCache()
         self.buffer = EventBuffer(key_of, "0-0")
         self.changed = asyncio.Event()
@@ -62,6 +82,31 @@ class Tail:
         self.closed = False
         self.stopping = asyncio.Event()
         self.abandoned: asyncio.Future[Any] | None = None
+
+    async def follow(self) -> None:
+        """An event iterator opens: the tail reads the stream until it closes (and for
+        ``LINGER`` after). A tail blocked on the inbox alone is poked awake by an entry
+        there (which names no question), so it takes the stream up at once."""
+        self._readers += 1
+        if not self.following:
+            # A poke that fails costs no event: the tail takes the stream up when its read
+            # ends anyway (within TAIL_BLOCK_MS), and a store that is away fails the tail
+            # too, which then says so to the iterators.
+            with contextlib.suppress(RedisError, OSError):
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.xadd(self._inbox_key, {"poke": "1"}, maxlen=1000, approximate=True)
+                    # A poke may be the inbox's first entry: it must expire with the lease.
+                    pipe.pexpire(self._inbox_key, self._lease_ms)
+                    await pipe.execute()
+
+    def unfollow(self) -> None:
+        """An event iterator closed."""
+        self._readers -= 1
+        if self._readers == 0:
+            self._linger_until = time.monotonic() + LINGER
+
+    def _wants_stream(self) -> bool:
+        return self._readers > 0 or time.monotonic() < self._linger_until
 
     def _wake_readers(self) -> None:
         # A fresh Event each time: an iterator that waits on a set one would never yield
@@ -123,13 +168,26 @@ class Tail:
             checked.append((position, {}, None))
         return checked
 
-    def _script_args(self, after: str) -> tuple[str, int, str, str, str, int]:
-        """``EVAL`` of the read script after ``after``: the store caches it by its digest,
-        and a restarted store needs no reloading (as ``EVALSHA`` would)."""
-        return (_scripts.READ, 1, self._events_key, self._base, after, READ_COUNT)
+    def _script_args(
+        self, after: str, inbox_after: str = ""
+    ) -> tuple[str, int, str, str, str, str, int, str]:
+        """``EVAL`` of the read script after ``after`` in the stream ('': not the stream),
+        and after ``inbox_after`` in the inbox ('': not the inbox): the store caches it by
+        its digest, and a restarted store needs no reloading (as ``EVALSHA`` would)."""
+        keys = (self._events_key, self._inbox_key)
+        return (_scripts.READ, 2, *keys, self._base, after, READ_COUNT, inbox_after)
+
+    def parsed(self, reply: object) -> Read:
+        """The read script's reply: the stream's entries (``found``), the inbox's first
+        id (None: no inbox) and its entries, as they came."""
+        assert isinstance(reply, list)
+        events, first, inbox = reply
+        assert isinstance(inbox, list)
+        return self.found(events), text(first), inbox
 
     def found(self, reply: object) -> list[Found]:
-        """The read script's reply: each entry with what its question's hash holds.
+        """The stream's entries in the read script's reply, each with what its question's
+        hash holds.
 
         A key that is not a hash (no script writes one) reads as no question: refused as a
         whole, the batch would be read again and again, and the tail would go no further.
@@ -152,7 +210,8 @@ class Tail:
 
     async def read(self, after: str) -> list[Checked]:
         """The entries after ``after``, checked, in one round trip."""
-        return self.checked(self.found(await call(self._where, self._eval(after))))
+        found, _, _ = self.parsed(await call(self._where, self._eval(after)))
+        return self.checked(found)
 
     def _eval(self, after: str) -> Awaitable[object]:
         reply: Awaitable[object] = self._client.eval(*self._script_args(after))
@@ -179,6 +238,36 @@ class Tail:
                 self._waiters.wake(event.id, state, fields.get("answer", ""))
         self._wake_readers()
 
+    async def deliver(self, first: str | None, inbox: Sequence[object]) -> None:
+        """Wake the waiters the inbox's entries settle, by their questions' hashes; when
+        entries after ``inbox_last`` may have been trimmed unread (its first id is past
+        it) or the inbox is gone, look each waiting question up again."""
+        last = key_of(self.inbox_last) or (0, 0)
+        lost = last != (0, 0) and (first is None or (key_of(first) or (0, 0)) > last)
+        for entry in inbox:
+            assert isinstance(entry, list)
+            entry_id, named, held = entry
+            self.inbox_last = text(entry_id) or self.inbox_last
+            question_id = text(named)
+            if question_id is None:  # a poke: it only woke the tail
+                continue
+            if not readable(question_id):
+                log.warning(
+                    "ignored the inbox entry %s: it holds bytes that are not UTF-8",
+                    self.inbox_last,
+                )
+                continue
+            if isinstance(held, list):
+                state, answer = (text(item) for item in held)
+                self._waiters.wake(question_id, state, answer or "")
+            else:  # the error's text in its place: WRONGTYPE
+                log.warning("question %r is not stored as a question: %s", question_id, held)
+                self._waiters.wake(question_id, None, "")
+        if lost:
+            if first is None:  # expired, or the store lost it: the next one starts anew
+                self.inbox_last = "0-0"
+            await self.recheck()
+
     async def stream_state(self) -> StreamState:
         try:
             info: object = await self._client.xinfo_stream(self._events_key)
@@ -189,8 +278,9 @@ class Tail:
         return StreamState.of(info)
 
     async def run(self) -> None:
-        """Read the stream after the buffer's last position, for ever; on a gap or after
-        the store was away, look each local waiter's question up again."""
+        """Read the inbox, and the stream after the buffer's last position while event
+        iterators want it, for ever; on a gap or after the store was away, look each local
+        waiter's question up again."""
         down = False
         pause = 0.05
         while not self.closed:  # (the client may turn a cancelled read into an error)
@@ -198,7 +288,10 @@ class Tail:
                 if down:
                     await self._resync()
                     down, pause, self.failure = False, 0.05, None
-                read = asyncio.ensure_future(self._wait_and_read(self.buffer.last))
+                # Taking the stream up again, the tail goes on from where it left it, so
+                # the buffer holds every event since then (or, trimmed, it resets).
+                following = self.following = self._wants_stream()
+                read = asyncio.ensure_future(self._wait_and_read(following))
                 stopping = asyncio.ensure_future(self.stopping.wait())
                 try:
                     await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -208,7 +301,8 @@ class Tail:
                         self.abandoned = read
                 if not read.done():
                     return
-                found = self.found(read.result())
+                found, first, inbox = self.parsed(read.result())
+                await self.deliver(first, inbox)
                 before = self.buffer.last
                 # A first entry that names ``before`` as its predecessor follows on without
                 # a gap; otherwise (or from a writer that does not say) ask XINFO.
@@ -228,22 +322,32 @@ class Tail:
                 await asyncio.sleep(pause)
                 pause = min(1.0, pause * 2)
 
-    async def _wait_and_read(self, after: str) -> object:
-        """Block until the stream holds an entry after ``after``, then read the entries and
-        their hashes: a blocked client's next command waits in the server until the block
-        ends, so both go out together and come back in one round trip."""
+    async def _wait_and_read(self, following: bool) -> object:
+        """Block until the inbox (or, ``following``, the stream) holds an entry after the
+        tail's position there, then read the entries and their hashes: a blocked client's
+        next command waits in the server until the block ends, so both go out together and
+        come back in one round trip."""
+        streams: dict[KeyT, StreamIdT] = {self._inbox_key: self.inbox_last}
+        after = ""
+        if following:
+            after = self.buffer.last
+            streams = {self._events_key: after, **streams}
         async with self._tail_client.pipeline(transaction=False) as pipe:
-            pipe.xread({self._events_key: after}, count=1, block=TAIL_BLOCK_MS)
-            pipe.eval(*self._script_args(after))
+            pipe.xread(streams, count=1, block=TAIL_BLOCK_MS)
+            pipe.eval(*self._script_args(after, self.inbox_last))
             _, reply = await pipe.execute()
         return reply
 
     async def _resync(self) -> None:
-        """After the store was away: was it reset (its stream is behind us)? Recheck waiters."""
+        """After the store was away: was it reset (its stream or the inbox is behind us)?
+        Recheck waiters."""
         last = (await self.stream_state()).last
         if last < (key_of(self.buffer.last) or (0, 0)):  # the store lost its data
             self.buffer.reset(f"{last[0]}-{last[1]}")
             self._wake_readers()
+        newest = entries(await self._client.xrevrange(self._inbox_key, count=1))
+        if not newest or (key_of(newest[0][0]) or (0, 0)) < (key_of(self.inbox_last) or (0, 0)):
+            self.inbox_last = "0-0"  # what it holds came after we lost the store
         await self.recheck()
 
     async def recheck(self, *only: str) -> None:
@@ -275,7 +379,7 @@ class Tail:
             pipe.eval(*self._script_args(position))
             pipe.xinfo_stream(self._events_key)
             read, info = await call(self._where, pipe.execute())
-        found = self.found(read)
+        found, _, _ = self.parsed(read)
         if StreamState.of(info).lost_after(key_of(position) or (0, 0)):
             raise stale()
         checked = self.checked(found)
@@ -283,6 +387,7 @@ class Tail:
         return events, found[-1][0] if found else position
 
     async def drain(self) -> None:
-        """Read what is left after the buffer's last position (the relay closes)."""
-        while checked := await self.read(self.buffer.last):
+        """Read what is left after the buffer's last position for the iterators (the relay
+        closes); a tail on its inbox alone has no iterators to give it to."""
+        while self.following and (checked := await self.read(self.buffer.last)):
             self.absorb(checked)
