@@ -82,7 +82,10 @@ async def main(url, prefix, port):
         return Response(status_code=409)
 
     app = Starlette(routes=[Route("/answer/{id}", answer, methods=["POST"])])
-    config = uvicorn.Config(app, port=port, log_level="warning", lifespan="off")
+    # Idle connections kept as long as the seam's server keeps them (its request timeout):
+    # at uvicorn's 5 s, the clients' pools (5 s) would race the close.
+    config = uvicorn.Config(
+        app, port=port, log_level="warning", lifespan="off", timeout_keep_alive=10)
     await uvicorn.Server(config).serve()
 
 asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))

@@ -122,6 +122,18 @@ async def test_a_silent_connection_is_closed_after_the_request_timeout() -> None
         assert internals(server).limits.timed_out == 1
 
 
+async def test_an_idle_kept_alive_connection_is_closed_by_the_request_timeout_alone() -> None:
+    """uvicorn's keep-alive timer (5 s by default) would close an idle connection just as
+    httpx's pool (5 s expiry) may reuse it: the client's POST then fails with ReadError."""
+    async with serving(request_timeout=30) as server:
+        assert internals(server).config.timeout_keep_alive == 30
+    async with serving(request_timeout=0.3) as server, raw(server) as (conn,):
+        await conn.send(head(server))
+        assert (await conn.reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+        await conn.read_all()  # the body, then the close when the idle connection times out
+        assert internals(server).limits.timed_out == 1
+
+
 async def test_a_half_sent_head_is_answered_408_and_closed() -> None:
     async with serving(request_timeout=0.3) as server, raw(server) as (half,):
         await half.send(head(server)[:-2])  # all but the blank line that ends the head

@@ -525,7 +525,16 @@ class WebServer:
             origins=origins,
             users=self.users,
         )
-        config = uvicorn.Config(self._app, log_level="warning", lifespan="off", http=_Protocol)
+        # An idle connection is closed by the request timeout alone: uvicorn's own
+        # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
+        # reuses a connection just as the server closes it gets ReadError on its POST.
+        config = uvicorn.Config(
+            self._app,
+            log_level="warning",
+            lifespan="off",
+            http=_Protocol,
+            timeout_keep_alive=math.ceil(self.request_timeout),
+        )
         limits = _Limits(self.max_connections, self.request_timeout)
         self._server = _Server(config, limits, self._app.close_streams)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
