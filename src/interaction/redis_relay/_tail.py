@@ -9,11 +9,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.typing import KeyT, StreamIdT
 
 from .._core import UserInteractionError
@@ -64,6 +65,7 @@ class Tail:
     ) -> None:
         self._client = client
         self._tail_client = tail_client
+        self._read_script = client.register_script(_scripts.READ)
         self._base = base
         self._events_key = base + "events"
         self._inbox_key = base + "inbox:" + owner
@@ -168,14 +170,38 @@ class Tail:
             checked.append((position, {}, None))
         return checked
 
-    def _script_args(
+    def _read_keys_args(
         self, after: str, inbox_after: str = ""
-    ) -> tuple[str, int, str, str, str, str, int, str]:
-        """``EVAL`` of the read script after ``after`` in the stream ('': not the stream),
-        and after ``inbox_after`` in the inbox ('': not the inbox): the store caches it by
-        its digest, and a restarted store needs no reloading (as ``EVALSHA`` would)."""
-        keys = (self._events_key, self._inbox_key)
-        return (_scripts.READ, 2, *keys, self._base, after, READ_COUNT, inbox_after)
+    ) -> tuple[list[str], list[str | int]]:
+        """The read script's keys and arguments, after ``after`` in the stream ('': not the
+        stream) and after ``inbox_after`` in the inbox ('': not the inbox)."""
+        keys = [self._events_key, self._inbox_key]
+        return keys, [self._base, after, READ_COUNT, inbox_after]
+
+    async def _pipelined(
+        self, store: aioredis.Redis, queue: Callable[[Pipeline], object]
+    ) -> list[Any]:
+        """Run the commands ``queue`` puts in a pipeline, where the read script goes by its
+        digest (``EVALSHA``): the script's text is not sent at every read. A store that
+        does not hold the script (it restarted, or its scripts were flushed) answers
+        ``NOSCRIPT``: the script is loaded and the pipeline runs again. (A pipeline of
+        redis-py's own ``Script`` objects would ask ``SCRIPT EXISTS`` at every run.)"""
+        async with store.pipeline(transaction=False) as pipe:
+            queue(pipe)
+            try:
+                replies: list[Any] = await pipe.execute()
+            except NoScriptError:
+                await store.script_load(_scripts.READ)
+            else:
+                return replies
+        async with store.pipeline(transaction=False) as pipe:
+            queue(pipe)
+            replies = await pipe.execute()
+            return replies
+
+    def _queue_read(self, pipe: Pipeline, after: str, inbox_after: str = "") -> None:
+        keys, args = self._read_keys_args(after, inbox_after)
+        pipe.evalsha(self._read_script.sha, len(keys), *keys, *args)
 
     def parsed(self, reply: object) -> Read:
         """The read script's reply: the stream's entries (``found``), the inbox's first
@@ -210,12 +236,9 @@ class Tail:
 
     async def read(self, after: str) -> list[Checked]:
         """The entries after ``after``, checked, in one round trip."""
-        found, _, _ = self.parsed(await call(self._where, self._eval(after)))
+        keys, args = self._read_keys_args(after)
+        found, _, _ = self.parsed(await call(self._where, self._read_script(keys, args)))
         return self.checked(found)
-
-    def _eval(self, after: str) -> Awaitable[object]:
-        reply: Awaitable[object] = self._client.eval(*self._script_args(after))
-        return reply
 
     @staticmethod
     def _readable(position: str, fields: Mapping[str, str]) -> Mapping[str, str]:
@@ -332,10 +355,13 @@ class Tail:
         if following:
             after = self.buffer.last
             streams = {self._events_key: after, **streams}
-        async with self._tail_client.pipeline(transaction=False) as pipe:
+        inbox_after = self.inbox_last
+
+        def queue(pipe: Pipeline) -> None:
             pipe.xread(streams, count=1, block=TAIL_BLOCK_MS)
-            pipe.eval(*self._script_args(after, self.inbox_last))
-            _, reply = await pipe.execute()
+            self._queue_read(pipe, after, inbox_after)
+
+        _, reply = await self._pipelined(self._tail_client, queue)
         return reply
 
     async def _resync(self) -> None:
@@ -375,10 +401,12 @@ class Tail:
     async def read_after(self, position: str) -> tuple[list[RelayEvent], str]:
         """Events after ``position`` read from the store (a reader behind the buffer), and
         the position read up to."""
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.eval(*self._script_args(position))
+
+        def queue(pipe: Pipeline) -> None:
+            self._queue_read(pipe, position)
             pipe.xinfo_stream(self._events_key)
-            read, info = await call(self._where, pipe.execute())
+
+        read, info = await call(self._where, self._pipelined(self._client, queue))
         found, _, _ = self.parsed(read)
         if StreamState.of(info).lost_after(key_of(position) or (0, 0)):
             raise stale()
