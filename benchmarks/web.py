@@ -161,6 +161,19 @@ SECURITY_HEADERS = {
 """What WebServer adds to every response (docs/web.md)."""
 
 
+def shown_question(request: AskUserQuestionRequest, question_id: str) -> str:
+    """The JSON of the question as the page's ``requested`` event carries it: the wire
+    request, ``planReview`` and the display model, under ``question_id``."""
+    view = present(request)
+    question = {
+        "id": question_id,
+        "request": wire.encode_request(request),
+        "planReview": view.plan_review,
+        "view": view.to_json(),
+    }
+    return json.dumps(question, ensure_ascii=False)
+
+
 class WireFloorServer:
     """The floor of the seam's own protocol: the bare app of :class:`BareEventServer`
     carrying the bytes :class:`WebServer` carries for one question, and nothing of its
@@ -174,14 +187,7 @@ class WireFloorServer:
         self.events: asyncio.Queue[str] = asyncio.Queue()
         self.waiters: list[asyncio.Future[object]] = []
         self.sequence = 0
-        view = present(request)
-        question = {
-            "id": question_id,
-            "request": wire.encode_request(request),
-            "planReview": view.plan_review,
-            "view": view.to_json(),
-        }
-        self.requested = f"event: requested\ndata: {json.dumps(question, ensure_ascii=False)}\n\n"
+        self.requested = f"event: requested\ndata: {shown_question(request, question_id)}\n\n"
         resolved = {"id": question_id, "outcome": "answered"}
         self.resolved = f"event: resolved\ndata: {json.dumps(resolved)}\n\n"
         self.app = Starlette(
