@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
@@ -32,6 +32,7 @@ __all__ = [
     "RequestCache",
     "Waiter",
     "not_pending",
+    "replay",
     "stale",
     "stamped",
 ]
@@ -192,3 +193,41 @@ class EventBuffer:
             self._base = self.keys[-BUFFERED - 1]
             del self.events[:-BUFFERED]
             del self.keys[:-BUFFERED]
+
+
+async def replay(
+    buffer: EventBuffer,
+    position: str,
+    *,
+    changed: Callable[[], asyncio.Event],
+    failure: Callable[[], UserInteractionError | None],
+    closed: Callable[[], bool],
+    read_after: Callable[[str], Awaitable[tuple[list[RelayEvent], str]]],
+) -> AsyncGenerator[RelayEvent, None]:
+    """A shared relay's events after ``position``, for ever: those ``buffer`` holds, and
+    for a reader behind it those ``read_after`` reads from the store (the events and the
+    position read up to). It waits on ``changed()`` (an event set, then replaced, when the
+    buffer grows, the store fails or the relay closes), raises the store's ``failure()``
+    while it cannot be read, and ends once ``closed()`` and nothing is left."""
+    while True:
+        wake = changed()  # taken before the buffer is read: no wake-up in between is missed
+        batch = buffer.after(position)
+        if batch is None:
+            if closed():
+                return
+            batch, read_up_to = await read_after(position)
+            if read_up_to != position:
+                for event in batch:
+                    yield event
+                position = read_up_to
+                continue
+        if batch:
+            for event in batch:
+                position = event.position
+                yield event
+            continue
+        if closed():
+            return
+        if (error := failure()) is not None:
+            raise UserInteractionError(error.message, error.code)
+        await wake.wait()

@@ -31,6 +31,7 @@ from .._shared_relay import (
     RequestCache,
     Waiter,
     not_pending,
+    replay,
     stale,
     stamped,
 )
@@ -526,28 +527,17 @@ class PostgresRelay:
                 raise stale()
             if not self._closed:
                 await self._check_position(position)
-        while True:
-            changed = self._changed
-            batch = self._buffer.after(position)
-            if batch is None:
-                if self._closed:
-                    return
-                batch, read_up_to = await self._read_after(position)
-                if read_up_to != position:
-                    for event in batch:
-                        yield event
-                    position = read_up_to
-                    continue
-            if batch:
-                for event in batch:
-                    position = event.position
-                    yield event
-                continue
-            if self._closed:
-                return
-            if (failure := self._failure) is not None:
-                raise UserInteractionError(failure.message, failure.code)
-            await changed.wait()
+        events = replay(
+            self._buffer,
+            position,
+            changed=lambda: self._changed,
+            failure=lambda: self._failure,
+            closed=lambda: self._closed,
+            read_after=self._read_after,
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def _check_position(self, position: str) -> None:
         key = self._key_of(position)

@@ -26,7 +26,7 @@ from .._core import (
     check_request,
     request_digest,
 )
-from .._shared_relay import LocalWaiters, Waiter, not_pending, stale, stamped
+from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stale, stamped
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot
 from ..wire import decode_answer, dumps
 from . import _scripts
@@ -297,28 +297,17 @@ class RedisRelay:
                     raise stale()
                 if not self._closed:
                     await tail.check_position(position)
-            while True:
-                changed = tail.changed
-                batch = tail.buffer.after(position)
-                if batch is None:
-                    if self._closed:
-                        return
-                    batch, read_up_to = await tail.read_after(position)
-                    if read_up_to != position:
-                        for event in batch:
-                            yield event
-                        position = read_up_to
-                        continue
-                if batch:
-                    for event in batch:
-                        position = event.position
-                        yield event
-                    continue
-                if self._closed:
-                    return
-                if (failure := tail.failure) is not None:
-                    raise UserInteractionError(failure.message, failure.code)
-                await changed.wait()
+            events = replay(
+                tail.buffer,
+                position,
+                changed=lambda: tail.changed,
+                failure=lambda: tail.failure,
+                closed=lambda: self._closed,
+                read_after=tail.read_after,
+            )
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
         finally:
             if following:
                 tail.unfollow()
