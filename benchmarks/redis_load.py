@@ -36,6 +36,7 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.loopback import free_port
 from tests.redis_server import RedisServer
+from timing import until_up
 
 from interaction.redis_relay import RedisRelay
 
@@ -122,17 +123,6 @@ def floor_host(server: RedisServer, prefix: str) -> tuple[subprocess.Popen[bytes
         [sys.executable, "-c", FLOOR, server.url, prefix, str(port)], stdout=subprocess.DEVNULL
     )
     return child, f"http://127.0.0.1:{port}"
-
-
-async def until_up(base: str) -> None:
-    async with httpx.AsyncClient(base_url=base) as http:
-        for _ in range(200):
-            try:
-                await http.post("/answer/none", content=b"")
-                return
-            except httpx.TransportError:
-                await asyncio.sleep(0.05)
-    raise RuntimeError(f"the floor app at {base} did not start")
 
 
 def start_askers(server: RedisServer, prefix: str, per: int) -> list[subprocess.Popen[bytes]]:
@@ -293,8 +283,8 @@ async def floor(total: int, clients: int) -> dict[str, float]:
                 await pipe.execute()
         hosts = [floor_host(server, prefix) for _ in range(2)]
         try:
-            for _, base in hosts:
-                await until_up(base)
+            for child, base in hosts:
+                await until_up(child, base + "/answer/none")
             https = [httpx.AsyncClient(base_url=base, timeout=60) for _, base in hosts]
 
             async def answer(http: httpx.AsyncClient, text: str) -> int:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 import redis.asyncio as aioredis
-from timing import CHILD_ENV, Row, payload, turns
+from timing import CHILD_ENV, Row, payload, turns, until_up
 from web import answers_over_http, questions_over_http, shown_question
 
 import interaction
@@ -172,17 +172,6 @@ def bare_host(url: str, prefix: str) -> tuple[subprocess.Popen[bytes], str]:
     return subprocess.Popen(argv, env=CHILD_ENV), f"http://127.0.0.1:{port}"
 
 
-async def until_up(process: subprocess.Popen[bytes], base: str) -> None:
-    """Wait until the bare host answers (it refuses a claim on no question)."""
-    async with httpx.AsyncClient(base_url=base) as http:
-        while process.poll() is None:
-            with contextlib.suppress(httpx.TransportError):
-                await http.post("/api/questions/none/answer", json={})
-                return
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"the bare host at {base} ended with {process.returncode}")
-
-
 @dataclass(frozen=True, slots=True)
 class Trips:
     """(m)'s figures: medians of seconds per trip (ours, in memory on one host, on the bare
@@ -219,7 +208,7 @@ async def redis_round_trips(url: str, number: int, repeat: int) -> Trips:
     headers = {"Authorization": f"Bearer {token}"}
     samples: list[list[float]] = [[], [], [], []]
     try:
-        await until_up(bare_child, bare_base)
+        await until_up(bare_child, bare_base + "/api/questions/none/answer")
         async with (
             WebServer(memory) as server,
             httpx.AsyncClient(base_url=base, headers=headers) as far,

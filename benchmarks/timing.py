@@ -8,12 +8,16 @@ subject alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
+import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+import httpx
 
 from interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 
@@ -145,3 +149,15 @@ def table(rows: Sequence[Row]) -> str:
             f" {r.reference_value:.2f} {r.unit} | {r.ratio_text} | {r.target} |"
         )
     return "\n".join(lines)
+
+
+async def until_up(process: subprocess.Popen[bytes], url: str) -> None:
+    """Wait until the server ``process`` started answers a POST to ``url`` (any status);
+    ``RuntimeError`` if the process ends first."""
+    async with httpx.AsyncClient() as http:
+        while process.poll() is None:
+            with contextlib.suppress(httpx.TransportError):
+                await http.post(url, json={})
+                return
+            await asyncio.sleep(0.05)  # the process says nothing when it is up
+    raise RuntimeError(f"the server for {url} ended with {process.returncode}")
