@@ -164,18 +164,18 @@ class EventBuffer:
     for a string that is no position of this store)."""
 
     def __init__(self, key_of: Callable[[str], Key | None], start: str) -> None:
-        self._key_of = key_of
+        self.key_of = key_of
         self.reset(start)
 
     def reset(self, base: str) -> None:
         self.last = base
-        self._base = self._last = self._key_of(base) or (0, 0)
+        self._base = self._last = self.key_of(base) or (0, 0)
         self.events: list[RelayEvent] = []
         self.keys: list[Key] = []
 
     def after(self, position: str) -> list[RelayEvent] | None:
         """The events after ``position``, or None when the buffer cannot tell."""
-        key = self._key_of(position)
+        key = self.key_of(position)
         if key is None or key < self._base or key > self._last:
             return None
         return self.events[bisect.bisect_right(self.keys, key) :]
@@ -183,7 +183,7 @@ class EventBuffer:
     def advance(self, position: str) -> None:
         """The tail read up to ``position`` (an entry that is no event still moves it)."""
         self.last = position
-        self._last = self._key_of(position) or self._last
+        self._last = self.key_of(position) or self._last
 
     def add(self, event: RelayEvent) -> None:
         self.advance(event.position)
@@ -203,12 +203,20 @@ async def replay(
     failure: Callable[[], UserInteractionError | None],
     closed: Callable[[], bool],
     read_after: Callable[[str], Awaitable[tuple[list[RelayEvent], str]]],
+    check_position: Callable[[str], Awaitable[None]],
 ) -> AsyncGenerator[RelayEvent, None]:
     """A shared relay's events after ``position``, for ever: those ``buffer`` holds, and
     for a reader behind it those ``read_after`` reads from the store (the events and the
     position read up to). It waits on ``changed()`` (an event set, then replaced, when the
     buffer grows, the store fails or the relay closes), raises the store's ``failure()``
-    while it cannot be read, and ends once ``closed()`` and nothing is left."""
+    while it cannot be read, and ends once ``closed()`` and nothing is left. A position
+    the buffer cannot place is ``STALE_POSITION`` unless ``check_position`` finds the store
+    still holds what follows it (an open relay's store only: a closed one ends at once)."""
+    if buffer.after(position) is None:
+        if buffer.key_of(position) is None:
+            raise stale()
+        if not closed():
+            await check_position(position)
     while True:
         wake = changed()  # taken before the buffer is read: no wake-up in between is missed
         batch = buffer.after(position)

@@ -521,19 +521,14 @@ class PostgresRelay:
     async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         if not self._closed:
             await self.connect()
-        position = after
-        if self._buffer.after(position) is None:
-            if self._key_of(position) is None:
-                raise stale()
-            if not self._closed:
-                await self._check_position(position)
         events = replay(
             self._buffer,
-            position,
+            after,
             changed=lambda: self._changed,
             failure=lambda: self._failure,
             closed=lambda: self._closed,
             read_after=self._read_after,
+            check_position=self._check_position,
         )
         async with contextlib.aclosing(events):
             async for event in events:

@@ -26,11 +26,11 @@ from .._core import (
     check_request,
     request_digest,
 )
-from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stale, stamped
+from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stamped
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot
 from ..wire import decode_answer, dumps
 from . import _scripts
-from ._stream import call, client, entries, key_of, readable, strings, text, unavailable
+from ._stream import call, client, entries, readable, strings, text, unavailable
 from ._tail import TAIL_BLOCK_MS, Tail, log
 
 __all__ = ["RedisRelay"]
@@ -291,19 +291,14 @@ class RedisRelay:
         try:
             if following:
                 await tail.follow()  # the tail reads the stream while this is open
-            position = after
-            if tail.buffer.after(position) is None:
-                if key_of(position) is None:
-                    raise stale()
-                if not self._closed:
-                    await tail.check_position(position)
             events = replay(
                 tail.buffer,
-                position,
+                after,
                 changed=lambda: tail.changed,
                 failure=lambda: tail.failure,
                 closed=lambda: self._closed,
                 read_after=tail.read_after,
+                check_position=tail.check_position,
             )
             async with contextlib.aclosing(events):
                 async for event in events:
