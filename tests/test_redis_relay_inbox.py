@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import subprocess
 import sys
 import time
@@ -14,11 +15,11 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from interaction import ask, provide
+from interaction import UserInteractionError, ask, provide
 from interaction.redis_relay import RedisRelay
 from interaction.redis_relay._stream import entries
 from interaction.redis_relay._tail import TAIL_BLOCK_MS
-from interaction.relay import RelayEvent
+from interaction.relay import RELAY_UNAVAILABLE, RelayEvent
 
 from .redis_server import RedisServer, redis_server
 from .test_redis_relay import (
@@ -238,3 +239,84 @@ async def test_a_store_that_lost_its_scripts_gets_the_read_script_again(
     await store.aclose()
     await other.aclose()
     await relay.aclose()
+
+
+async def test_a_read_the_store_refuses_leaves_the_tails_connection_in_step(
+    redis_server: RedisServer,
+) -> None:
+    """The store refuses the tail's blocking ``XREAD`` (its ACL user may not run it) and
+    still answers the read script sent behind it: the tail says the store cannot be read,
+    and the reply it did not read goes with the connection. Once ``XREAD`` is allowed
+    again the tail reads on in step (a reply left behind would be taken for the next
+    read's): the waiting ask gets its answer, and an iterator every event after."""
+    space = prefix()
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    user, password = f"tail-{space}", secrets.token_urlsafe(16)
+    everything_but_xread = ["+@all", "-xread"]
+    await store.acl_setuser(
+        user, enabled=True, passwords=[f"+{password}"], keys=["*"], commands=everything_but_xread
+    )
+    limited = redis_server.url.replace("redis://", f"redis://{user}:{password}@")
+    async with contextlib.AsyncExitStack() as cleanup:
+        cleanup.push_async_callback(store.aclose)
+        asking = RedisRelay(limited, prefix=space)
+        cleanup.push_async_callback(asking.aclose)
+        answering = RedisRelay(redis_server.url, prefix=space)
+        cleanup.push_async_callback(answering.aclose)
+        start = await asking.snapshot()
+        events = asking.events(start.position)
+        with provide(asking):
+            first = asyncio.create_task(ask(free("Refused, then read?")))
+            with pytest.raises(UserInteractionError) as refused:
+                await asyncio.wait_for(anext(events), WAIT)
+            assert refused.value.code == RELAY_UNAVAILABLE
+            assert refused.value.message.endswith(
+                "cannot be used: this user has no permissions to run the 'xread' command"
+            )
+            await store.acl_setuser(user, enabled=True, commands=["+xread"])
+            (question,) = await asked(answering, start.position, 1)
+            await answering.submit(question.id, Answer([Item("q", custom="read")]))
+            assert (await asyncio.wait_for(first, WAIT)).answers[0].custom == "read"
+            # A second question, seen live by an iterator the tail feeds.
+            events = asking.events(start.position)
+            cleanup.push_async_callback(events.aclose)
+            second = asyncio.create_task(ask(free("And then?")))
+            seen = await collect(events, requested(2))
+            await answering.submit(seen[-1].id, Answer([Item("q", custom="then")]))
+            seen += await collect(events, lambda got: len(got) == 1)
+            assert (await asyncio.wait_for(second, WAIT)).answers[0].custom == "then"
+    ids = [question.id, question.id, seen[2].id, seen[2].id]
+    assert [(e.kind, e.id) for e in seen] == list(
+        zip(["requested", "resolved"] * 2, ids, strict=True)
+    )
+
+
+async def test_a_tail_whose_connection_is_killed_reads_on_at_once(
+    redis_server: RedisServer,
+) -> None:
+    """The server drops the relays' connections (``CLIENT KILL``, as a proxy or an idle
+    timeout would): each tail reads again at once on a new one, so nothing says the store
+    is away, and the iterator and the asker get what came next."""
+    space = prefix()
+    async with contextlib.AsyncExitStack() as cleanup:
+        store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+        cleanup.push_async_callback(store.aclose)
+        relay = RedisRelay(redis_server.url, prefix=space)
+        cleanup.push_async_callback(relay.aclose)
+        other = RedisRelay(redis_server.url, prefix=space)
+        cleanup.push_async_callback(other.aclose)
+        start = await relay.snapshot()
+        events = relay.events(start.position)
+        cleanup.push_async_callback(events.aclose)
+        with provide(relay):
+            task = asyncio.create_task(ask(free("After the kill?")))
+            (question,) = await collect(events, requested(1))
+            # Every connection but the test's own: the tail's and its relay's pool's (the
+            # other relay has not connected yet).
+            connections = len(await store.client_list())
+            killed = await store.client_kill_filter(_type="normal", skipme=True)
+            assert killed == connections - 1 >= 2
+            await other.submit(question.id, Answer([Item("q", custom="on")]))
+            (resolved,) = await collect(events, lambda got: len(got) == 1)
+            assert (await asyncio.wait_for(task, WAIT)).answers[0].custom == "on"
+    assert (resolved.kind, resolved.id, resolved.outcome) == ("resolved", question.id, "answered")

@@ -71,7 +71,7 @@ class RedisRelay:
             raise ValueError("lease_ttl, question_ttl and settled_ttl must be positive")
         # from_url raises ValueError for a URL that is not redis://, rediss:// or unix://.
         self._client = client(url, 10.0)
-        self._tail_client = client(url, TAIL_BLOCK_MS / 1000 + 10)
+        self._tail_client = client(url, TAIL_BLOCK_MS / 1000 + 10, single=True)
         kwargs = self._client.connection_pool.connection_kwargs
         self.where = str(kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}")
         """Where the store is (host:port or socket path, never credentials), for messages."""

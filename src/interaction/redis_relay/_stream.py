@@ -108,8 +108,9 @@ class StreamState:
         return self.trimmed and key < self.first
 
 
-def client(url: str, timeout: float) -> aioredis.Redis:
-    """A client that fails at once when the store is away, and reads any bytes.
+def client(url: str, timeout: float, *, single: bool = False) -> aioredis.Redis:
+    """A client that fails at once when the store is away, and reads any bytes; ``single``:
+    one connection of its own, held (``single_connection_client``).
 
     One immediate retry on a connection error: after the server restarted, a pooled
     connection is dead and the retry takes a fresh one. The scripts are safe to run twice
@@ -129,4 +130,4 @@ def client(url: str, timeout: float) -> aioredis.Redis:
         socket_connect_timeout=2.0,
         retry=Retry(NoBackoff(), 1),
     )
-    return aioredis.Redis(connection_pool=pool)
+    return aioredis.Redis(connection_pool=pool, single_connection_client=single)

@@ -14,8 +14,10 @@ from typing import Any, Final
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
-from redis.typing import KeyT, StreamIdT
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT, KeyT, StreamIdT
 
 from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
@@ -349,7 +351,14 @@ class Tail:
         """Block until the inbox (or, ``following``, the stream) holds an entry after the
         tail's position there, then read the entries and their hashes: a blocked client's
         next command waits in the server until the block ends, so both go out together and
-        come back in one round trip."""
+        come back in one round trip.
+
+        Both go straight on the connection of the tail's own client (a single-connection
+        client: the tail has one read in flight at a time). A redis-py ``Pipeline`` per
+        wake-up (its command stack, its reply callbacks, the pool's get and release) cost
+        about a twentieth of a question's trip across hosts (benchmarks/RESULTS.md, (m)).
+        The relay's ``aclose`` closes the client and its pool, and the connection with them
+        (a read blocked on it ends)."""
         streams: dict[KeyT, StreamIdT] = {self._inbox_key: self.inbox_last}
         after = ""
         if following:
@@ -357,12 +366,36 @@ class Tail:
             streams = {self._events_key: after, **streams}
         inbox_after = self.inbox_last
 
-        def queue(pipe: Pipeline) -> None:
-            pipe.xread(streams, count=1, block=TAIL_BLOCK_MS)
-            self._queue_read(pipe, after, inbox_after)
-
-        _, reply = await self._pipelined(self._tail_client, queue)
-        return reply
+        keys, args = self._read_keys_args(after, inbox_after)
+        commands: list[list[EncodableT]] = [
+            ["XREAD", "COUNT", 1, "BLOCK", TAIL_BLOCK_MS, "STREAMS", *streams, *streams.values()],
+            ["EVALSHA", self._read_script.sha, len(keys), *keys, *args],
+        ]
+        connection = self._tail_client.connection
+        if connection is None:  # the first read: the client takes its one connection
+            await self._tail_client.initialize()
+            connection = self._tail_client.connection
+            assert connection is not None
+        retried = False
+        while True:
+            try:
+                await connection.send_packed_command(connection.pack_commands(commands))
+                await connection.read_response()  # what woke it (the script's reply says all)
+                return await connection.read_response()
+            except NoScriptError:  # (both replies are in: the connection is in step)
+                if retried:
+                    raise
+                await self._tail_client.script_load(_scripts.READ)
+            except BaseException as exc:
+                # A reply may be left unread (an error answered the XREAD, or the read was
+                # cut off): dropped with the connection, which the next send opens again.
+                await connection.disconnect(nowait=True)
+                # One immediate retry, as the relay's clients make: after the store
+                # restarted, the held connection was dead.
+                lost = isinstance(exc, (RedisConnectionError, RedisTimeoutError))
+                if retried or not lost or self.closed:
+                    raise
+            retried = True
 
     async def _resync(self) -> None:
         """After the store was away: was it reset (its stream or the inbox is behind us)?
