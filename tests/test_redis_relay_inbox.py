@@ -250,15 +250,19 @@ async def test_a_read_the_store_refuses_leaves_the_tails_connection_in_step(
     again the tail reads on in step (a reply left behind would be taken for the next
     read's): the waiting ask gets its answer, and an iterator every event after."""
     space = prefix()
-    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
-    user, password = f"tail-{space}", secrets.token_urlsafe(16)
-    everything_but_xread = ["+@all", "-xread"]
-    await store.acl_setuser(
-        user, enabled=True, passwords=[f"+{password}"], keys=["*"], commands=everything_but_xread
-    )
-    limited = redis_server.url.replace("redis://", f"redis://{user}:{password}@")
     async with contextlib.AsyncExitStack() as cleanup:
+        store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
         cleanup.push_async_callback(store.aclose)
+        user, password = f"tail-{space}", secrets.token_urlsafe(16)
+        everything_but_xread = ["+@all", "-xread"]
+        await store.acl_setuser(
+            user,
+            enabled=True,
+            passwords=[f"+{password}"],
+            keys=["*"],
+            commands=everything_but_xread,
+        )
+        limited = redis_server.url.replace("redis://", f"redis://{user}:{password}@")
         asking = RedisRelay(limited, prefix=space)
         cleanup.push_async_callback(asking.aclose)
         answering = RedisRelay(redis_server.url, prefix=space)

@@ -364,9 +364,7 @@ class Tail:
         if following:
             after = self.buffer.last
             streams = {self._events_key: after, **streams}
-        inbox_after = self.inbox_last
-
-        keys, args = self._read_keys_args(after, inbox_after)
+        keys, args = self._read_keys_args(after, self.inbox_last)
         commands: list[list[EncodableT]] = [
             ["XREAD", "COUNT", 1, "BLOCK", TAIL_BLOCK_MS, "STREAMS", *streams, *streams.values()],
             ["EVALSHA", self._read_script.sha, len(keys), *keys, *args],
