@@ -201,10 +201,6 @@ class Tail:
             replies = await pipe.execute()
             return replies
 
-    def _queue_read(self, pipe: Pipeline, after: str, inbox_after: str = "") -> None:
-        keys, args = self._read_keys_args(after, inbox_after)
-        pipe.evalsha(self._read_script.sha, len(keys), *keys, *args)
-
     def parsed(self, reply: object) -> Read:
         """The read script's reply: the stream's entries (``found``), the inbox's first
         id (None: no inbox) and its entries, as they came."""
@@ -432,9 +428,10 @@ class Tail:
     async def read_after(self, position: str) -> tuple[list[RelayEvent], str]:
         """Events after ``position`` read from the store (a reader behind the buffer), and
         the position read up to."""
+        keys, args = self._read_keys_args(position)
 
         def queue(pipe: Pipeline) -> None:
-            self._queue_read(pipe, position)
+            pipe.evalsha(self._read_script.sha, len(keys), *keys, *args)
             pipe.xinfo_stream(self._events_key)
 
         read, info = await call(self._where, self._pipelined(self._client, queue))
