@@ -380,6 +380,7 @@ def test_ctrl_c_in_the_waiting_thread_withdraws_the_question() -> None:
 
 
 @pytest.mark.usefixtures("default_sigint")
+@pytest.mark.usefixtures("default_sigint")
 def test_ctrl_c_in_a_thread_asking_on_its_own_loop_cancels_the_provider() -> None:
     main = threading.get_ident()
     asked = threading.Event()
@@ -403,6 +404,51 @@ def test_ctrl_c_in_a_thread_asking_on_its_own_loop_cancels_the_provider() -> Non
         ask_sync(one())
     interrupter.join()
     assert cleaned == ["q"]
+
+
+CTRL_C_TRIES = 200
+
+
+def ctrl_c_was_seen_at_once() -> bool:
+    """Ask on a fresh loop, Ctrl-C as the provider waits; whether the ask ended within 2 s.
+
+    When it did not, the loop is woken by another event so that the ask still ends.
+    """
+    main = threading.get_ident()
+    asked = threading.Event()
+    ended = threading.Event()
+    loops: list[asyncio.AbstractEventLoop] = []
+    seen: list[bool] = []
+
+    class Waits:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            loops.append(asyncio.get_running_loop())
+            asked.set()
+            try:
+                return await asyncio.Future()
+            finally:
+                ended.set()
+
+    def interrupt() -> None:
+        asked.wait()
+        signal.pthread_kill(main, signal.SIGINT)
+        seen.append(ended.wait(2))
+        if not seen[0]:
+            loops[0].call_soon_threadsafe(lambda: None)
+
+    interrupter = threading.Thread(target=interrupt)
+    interrupter.start()
+    with provide(Waits()), pytest.raises(KeyboardInterrupt):
+        ask_sync(one())
+    interrupter.join()
+    return seen[0]
+
+
+@pytest.mark.usefixtures("default_sigint")
+def test_ctrl_c_reaches_a_fresh_loop_however_it_is_timed() -> None:
+    # A Ctrl-C that lands just before the loop blocks in its selector must still end the
+    # ask at once: the signal wakes the loop, it is not left pending until another event.
+    assert [ctrl_c_was_seen_at_once() for _ in range(CTRL_C_TRIES)].count(False) == 0
 
 
 def test_the_providers_loop_stopping_aborts_the_waiting_ask() -> None:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import signal
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -85,15 +87,60 @@ def call_sync(make: Callable[[], Coroutine[Any, Any, T]], name: str, call: str) 
     registration = registration_in_context()
     loop = None if registration is None or registration.provider is None else registration.loop
     if loop is None:
-        # asyncio.run runs it in a copy of this context; on the main thread it turns
-        # Ctrl-C into a cancellation of the ask, then raises KeyboardInterrupt.
-        return asyncio.run(make())
+        return _on_fresh_loop(make)
     if not loop.is_running():
         raise RuntimeError(
             f"interaction.{name}(): the provider's event loop is not running; it must run"
             " (in another thread) while a thread asks through it"
         )
     return _on_loop(loop, make)
+
+
+def _on_fresh_loop(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``make()`` on a fresh loop in this thread (in a copy of this context).
+
+    On the main thread, with Python's default Ctrl-C handler, the first Ctrl-C cancels the
+    ask (which withdraws the question) and ``KeyboardInterrupt`` is raised once it has
+    ended; a second one raises at once. ``asyncio.run`` does the same with a handler that
+    only flags the signal, so a Ctrl-C that lands just before the loop blocks in its
+    selector stays unseen until some other event wakes the loop. The loop's own signal
+    handler wakes it through its self-pipe, so every Ctrl-C is seen at once.
+    """
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        task: asyncio.Task[T] | None = None
+        interrupts = 0
+
+        def on_ctrl_c() -> None:
+            nonlocal interrupts
+            interrupts += 1
+            if interrupts > 1 or task is None:
+                raise KeyboardInterrupt
+            task.cancel()
+
+        async def main() -> T:
+            nonlocal task
+            task = asyncio.current_task()
+            return await make()
+
+        catching = (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        )
+        if catching:
+            try:
+                loop.add_signal_handler(signal.SIGINT, on_ctrl_c)
+            except NotImplementedError:  # a loop without signal handlers (Windows')
+                catching = False
+        try:
+            return runner.run(main())
+        except asyncio.CancelledError:
+            if interrupts:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            if catching:
+                loop.remove_signal_handler(signal.SIGINT)  # Python's default handler again
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
