@@ -28,6 +28,12 @@ settings.register_profile(
 settings.load_profile("interaction")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the long tests first: under pytest-xdist a worker starts each at the outset, while
+    the others share the rest, rather than one worker running it alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture
 def request_one() -> AskUserQuestionRequest:
     return AskUserQuestionRequest([pkg_question()])

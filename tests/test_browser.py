@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal, cast
@@ -518,17 +519,21 @@ def axe_source() -> str:
                 pytest.fail("npm is required under CI for the accessibility check")
             pytest.skip("npm is not installed")
         home.mkdir(parents=True, exist_ok=True)
-        packed = subprocess.run(
-            [npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(home), "--silent"],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        with tarfile.open(home / packed.stdout.strip().splitlines()[-1]) as archive:
-            member = archive.extractfile("package/axe.min.js")
-            assert member is not None
-            script.write_bytes(member.read())
+        # Each test worker may fetch it at once: each in a folder of its own, the script
+        # put in place by a rename, so no worker reads another's half-written file.
+        with tempfile.TemporaryDirectory(dir=home) as fetched:
+            packed = subprocess.run(
+                [npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", fetched, "--silent"],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            with tarfile.open(Path(fetched) / packed.stdout.strip().splitlines()[-1]) as archive:
+                member = archive.extractfile("package/axe.min.js")
+                assert member is not None
+                (Path(fetched) / "axe.min.js").write_bytes(member.read())
+            os.replace(Path(fetched) / "axe.min.js", script)
     return script.read_text("utf-8")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import collections
 
+import pytest
+
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask
 
 from .web_helpers import client, served
@@ -13,6 +15,8 @@ ASKS = 10_000
 CLIENTS = 50
 
 
+@pytest.mark.long
+@pytest.mark.timeout(300)  # its own bound below, past the suite's 120 s on a busy machine
 async def test_ten_thousand_pending_asks_answered_over_http_none_lost_or_twice() -> None:
     async with asyncio.timeout(300), served(max_pending=ASKS, queue_size=ASKS) as (relay, server):
         watcher = relay.subscribe()
