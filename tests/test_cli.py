@@ -12,8 +12,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from interaction import wire
+from interaction import PermissionIntent, wire
 from interaction.tool import tool_parameters
+
+ROOT = Path(__file__).parent.parent
+PERMISSION_EXAMPLE = "docs/examples/permission-request.json"  # as the docs spell it
 
 REQUEST = {
     "questions": [
@@ -189,3 +192,42 @@ def test_the_demo_prints_unsafe_characters_of_an_answer_as_escapes() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith('{"answers":[{"id":"pkg","selected":[],"custom":"' + SHOWN)
     assert json.loads(result.stdout)["answers"][0]["custom"] == TYPED
+
+
+def test_the_permission_example_fits_the_request_schema_and_the_docs_show_it_as_it_is() -> None:
+    text = (ROOT / PERMISSION_EXAMPLE).read_text("utf-8")
+    schema = json.loads(run("schema", "request").stdout)
+    jsonschema.Draft202012Validator(schema).validate(json.loads(text))
+    (question,) = wire.decode_request(text).questions
+    assert isinstance(question.intent, PermissionIntent)
+    assert (question.intent.tool, question.intent.summary) == ("Bash", "npm test")
+    policies = (ROOT / "docs" / "policies.md").read_text("utf-8")
+    assert f"```json\n{text}```" in policies
+    for page in ("policies.md", "cli.md"):
+        assert f"interaction ask {PERMISSION_EXAMPLE} --rules" in (ROOT / "docs" / page).read_text()
+
+
+def test_asking_the_permission_example_with_rules_as_the_docs_show(tmp_path: Path) -> None:
+    rules = str(tmp_path / "rules.json")
+    ask = ("ask", PERMISSION_EXAMPLE, "--rules", rules, "--plain")
+
+    def answered(result: subprocess.CompletedProcess[str]) -> tuple[int, str]:
+        return result.returncode, json.loads(result.stdout)["answers"][0]["selected"][0]
+
+    always = run(*ask, typed="2\n", cwd=ROOT)  # the person picks "Always allow"
+    assert answered(always) == (0, "Always allow")
+    listed = json.loads(run("rules", "list", "--store", rules, "--json").stdout)
+    assert (listed["effect"], listed["tool"], listed["pattern"], listed["source"]) == (
+        "allow",
+        "Bash",
+        "npm test",
+        "build-bot",  # the example's provenance
+    )
+    again = run(*ask, cwd=ROOT)  # nothing typed: the rule answers, the terminal is not shown
+    assert (answered(again), again.stderr) == ((0, "Allow"), "")
+    elsewhere = run(*ask, "--source", "other-bot", cwd=ROOT)  # the rule is build-bot's only
+    assert elsewhere.returncode == 1
+    assert elsewhere.stderr.endswith("(ASK_CANCELLED)\n")
+    assert run("rules", "add", "Bash(npm test:*)", "--deny", "--store", rules).returncode == 0
+    denied = run(*ask, cwd=ROOT)
+    assert (answered(denied), denied.stderr) == ((0, "Deny"), "")  # deny wins

@@ -1,7 +1,10 @@
-"""Every code example in README.md and docs/ runs.
+"""Every code example in README.md and docs/ runs, and each one a reader may copy runs alone.
 
-A page's ```python blocks run in order in one namespace, in a fresh context; a
-```python test block is a pytest test module, run after the page's other blocks.
+Each ```python block runs on its own, in a fresh namespace and a fresh context, unless the
+paragraph right before it says that it "continues the example above": such a block runs
+after the block before it (and whatever that one continues), in their namespace. A
+```python test block is a pytest test module, run with the blocks it continues (or alone).
+README.md's blocks are one example, run in order.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import contextvars
 import re
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,10 +46,58 @@ EXPECTED_PAGES = {
     "notify.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+CONTINUES = "continues the example above"
+ONE_EXAMPLE = {"README.md"}  # one example in two halves: a plugin asks, a UI provides
 
 
-def blocks(page: Path) -> list[tuple[bool, str]]:
-    return [(bool(m.group(1)), m.group(2)) for m in FENCE.finditer(page.read_text("utf-8"))]
+@dataclass(frozen=True, slots=True)
+class Block:
+    page: Path
+    line: int  # of the opening fence
+    source: str
+    is_test: bool
+    continues: bool  # the paragraph right before it says so
+
+    def compiled(self) -> types.CodeType:
+        # Padded so that a traceback names the line of the page.
+        return compile("\n" * self.line + self.source, str(self.page), "exec")
+
+
+def paragraph_before(text: str, end: int) -> str:
+    """The prose right before a fence: its lines back to a blank line or another fence."""
+    lines = text[:end].rstrip().split("\n")
+    start = len(lines)
+    while start and lines[start - 1].strip() and not lines[start - 1].startswith("```"):
+        start -= 1
+    return " ".join(" ".join(lines[start:]).split())
+
+
+def blocks(page: Path) -> list[Block]:
+    text = page.read_text("utf-8")
+    return [
+        Block(
+            page,
+            text.count("\n", 0, match.start()) + 1,
+            match.group(2),
+            bool(match.group(1)),
+            page.name in ONE_EXAMPLE or CONTINUES in paragraph_before(text, match.start()).lower(),
+        )
+        for match in FENCE.finditer(text)
+    ]
+
+
+def chains(page: Path) -> list[list[Block]]:
+    """Each block that does not continue another starts a chain of the blocks continuing it."""
+    found: list[list[Block]] = []
+    for block in blocks(page):
+        if block.continues and found:
+            found[-1].append(block)
+        else:
+            found.append([block])
+    return found
+
+
+CHAINS = [chain for page in PAGES for chain in chains(page)]
 
 
 def test_every_documentation_page_is_found() -> None:
@@ -53,23 +105,48 @@ def test_every_documentation_page_is_found() -> None:
     assert all(blocks(page) for page in PAGES), "a page without an example"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
-def test_examples_run(page: Path, pytester: pytest.Pytester) -> None:
-    code = [source for is_test, source in blocks(page) if not is_test]
+def test_only_a_block_after_another_says_it_continues_one() -> None:
+    firsts = [blocks(page)[0] for page in PAGES if page.name not in ONE_EXAMPLE]
+    assert [f"{b.page.name}:{b.line}" for b in firsts if b.continues] == []
+
+
+def test_a_block_is_alone_unless_the_paragraph_before_it_says_otherwise(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\na = 1\n```\n\nAlone:\n\n```python\nb = 2\n```\n\n"
+        "Then (this continues the example\nabove):\n```python\nassert a + b == 3\n```\n"
+        "This Continues The Example Above, in a test:\n\n```python test\ndef test_b(): ...\n```\n"
+        "\nIt continues the example above.\n\nA new paragraph:\n\n```python\nc = 3\n```\n"
+    )
+    assert [[(b.line, b.is_test) for b in chain] for chain in chains(page)] == [
+        [(1, False)],
+        [(7, False), (13, False), (18, True)],
+        [(26, False)],
+    ]
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=lambda chain: f"{chain[0].page.name}:{chain[0].line}")
+def test_examples_run(chain: list[Block], request: pytest.FixtureRequest) -> None:
+    page = chain[0].page
+    code = [block for block in chain if not block.is_test]
     module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
 
     def run_all() -> None:
-        for source in code:
-            exec(compile(source, str(page), "exec"), module.__dict__)
+        for block in code:
+            exec(block.compiled(), module.__dict__)
 
     try:
         contextvars.copy_context().run(run_all)
     finally:
         del sys.modules[module.__name__]
-    tests = [source for is_test, source in blocks(page) if is_test]
+    tests = [block.source for block in chain if block.is_test]
     if tests:
-        pytester.makepyfile(**{f"test_{page.stem}_example": "\n\n".join([*code, *tests])})
+        # Only now: pytester drops the modules imported after it starts when the test ends,
+        # and a module such as cryptography's cannot be imported twice in one process.
+        pytester: pytest.Pytester = request.getfixturevalue("pytester")
+        source = "\n\n".join([*(block.source for block in code), *tests])
+        pytester.makepyfile(**{f"test_{page.stem}_example": source})
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto")
         result.assert_outcomes(passed=len(tests))
 
@@ -81,15 +158,3 @@ def test_the_readme_lists_every_page_and_links_only_what_the_repo_has() -> None:
     targets = re.findall(r"\]\(([^)#\s]+)", readme)
     assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []
     assert "`interaction-seam`" in readme  # the name to pip install
-
-
-def test_each_web_example_runs_on_its_own() -> None:
-    # A reader copies one block: it must not lean on the imports of the blocks before it.
-    for is_test, source in blocks(ROOT / "docs" / "web.md"):
-        assert not is_test
-        module = types.ModuleType("docs_web_alone")
-        sys.modules[module.__name__] = module
-        try:
-            contextvars.copy_context().run(exec, compile(source, "web.md", "exec"), module.__dict__)
-        finally:
-            del sys.modules[module.__name__]
