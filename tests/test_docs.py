@@ -4,7 +4,6 @@ Each ```python block runs on its own, in a fresh namespace and a fresh context, 
 paragraph right before it says that it "continues the example above": such a block runs
 after the block before it (and whatever that one continues), in their namespace. A
 ```python test block is a pytest test module, run with the blocks it continues (or alone).
-README.md's blocks are one example, run in order.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ EXPECTED_PAGES = {
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 CONTINUES = "continues the example above"
-ONE_EXAMPLE = {"README.md"}  # one example in two halves: a plugin asks, a UI provides
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +78,7 @@ def blocks(page: Path) -> list[Block]:
             text.count("\n", 0, match.start()) + 1,
             match.group(2),
             bool(match.group(1)),
-            page.name in ONE_EXAMPLE or CONTINUES in paragraph_before(text, match.start()).lower(),
+            CONTINUES in paragraph_before(text, match.start()).lower(),
         )
         for match in FENCE.finditer(text)
     ]
@@ -106,7 +104,7 @@ def test_every_documentation_page_is_found() -> None:
 
 
 def test_only_a_block_after_another_says_it_continues_one() -> None:
-    firsts = [blocks(page)[0] for page in PAGES if page.name not in ONE_EXAMPLE]
+    firsts = [blocks(page)[0] for page in PAGES]
     assert [f"{b.page.name}:{b.line}" for b in firsts if b.continues] == []
 
 
