@@ -70,7 +70,7 @@ from ._server import (
     request_to_form,
     supports_form_elicitation,
 )
-from ._spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
+from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 
 __all__ = ["InputRequiredBridge", "InteractiveMCPServer", "interactive"]
 
