@@ -265,6 +265,26 @@ def test_a_misfit_payload_asks_the_same_question_again(drivers: Callable[[str], 
     assert done["result"] == {"deleted": False}
 
 
+def test_the_client_answers_a_hosts_own_server_through_the_provider(
+    endpoint: EndpointProcess,
+) -> None:
+    client = Driver(endpoint.url + "host", "thread-host")
+    try:
+        first = client.send({"op": "run"})
+        assert first["texts"] == ["Working"]
+        ask = only_interrupt(first)
+        assert ask["reason"] == "input_required"
+        assert ask["metadata"]["interaction"]["request"]["questions"][0]["options"] == [
+            {"label": "staging"},
+            {"label": "production"},
+        ]
+        done = client.send({"op": "answer", "status": "resolved", "payload": "production"})
+        assert done["outcome"] == "success"
+        assert done["result"] == "deployed to production"
+    finally:
+        client.close()
+
+
 # ------------------------------------------------------------------- in process, over httpx
 
 

@@ -10,7 +10,8 @@
 //                                                  pending interrupts of its own)
 //
 // A report: {"outcome": "success" | "interrupt" | "cancelled" | "error", "result",
-// "interrupts", "error": {"message", "code"}, "pending": [ids], "thrown": message}.
+// "interrupts", "error": {"message", "code"}, "pending": [ids], "texts": [the contents of
+// the run's new assistant messages], "thrown": message}.
 import { createInterface } from "node:readline";
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
@@ -32,8 +33,10 @@ async function run(target, parameters) {
     },
   };
   try {
-    const { result } = await target.runAgent(parameters, subscriber);
+    const { result, newMessages } = await target.runAgent(parameters, subscriber);
     if (report.outcome === "success") report.result = result;
+    const texts = newMessages.filter((m) => m.role === "assistant").map((m) => m.content);
+    if (texts.length > 0) report.texts = texts;
   } catch (error) {
     report.thrown = String(error && error.message ? error.message : error);
   }
