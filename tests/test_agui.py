@@ -488,6 +488,38 @@ async def test_a_forged_answer_never_reaches_the_step(
     assert seen == [False]
 
 
+async def test_a_step_that_catches_a_cancellation_goes_on_and_keeps_its_provenance(
+    client_for: Callable[..., httpx.AsyncClient],
+) -> None:
+    runs: list[str] = []
+    caught: list[str] = []
+
+    async def step(run: RunAgentInput) -> object:
+        runs.append(run.run_id)
+        try:
+            return await interaction.ask_text("Name?", id="name")
+        except UserInteractionError as error:
+            caught.append(error.code)
+            return await interaction.ask(
+                AskUserQuestionRequest(
+                    [AskUserQuestionItem("why", "Why not?")],
+                    provenance=interaction.Provenance(source="deploy-bot", session="s-1"),
+                )
+            )
+
+    client = client_for(AGUIEndpoint(step, token=TOKEN))
+    issued = interrupt_of(await end_of(client, run_input()))["id"]
+    cancel = [{"interruptId": issued, "status": "cancelled"}]
+    why = interrupt_of(await end_of(client, run_input(resume=cancel)))
+    provenance = why["metadata"]["interaction"]["request"]["provenance"]
+    assert (provenance["source"], provenance["session"]) == ("deploy-bot", "s-1")
+    assert "askedAt" in provenance
+    assert caught == [ErrorCode.ASK_CANCELLED]
+    refused = await end_of(client, run_input(resume=cancel))  # the spent id: the step never runs
+    assert refused["message"] == SPENT
+    assert len(runs) == 2
+
+
 async def test_a_batch_needs_the_wire_answer(client_for: Callable[..., httpx.AsyncClient]) -> None:
     async def step(run: RunAgentInput) -> object:
         answer = await interaction.ask(
