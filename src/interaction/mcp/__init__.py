@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from typing import TYPE_CHECKING
 
+from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 from ._client import MAX_TRIES, ElicitationCallback, UrlOpener, elicitation_callback
 from ._server import (
     ASK_DECLINED,
@@ -37,16 +38,15 @@ from ._server import (
     form_to_answer,
     request_to_form,
 )
-from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 from ._suspend import SECRET_VARIABLE, InputRequiredBridge, InteractiveMCPServer, interactive
 
 if TYPE_CHECKING:
+    from ..redis_spent import RedisSpentStore
     from ._fastmcp import (
         FastMCPElicitationError,
         FastMCPElicitationHandler,
         fastmcp_elicitation_handler,
     )
-    from ..redis_spent import RedisSpentStore
 
 _LAZY = {
     "FastMCPElicitationError": f"{__name__}._fastmcp",
