@@ -40,6 +40,7 @@ EXPECTED_PAGES = {
     "integrations.md",
     "acp.md",
     "a2a.md",
+    "agui.md",
     "policies.md",
     "audit.md",
     "notify.md",

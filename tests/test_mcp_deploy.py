@@ -263,8 +263,8 @@ def test_interactive_mcp_server_keys_the_sdks_seal_from_a_given_secret_only() ->
 
 
 def test_without_the_redis_extra_the_store_names_it() -> None:
-    assert import_error_without("redis", "interaction.mcp._redis_store") == (
-        "interaction.mcp.RedisSpentStore needs the redis client:"
+    assert import_error_without("redis", "interaction.redis_spent") == (
+        "interaction.redis_spent.RedisSpentStore needs the redis client:"
         ' pip install "interaction-seam[redis]"'
     )
 

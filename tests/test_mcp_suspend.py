@@ -19,13 +19,12 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 import interaction
-from interaction import ErrorCode, UserInteractionError
+from interaction import ErrorCode, UserInteractionError, spent
 from interaction.mcp import (
     ElicitationProvider,
     InputRequiredBridge,
     InteractiveMCPServer,
     MemorySpentStore,
-    _spent,
     _suspend,
     elicitation_callback,
     interactive,
@@ -712,7 +711,7 @@ async def test_spent_nonces_are_forgotten_from_the_front_up_to_the_first_live_on
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = Clock(1000.0)
-    monkeypatch.setattr(_spent, "time", clock)
+    monkeypatch.setattr(spent, "time", clock)
     store = MemorySpentStore()
     assert await store.spend("a", 1010.0)
     assert await store.spend("b", 1012.0)
@@ -733,7 +732,7 @@ async def test_a_clock_stepped_back_never_makes_a_forgotten_state_usable_again(
 ) -> None:
     clock = Clock(1000.0)
     monkeypatch.setattr(_suspend, "time", clock)
-    monkeypatch.setattr(_spent, "time", clock)
+    monkeypatch.setattr(spent, "time", clock)
     store = MemorySpentStore()
     bridge = InputRequiredBridge(ttl=10, store=store)
     first = bridge.seal(a_call(), [], "ask1", "digest")

@@ -113,10 +113,10 @@ def test_import_pulls_in_no_optional_dependency() -> None:
     code = (
         "import sys, interaction, interaction.wire, interaction.tool, interaction.console,"
         " interaction.testing, interaction.cli, interaction.relay, interaction.display,"
-        " interaction.integrations;"
+        " interaction.integrations, interaction.spent;"
         "bad = [m for m in ('prompt_toolkit', 'starlette', 'uvicorn', 'mcp', 'pytest',"
         " 'pydantic', 'msgspec', 'claude_agent_sdk', 'pydantic_ai', 'pydantic_ai_harness',"
-        " 'agents', 'openai', 'langgraph', 'langchain_core', 'acp', 'a2a')"
+        " 'agents', 'openai', 'langgraph', 'langchain_core', 'acp', 'a2a', 'ag_ui')"
         " if m in sys.modules];"
         "print(bad)"
     )

@@ -7,7 +7,7 @@
 - Client side (:mod:`interaction.mcp._client`): :func:`elicitation_callback` answers a
   server's form elicitation with the provider active in context (terminal, console, web
   relay): pass it as an MCP client's ``elicitation_callback``.
-- At most once (:mod:`interaction.mcp._spent`): a :class:`SpentStateStore` records each
+- At most once (:mod:`interaction.spent`): a :class:`SpentStateStore` records each
   redeemed request state; ``RedisSpentStore`` (extra ``[redis]``) shares it.
 - FastMCP (:mod:`interaction.mcp._fastmcp`, extra ``[fastmcp]``): ``@interactive`` and
   ``ElicitationProvider.from_context`` take FastMCP tools; ``fastmcp_elicitation_handler``
@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from typing import TYPE_CHECKING
 
+from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 from ._client import MAX_TRIES, ElicitationCallback, UrlOpener, elicitation_callback
 from ._server import (
     ASK_DECLINED,
@@ -37,22 +38,21 @@ from ._server import (
     form_to_answer,
     request_to_form,
 )
-from ._spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 from ._suspend import SECRET_VARIABLE, InputRequiredBridge, InteractiveMCPServer, interactive
 
 if TYPE_CHECKING:
+    from ..redis_spent import RedisSpentStore
     from ._fastmcp import (
         FastMCPElicitationError,
         FastMCPElicitationHandler,
         fastmcp_elicitation_handler,
     )
-    from ._redis_store import RedisSpentStore
 
 _LAZY = {
-    "FastMCPElicitationError": "_fastmcp",
-    "FastMCPElicitationHandler": "_fastmcp",
-    "fastmcp_elicitation_handler": "_fastmcp",
-    "RedisSpentStore": "_redis_store",
+    "FastMCPElicitationError": f"{__name__}._fastmcp",
+    "FastMCPElicitationHandler": f"{__name__}._fastmcp",
+    "fastmcp_elicitation_handler": f"{__name__}._fastmcp",
+    "RedisSpentStore": "interaction.redis_spent",
 }
 
 
@@ -63,7 +63,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value: object = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -58,6 +58,7 @@ from .._core import (
     request_digest,
     resume,
 )
+from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 from ..wire import decode_answer, encode_answer
 from ._limits import MAX_ARGUMENTS_BYTES, MAX_STATE
 from ._server import (
@@ -70,7 +71,6 @@ from ._server import (
     request_to_form,
     supports_form_elicitation,
 )
-from ._spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 
 __all__ = ["InputRequiredBridge", "InteractiveMCPServer", "interactive"]
 

@@ -1,5 +1,6 @@
-"""A :class:`~interaction.mcp.SpentStateStore` on Redis (extra ``[redis]``), shared by every
-worker and surviving restarts: a spent nonce is one key, written with ``SET NX``."""
+"""A :class:`~interaction.spent.SpentStateStore` on Redis (extra ``[redis]``), shared by every
+worker and surviving restarts: a spent nonce is one key, written with ``SET NX``. The MCP
+bridge (``interaction.mcp.RedisSpentStore``) and the AG-UI endpoint use it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ try:
     from redis.exceptions import RedisError
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "interaction.mcp.RedisSpentStore needs the redis client:"
+        "interaction.redis_spent.RedisSpentStore needs the redis client:"
         ' pip install "interaction-seam[redis]"'
     ) from exc
 
@@ -16,7 +17,7 @@ import math
 import time
 from typing import Final
 
-from ._spent import SpentStoreUnavailable
+from .spent import SpentStoreUnavailable
 
 __all__ = ["CLOCK_SKEW", "RedisSpentStore"]
 

@@ -1,8 +1,9 @@
-"""Spent request states: each ``request_state`` the bridge issues is redeemed at most once.
+"""Spent states: each signed suspension state a bridge issues is redeemed at most once.
 
+The MCP bridge's ``request_state`` and the AG-UI endpoint's interrupt ids are such states.
 :class:`SpentStateStore` is the seam: ``spend(nonce, expires_at)`` records a state's
 nonce and says whether it was fresh. :class:`MemorySpentStore` (the default) remembers
-them in this process; ``RedisSpentStore`` (``interaction.mcp.RedisSpentStore``, extra
+them in this process; ``RedisSpentStore`` (:mod:`interaction.redis_spent`, extra
 ``[redis]``) shares them across restarts and workers.
 """
 
