@@ -1,13 +1,15 @@
 """The AG-UI endpoint and provider (interaction.agui, docs/agui.md).
 
-The official TypeScript client (@ag-ui/client, installed by ``npm ci`` in tests/agui_client)
-drives the endpoint over HTTP/SSE in a server process whose interrupts survive a restart
-(the same secret, a Redis spent-state store); the rest runs in process over httpx.
+The official TypeScript client (@ag-ui/client, which the tests install with ``npm ci`` in
+tests/agui_client on first use) drives the endpoint over HTTP/SSE in a server process whose
+interrupts survive a restart (the same secret, a Redis spent-state store); the rest runs in
+process over httpx.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -102,8 +104,7 @@ class Driver:
 
     def __init__(self, url: str, thread: str) -> None:
         node = shutil.which("node")
-        if node is None or not (CLIENT / "node_modules" / "@ag-ui" / "client").is_dir():
-            raise RuntimeError("run `npm ci` in tests/agui_client (node and npm are needed)")
+        assert node is not None  # the client fixture found it
         self.process = subprocess.Popen(
             [node, str(CLIENT / "drive.mjs"), url, TOKEN, thread],
             cwd=CLIENT,
@@ -140,6 +141,33 @@ class Driver:
         self.selector.close()
 
 
+@pytest.fixture(scope="session")
+def client() -> Path:
+    """tests/agui_client with its node_modules: ``npm ci`` on first use, from the lockfile.
+
+    Under a lock on the folder, as several test workers may need it at once.
+    """
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node and npm are required under CI for the AG-UI client tests")
+        pytest.skip("node and npm are not installed")
+    folder = os.open(CLIENT, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        if not (CLIENT / "node_modules" / "@ag-ui" / "client").is_dir():
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--silent"],
+                cwd=CLIENT,
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+    finally:
+        os.close(folder)  # and with it the lock
+    return CLIENT
+
+
 @pytest.fixture
 def endpoint(redis_server: RedisServer) -> Iterator[EndpointProcess]:
     with EndpointProcess(redis_server.url) as process:
@@ -147,7 +175,7 @@ def endpoint(redis_server: RedisServer) -> Iterator[EndpointProcess]:
 
 
 @pytest.fixture
-def drivers(endpoint: EndpointProcess) -> Iterator[Callable[[str], Driver]]:
+def drivers(endpoint: EndpointProcess, client: Path) -> Iterator[Callable[[str], Driver]]:
     opened: list[Driver] = []
 
     def open_driver(thread: str) -> Driver:
