@@ -12,7 +12,9 @@ import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -190,6 +192,40 @@ async def test_a_mail_is_sent_and_its_link_opens_that_question_once(browser: Bro
             relay.close()
             with pytest.raises(UserInteractionError):
                 await other
+
+
+async def test_mails_are_dated_and_the_settle_mail_threads_with_the_first() -> None:
+    with smtp_server() as (mailbox, port):
+        channel = EmailNotifier(
+            host="127.0.0.1",
+            port=port,
+            sender="agent@example.com",
+            to=["alice@example.com"],
+            on_settle=True,
+        )
+        async with answering([Step(channel)], AnswerLinks(secret=b"s" * 32)) as (relay, _, _):
+            before = datetime.now(UTC).replace(microsecond=0)
+            task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            first = await mailbox.next()
+            (question,) = relay.pending()
+            relay.cancel(question.id)
+            with pytest.raises(UserInteractionError):
+                await task
+            settle = await mailbox.next()
+            after = datetime.now(UTC)
+    for message in (first, settle):
+        sent = parsedate_to_datetime(message["Date"])  # RFC 5322 §3.6: every mail has one
+        assert sent.utcoffset() == timedelta(0)
+        assert before <= sent <= after
+    assert first["Message-ID"] == f"<interaction.{question.id}.0@example.com>"
+    assert first["In-Reply-To"] is None
+    assert settle["Subject"] == "Re: A question waits: Anything else?"
+    assert settle["Message-ID"] == f"<interaction.{question.id}.0.settled@example.com>"
+    assert settle["In-Reply-To"] == first["Message-ID"]  # one thread in every mail client
+    assert settle["References"] == first["Message-ID"]
+    body = settle.get_body(("plain",))
+    assert body is not None
+    assert body.get_content() == "The question was dismissed; the link no longer works.\r\n"
 
 
 def test_answer_links_are_signed_scoped_expiring_and_single_use() -> None:
