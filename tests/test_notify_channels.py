@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import logging
 import queue
 import re
 import secrets
@@ -41,6 +42,7 @@ from interaction.notify import (
     Retry,
     SlackNotifier,
     Step,
+    WebhookNotifier,
     escape_mrkdwn,
 )
 from interaction.relay import Relay
@@ -293,6 +295,7 @@ async def test_slack_gets_block_kit_built_by_slack_sdk_with_an_answer_button() -
             payload = call.json()
             subject = f"deploy-bot asks: Which package manager? {HOSTILE}"
             assert payload["text"] == escape_mrkdwn(subject)
+            assert payload["mrkdwn"] is False  # the fallback text is never formatted
             assert "<!channel>" not in payload["text"]  # no mention reaches the channel
             blocks = Block.parse_all(payload["blocks"])
             for block in blocks:
@@ -316,7 +319,80 @@ async def test_slack_gets_block_kit_built_by_slack_sdk_with_an_answer_button() -
             relay.answer(question.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg")]))
             await task
             settled = await receiver.next_call()
-            assert settled.json() == {"text": escape_mrkdwn(f"{subject}: it was answered.")}
+            said = escape_mrkdwn(f"{subject}: it was answered.")
+            assert settled.json() == {"text": said, "mrkdwn": False}
+
+
+async def test_slack_text_keeps_the_questions_stars_underscores_and_tildes() -> None:
+    marked = AskUserQuestionItem("fmt", "Ship *bold* _it_ ~strike~ `code` <https://x.example|x>?")
+    async with receiving(path="/services/x") as receiver:
+        relay = Relay()
+        with provide(relay):
+            channel = SlackNotifier(receiver.url)
+            async with Notifications(relay, [Step(channel)], clock=ManualClock()):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([marked])))
+                payload = (await receiver.next_call()).json()
+                relay.close()
+                with pytest.raises(UserInteractionError):
+                    await task
+    assert payload["text"] == (
+        "A question waits: Ship *bold* _it_ ~strike~ `code` &lt;https://x.example|x&gt;?"
+    )
+    assert payload["mrkdwn"] is False  # Slack shows the text as typed, never formatted
+
+
+class Heard(logging.Handler):
+    """The notify log's records, and an event set when one holds ``wanted``."""
+
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.lines: list[str] = []
+        self.event = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        if self.wanted in self.lines[-1]:
+            self.event.set()
+
+
+@pytest.mark.parametrize("kind", ["slack", "webhook"])
+async def test_no_channel_follows_a_redirect_to_another_host(kind: str) -> None:
+    async with (
+        receiving(path="/elsewhere") as elsewhere,
+        receiving([307], path="/services/x", redirect_to=elsewhere.url) as receiver,
+    ):
+        channel: SlackNotifier | WebhookNotifier
+        if kind == "slack":
+            channel, name, peer = SlackNotifier(receiver.url), "slack", "Slack"
+        else:
+            port = receiver.url.split(":")[2].split("/")[0]
+            channel = WebhookNotifier(receiver.url, "s" * 32)
+            name, peer = f"webhook http://127.0.0.1:{port}", "it"
+        refused = f"{name}: pending notice refused: {peer} answered 307, a redirect, which is"
+        heard = Heard(refused)
+        logger = logging.getLogger("interaction.notify")
+        logger.addHandler(heard)
+        try:
+            async with answering([Step(channel)], AnswerLinks(secret=b"s" * 32)) as (relay, _, _):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([PKG])))
+                assert (await receiver.next_call()).status == 307
+                # Either the refusal is logged, or the notice (answer link included) was
+                # re-posted to the host the 307 names: whichever comes first.
+                followed = asyncio.create_task(elsewhere.next_call())
+                told = asyncio.create_task(heard.event.wait())
+                await asyncio.wait({followed, told}, return_when=asyncio.FIRST_COMPLETED)
+                followed.cancel()
+                told.cancel()
+                assert elsewhere.calls == []
+                relay.close()
+                with pytest.raises(UserInteractionError):
+                    await task
+        finally:
+            logger.removeHandler(heard)
+    assert f"notify: {refused} never followed" in heard.lines
+    assert len(receiver.calls) == 1  # refused for good: not retried either
+    assert elsewhere.calls == []
 
 
 async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCaptureFixture) -> None:
