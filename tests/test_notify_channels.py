@@ -417,12 +417,19 @@ async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCapture
     assert "/services/x" not in caplog.text
 
 
+async def opened_with(
+    http: httpx.AsyncClient, form: dict[str, str], headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """The POST of a link page's form, as a browser sends it from that page."""
+    sent = {"Origin": str(http.base_url).rstrip("/"), "Sec-Fetch-Site": "same-origin"}
+    return await http.post("/link", data=form, headers={**sent, **(headers or {})})
+
+
 async def opened(
     http: httpx.AsyncClient, token: str, headers: dict[str, str] | None = None
 ) -> httpx.Response:
-    """The POST of a link page's button, as a browser sends it from that page."""
-    sent = {"Origin": str(http.base_url).rstrip("/"), "Sec-Fetch-Site": "same-origin"}
-    return await http.post("/link", data={"t": token}, headers={**sent, **(headers or {})})
+    """The POST of a link page's button."""
+    return await opened_with(http, {"t": token}, headers)
 
 
 async def test_an_answer_link_gives_a_token_for_its_one_question_in_the_fragment() -> None:
@@ -590,8 +597,9 @@ async def test_a_link_opens_only_from_its_own_page() -> None:
                 assert reply.status_code == 415
                 reply = await http.post("/link", data={"t": "x" * 3000})
                 assert reply.status_code == 413
-                reply = await http.post("/link", data={"u": token})
-                assert (reply.status_code, "is not valid" in reply.text) == (403, True)
+                for form in ({"u": token}, {"t": token, **{f"f{n}": "x" for n in range(5)}}):
+                    reply = await opened_with(http, form)
+                    assert (reply.status_code, "is not valid" in reply.text) == (403, True)
                 assert links.verify(token) == question.id  # none of them spent it
                 reply = await opened(http, token)
                 assert reply.status_code == 303

@@ -671,8 +671,10 @@ class WebApp:
                     return _link_page(413, "this answer link is not valid")
         except ClientDisconnect:  # nobody reads a reply; the link stays unspent
             return Response(status_code=400)
-        fields = parse_qs(body.decode("latin-1"), max_num_fields=4)
-        given = fields.get("t", [""])[0]
+        try:
+            given = parse_qs(body.decode("latin-1"), max_num_fields=4).get("t", [""])[0]
+        except ValueError:  # more fields than the page's form has
+            given = ""
         pending, refusal = await self._pending_of(given)
         if refusal is not None:
             return refusal
