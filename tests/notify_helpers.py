@@ -32,9 +32,11 @@ class Call:
 
 @dataclass
 class Receiver:
-    """An HTTP server that answers POSTs with ``statuses`` in turn, then 200."""
+    """An HTTP server that answers POSTs with ``statuses`` in turn, then 200; a 3xx names
+    ``redirect_to`` in its ``Location``."""
 
     statuses: list[int] = field(default_factory=list)
+    redirect_to: str | None = None
     calls: list[Call] = field(default_factory=list)
     url: str = ""
     _arrived: asyncio.Queue[Call] = field(default_factory=asyncio.Queue)
@@ -44,7 +46,8 @@ class Receiver:
         call = Call(dict(request.headers), await request.read(), status)
         self.calls.append(call)
         self._arrived.put_nowait(call)
-        return web.Response(status=status, text="ok" if status == 200 else "no")
+        headers = {"Location": self.redirect_to} if self.redirect_to is not None else None
+        return web.Response(status=status, text="ok" if status == 200 else "no", headers=headers)
 
     async def next_call(self) -> Call:
         async with asyncio.timeout(WAIT):
@@ -56,10 +59,10 @@ class Receiver:
 
 @asynccontextmanager
 async def receiving(
-    statuses: list[int] | None = None, path: str = "/hook"
+    statuses: list[int] | None = None, path: str = "/hook", redirect_to: str | None = None
 ) -> AsyncIterator[Receiver]:
     """A :class:`Receiver` listening on a free loopback port; stopped however the test ends."""
-    receiver = Receiver(list(statuses or []))
+    receiver = Receiver(list(statuses or []), redirect_to)
     app = web.Application()
     app.router.add_post(path, receiver.handle)
     runner = web.AppRunner(app, access_log=None)

@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import logging
 import queue
 import re
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -38,6 +42,7 @@ from interaction.notify import (
     Retry,
     SlackNotifier,
     Step,
+    WebhookNotifier,
     escape_mrkdwn,
 )
 from interaction.relay import Relay
@@ -143,6 +148,7 @@ async def test_a_mail_is_sent_and_its_link_opens_that_question_once(browser: Bro
             page = await browser.new_page()
             try:
                 await page.goto(link)
+                await page.get_by_test_id("link-open").click()  # the link's page: one button
                 card = page.get_by_test_id("question")
                 await card.wait_for()
                 assert await card.get_attribute("data-question-id") == "pkg"
@@ -188,6 +194,40 @@ async def test_a_mail_is_sent_and_its_link_opens_that_question_once(browser: Bro
             relay.close()
             with pytest.raises(UserInteractionError):
                 await other
+
+
+async def test_mails_are_dated_and_the_settle_mail_threads_with_the_first() -> None:
+    with smtp_server() as (mailbox, port):
+        channel = EmailNotifier(
+            host="127.0.0.1",
+            port=port,
+            sender="agent@example.com",
+            to=["alice@example.com"],
+            on_settle=True,
+        )
+        async with answering([Step(channel)], AnswerLinks(secret=b"s" * 32)) as (relay, _, _):
+            before = datetime.now(UTC).replace(microsecond=0)
+            task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            first = await mailbox.next()
+            (question,) = relay.pending()
+            relay.cancel(question.id)
+            with pytest.raises(UserInteractionError):
+                await task
+            settle = await mailbox.next()
+            after = datetime.now(UTC)
+    for message in (first, settle):
+        sent = parsedate_to_datetime(message["Date"])  # RFC 5322 §3.6: every mail has one
+        assert sent.utcoffset() == timedelta(0)
+        assert before <= sent <= after
+    assert first["Message-ID"] == f"<interaction.{question.id}.0@example.com>"
+    assert first["In-Reply-To"] is None
+    assert settle["Subject"] == "Re: A question waits: Anything else?"
+    assert settle["Message-ID"] == f"<interaction.{question.id}.0.settled@example.com>"
+    assert settle["In-Reply-To"] == first["Message-ID"]  # one thread in every mail client
+    assert settle["References"] == first["Message-ID"]
+    body = settle.get_body(("plain",))
+    assert body is not None
+    assert body.get_content() == "The question was dismissed; the link no longer works.\r\n"
 
 
 def test_answer_links_are_signed_scoped_expiring_and_single_use() -> None:
@@ -255,6 +295,7 @@ async def test_slack_gets_block_kit_built_by_slack_sdk_with_an_answer_button() -
             payload = call.json()
             subject = f"deploy-bot asks: Which package manager? {HOSTILE}"
             assert payload["text"] == escape_mrkdwn(subject)
+            assert payload["mrkdwn"] is False  # the fallback text is never formatted
             assert "<!channel>" not in payload["text"]  # no mention reaches the channel
             blocks = Block.parse_all(payload["blocks"])
             for block in blocks:
@@ -278,7 +319,80 @@ async def test_slack_gets_block_kit_built_by_slack_sdk_with_an_answer_button() -
             relay.answer(question.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg")]))
             await task
             settled = await receiver.next_call()
-            assert settled.json() == {"text": escape_mrkdwn(f"{subject}: it was answered.")}
+            said = escape_mrkdwn(f"{subject}: it was answered.")
+            assert settled.json() == {"text": said, "mrkdwn": False}
+
+
+async def test_slack_text_keeps_the_questions_stars_underscores_and_tildes() -> None:
+    marked = AskUserQuestionItem("fmt", "Ship *bold* _it_ ~strike~ `code` <https://x.example|x>?")
+    async with receiving(path="/services/x") as receiver:
+        relay = Relay()
+        with provide(relay):
+            channel = SlackNotifier(receiver.url)
+            async with Notifications(relay, [Step(channel)], clock=ManualClock()):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([marked])))
+                payload = (await receiver.next_call()).json()
+                relay.close()
+                with pytest.raises(UserInteractionError):
+                    await task
+    assert payload["text"] == (
+        "A question waits: Ship *bold* _it_ ~strike~ `code` &lt;https://x.example|x&gt;?"
+    )
+    assert payload["mrkdwn"] is False  # Slack shows the text as typed, never formatted
+
+
+class Heard(logging.Handler):
+    """The notify log's records, and an event set when one holds ``wanted``."""
+
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.lines: list[str] = []
+        self.event = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        if self.wanted in self.lines[-1]:
+            self.event.set()
+
+
+@pytest.mark.parametrize("kind", ["slack", "webhook"])
+async def test_no_channel_follows_a_redirect_to_another_host(kind: str) -> None:
+    async with (
+        receiving(path="/elsewhere") as elsewhere,
+        receiving([307], path="/services/x", redirect_to=elsewhere.url) as receiver,
+    ):
+        channel: SlackNotifier | WebhookNotifier
+        if kind == "slack":
+            channel, name, peer = SlackNotifier(receiver.url), "slack", "Slack"
+        else:
+            port = receiver.url.split(":")[2].split("/")[0]
+            channel = WebhookNotifier(receiver.url, "s" * 32)
+            name, peer = f"webhook http://127.0.0.1:{port}", "it"
+        refused = f"{name}: pending notice refused: {peer} answered 307, a redirect, which is"
+        heard = Heard(refused)
+        logger = logging.getLogger("interaction.notify")
+        logger.addHandler(heard)
+        try:
+            async with answering([Step(channel)], AnswerLinks(secret=b"s" * 32)) as (relay, _, _):
+                task = asyncio.create_task(ask(AskUserQuestionRequest([PKG])))
+                assert (await receiver.next_call()).status == 307
+                # Either the refusal is logged, or the notice (answer link included) was
+                # re-posted to the host the 307 names: whichever comes first.
+                followed = asyncio.create_task(elsewhere.next_call())
+                told = asyncio.create_task(heard.event.wait())
+                await asyncio.wait({followed, told}, return_when=asyncio.FIRST_COMPLETED)
+                followed.cancel()
+                told.cancel()
+                assert elsewhere.calls == []
+                relay.close()
+                with pytest.raises(UserInteractionError):
+                    await task
+        finally:
+            logger.removeHandler(heard)
+    assert f"notify: {refused} never followed" in heard.lines
+    assert len(receiver.calls) == 1  # refused for good: not retried either
+    assert elsewhere.calls == []
 
 
 async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCaptureFixture) -> None:
@@ -303,6 +417,21 @@ async def test_slack_500s_are_retried_and_a_404_is_not(caplog: pytest.LogCapture
     assert "/services/x" not in caplog.text
 
 
+async def opened_with(
+    http: httpx.AsyncClient, form: dict[str, str], headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """The POST of a link page's form, as a browser sends it from that page."""
+    sent = {"Origin": str(http.base_url).rstrip("/"), "Sec-Fetch-Site": "same-origin"}
+    return await http.post("/link", data=form, headers={**sent, **(headers or {})})
+
+
+async def opened(
+    http: httpx.AsyncClient, token: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """The POST of a link page's button."""
+    return await opened_with(http, {"t": token}, headers)
+
+
 async def test_an_answer_link_gives_a_token_for_its_one_question_in_the_fragment() -> None:
     links = AnswerLinks(secret=b"s" * 32)
     relay = Relay()
@@ -315,22 +444,214 @@ async def test_an_answer_link_gives_a_token_for_its_one_question_in_the_fragment
                 await anext(arrivals)
             wanted = relay.pending()[1].id
             async with httpx.AsyncClient(base_url=server.base) as browser:
-                link = links.link(wanted, server.base)
-                opened = await browser.get(link.removeprefix(server.base))
-                assert opened.status_code == 303
-                assert "set-cookie" not in opened.headers
-                location = opened.headers["location"]
+                token = links.token(wanted)
+                opened_ = await opened(browser, token)
+                assert opened_.status_code == 303
+                assert "set-cookie" not in opened_.headers
+                location = opened_.headers["location"]
                 assert location.startswith("/#token=")  # never sent over the network
-                scoped = {"Authorization": "Bearer " + location.removeprefix("/#token=")}
+                session = location.removeprefix("/#token=")
+                scoped = {"Authorization": "Bearer " + session}
                 listed = (await browser.get("/api/questions", headers=scoped)).json()
                 assert [q["id"] for q in listed["questions"]] == [wanted]
                 other = f"/api/questions/{relay.pending()[0].id}/cancel"
                 refused = await browser.post(other, headers=scoped)
                 assert refused.status_code == 403
                 assert refused.json()["error"]["code"] == "FORBIDDEN"
+                # Only the whole session token opens it: its selector with another verifier,
+                # or the selector alone, is no token at all.
+                selector, _, verifier = session.partition(".")
+                for wrong in (f"{selector}.{verifier[:-1]}A", selector, f"{selector}."):
+                    if wrong == session:
+                        continue
+                    answer = await browser.get(
+                        "/api/questions", headers={"Authorization": "Bearer " + wrong}
+                    )
+                    assert answer.status_code == 401
                 # The page's own token, in the tab that holds it, still sees the whole page.
                 owner = {"Authorization": "Bearer " + server.token}
                 listed = (await browser.get("/api/questions", headers=owner)).json()
                 assert len(listed["questions"]) == 2
             relay.close()
             await asyncio.gather(first, second, return_exceptions=True)
+
+
+async def test_a_session_token_is_compared_in_constant_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compared: list[tuple[bytes, bytes]] = []
+    real = secrets.compare_digest
+
+    def spy(given: bytes, kept: bytes) -> bool:
+        compared.append((given, kept))
+        return real(given, kept)
+
+    links = AnswerLinks(secret=b"s" * 32)
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            await anext(arrivals)
+            async with httpx.AsyncClient(base_url=server.base) as http:
+                reply = await opened(http, links.token(relay.pending()[0].id))
+                session = reply.headers["location"].removeprefix("/#token=")
+                monkeypatch.setattr(secrets, "compare_digest", spy)
+                listed = await http.get(
+                    "/api/questions", headers={"Authorization": f"Bearer {session}"}
+                )
+                monkeypatch.undo()
+                assert listed.status_code == 200
+            # The session's secret part was compared with the one kept, in constant time.
+            assert any(
+                given == kept and session.endswith(given.decode()) for given, kept in compared
+            )
+            relay.close()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+LINK_CSP = re.compile(
+    r"default-src 'none'; style-src 'nonce-[A-Za-z0-9_-]{22}'; base-uri 'none';"
+    r" form-action 'self'; frame-ancestors 'none'"
+)
+
+
+async def test_scanners_heads_and_gets_leave_the_link_to_the_persons_click() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            task = asyncio.create_task(ask(AskUserQuestionRequest([PKG], provenance=FROM_BOT)))
+            await anext(arrivals)
+            (question,) = relay.pending()
+            token = links.token(question.id)
+            path = f"/link?t={token}"
+            async with httpx.AsyncClient(base_url=server.base) as scanner:
+                for _ in range(5):  # Safe Links, Proofpoint, an unfurler: HEAD, then GET
+                    head = await scanner.head(path)
+                    assert (head.status_code, head.content) == (200, b"")
+                for _ in range(5):
+                    page = await scanner.get(path)
+                    assert page.status_code == 200
+                    assert LINK_CSP.fullmatch(page.headers["content-security-policy"])
+                    assert page.headers["referrer-policy"] == "strict-origin"
+                    assert page.headers["x-frame-options"] == "DENY"
+                    assert page.headers["cache-control"] == "no-store"
+                    text = page.text
+                    assert "<script" not in text.replace("&lt;script&gt;", "")
+                    shown = re.search(r'data-testid="link-question">([^<]*)</p>', text)
+                    assert shown is not None
+                    assert shown.group(1) == (
+                        "Which package manager? &lt;b&gt;bold&lt;/b&gt; &amp; &lt;!channel&gt;"
+                        " &lt;script&gt;alert(1)&lt;/script&gt;"
+                    )
+                    source = re.search(r'data-testid="link-source">([^<]*)</p>', text)
+                    assert source is not None
+                    assert source.group(1) == "Asked by deploy-bot on build-7 · asked just now"
+                    assert f'<input type="hidden" name="t" value="{token}">' in text
+                    assert '<form method="post" action="/link">' in text
+                assert links.verify(token) == question.id  # not spent by any of them
+                assert relay.pending() == [question]
+                # The person's click: one session; a second click is refused.
+                clicks = await asyncio.gather(opened(scanner, token), opened(scanner, token))
+                assert sorted(click.status_code for click in clicks) == [303, 403]
+                refused = next(click for click in clicks if click.status_code == 403)
+                assert "This answer link was already used." in refused.text
+                assert (
+                    sum(
+                        click.headers.get("location", "").startswith("/#token=") for click in clicks
+                    )
+                    == 1
+                )
+                spent = await scanner.get(path)
+                assert (spent.status_code, "was already used" in spent.text) == (403, True)
+            relay.close()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_link_opens_only_from_its_own_page() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            task = asyncio.create_task(ask(AskUserQuestionRequest([OTHER])))
+            await anext(arrivals)
+            (question,) = relay.pending()
+            token = links.token(question.id)
+            async with httpx.AsyncClient(base_url=server.base) as http:
+                for origin in ("http://evil.example", "null", "http://127.0.0.1:1"):
+                    reply = await opened(http, token, {"Origin": origin})
+                    assert reply.status_code == 403
+                    assert reply.json()["error"]["code"] == "BAD_ORIGIN"
+                for site in ("cross-site", "same-site"):  # a browser's word, Origin or not
+                    reply = await http.post(
+                        "/link", data={"t": token}, headers={"Sec-Fetch-Site": site}
+                    )
+                    assert reply.status_code == 403
+                    assert "This answer link opens from its own page only." in reply.text
+                reply = await http.post(
+                    "/link", content=f"t={token}", headers={"Content-Type": "text/plain"}
+                )
+                assert reply.status_code == 415
+                reply = await http.post("/link", data={"t": "x" * 3000})
+                assert reply.status_code == 413
+                for form in ({"u": token}, {"t": token, **{f"f{n}": "x" for n in range(5)}}):
+                    reply = await opened_with(http, form)
+                    assert (reply.status_code, "is not valid" in reply.text) == (403, True)
+                assert links.verify(token) == question.id  # none of them spent it
+                reply = await opened(http, token)
+                assert reply.status_code == 303
+            relay.close()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_link_page_in_chromium_runs_no_question_html_and_its_button_opens_it(
+    browser: Browser,
+) -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    hostile = AskUserQuestionItem(
+        "pkg",
+        '<img src=x onerror="alert(1)"><script>alert(2)</script> *bold* _it_',
+        header="<i>Tools</i>",
+        options=[Option("npm"), Option("pnpm")],
+    )
+    relay = Relay()
+    with provide(relay):
+        async with WebServer(relay, links=links) as server:
+            arrivals = aiter(relay.subscribe())
+            task = asyncio.create_task(ask(AskUserQuestionRequest([hostile], provenance=FROM_BOT)))
+            await anext(arrivals)
+            (question,) = relay.pending()
+            link = links.link(question.id, server.base)
+            first, second = await browser.new_page(), await browser.new_page()
+            try:
+                for page in (first, second):
+                    page.on("dialog", lambda d: pytest.fail(f"the page ran a script: {d.message}"))
+                    await page.goto(link)  # each shows the page; neither spends the link
+                    said = await page.get_by_test_id("link-question").inner_text()
+                    assert said == (
+                        '<i>Tools</i>: <img src=x onerror="alert(1)"><script>alert(2)</script>'
+                        " *bold* _it_"
+                    )
+                    source = await page.get_by_test_id("link-source").inner_text()
+                    assert source == "Asked by deploy-bot on build-7 · asked just now"
+                    assert await page.locator("img, script, i").count() == 0
+                await first.get_by_test_id("link-open").click()
+                card = first.get_by_test_id("question")
+                await card.wait_for()
+                assert await card.get_attribute("data-question-id") == "pkg"
+                assert first.url == f"{server.base}/"  # the token left the address bar
+                await second.get_by_test_id("link-open").click()  # the second click
+                refused = second.get_by_test_id("link-refused")
+                await refused.wait_for()
+                assert await refused.inner_text() == "This answer link was already used."
+                await first.get_by_text("npm", exact=True).click()
+                await first.get_by_test_id("submit").click()
+                answer = await task
+                assert answer == AskUserQuestionAnswer([AskUserQuestionAnswerItem("pkg", ["npm"])])
+            finally:
+                await first.close()
+                await second.close()
+            relay.close()

@@ -169,8 +169,25 @@ async def test_verify_passes_then_names_an_edit(
     assert run(capsys, "log", str(path), "--verify") == (
         1,
         f"{path}:2: record 2 was changed: its digest does not match\n",
-        "interaction: the chain is broken (1 problems in 3 records)\n",
+        "interaction: the chain is broken (1 problem in 3 records)\n",
     )
+
+
+async def test_verify_counts_in_words_that_agree_with_the_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "a.jsonl"
+    await JsonlAuditLog(path).append({"at": "2026-12-05T08:00:00.000Z", "outcome": "answered"})
+    head = json.loads(path.read_text())["digest"]
+    assert run(capsys, "log", str(path), "--verify") == (0, f"ok: 1 record, head {head}\n", "")
+    await fill_log(path)
+    lines = path.read_text().splitlines(keepends=True)
+    for index in (1, 2):
+        lines[index] = lines[index].replace('"ci"', '"cd"').replace('"dev"', '"ops"')
+    path.write_text("".join(lines))
+    status, out, err = run(capsys, "log", str(path), "--verify")
+    assert (status, len(out.splitlines())) == (1, 2)
+    assert err == "interaction: the chain is broken (2 problems in 4 records)\n"
 
 
 async def test_follow_prints_records_as_they_come(tmp_path: Path) -> None:

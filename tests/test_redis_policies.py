@@ -252,5 +252,5 @@ async def test_hosts_appending_to_one_stream_keep_one_chain(
     assert out == (
         f"{lines[51][0]}: record 52 follows record 50: records are missing or out of order\n"
     )
-    assert err == "interaction: the chain is broken (1 problems in 119 records)\n"
+    assert err == "interaction: the chain is broken (1 problem in 119 records)\n"
     await log.aclose()

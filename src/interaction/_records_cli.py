@@ -307,17 +307,20 @@ def run_log(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
+def _counted(count: int, noun: str) -> str:
+    """``1 record``, ``3 records``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _verify(lines: Iterable[tuple[str, bytes]], partial: bool, out: TextIO) -> int:
     problems, count, head = verify(lines, key=env_key(AUDIT_KEY_ENV), whole=not partial)
     for problem in problems:
         print(f"{_cell(problem.where)}: {problem.message}", file=out)
     if problems:
-        print(
-            f"interaction: the chain is broken ({len(problems)} problems in {count} records)",
-            file=sys.stderr,
-        )
+        found = f"{_counted(len(problems), 'problem')} in {_counted(count, 'record')}"
+        print(f"interaction: the chain is broken ({found})", file=sys.stderr)
         return EXIT_FOUND
-    print(f"ok: {count} records, head {head or '-'}", file=out)
+    print(f"ok: {_counted(count, 'record')}, head {head or '-'}", file=out)
     return EXIT_OK
 
 

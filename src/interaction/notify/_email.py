@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import html
+import re
+from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.utils import make_msgid
+from email.utils import format_datetime
 from typing import Final
 
 import aiosmtplib
@@ -14,11 +16,30 @@ from ._text import OUTCOME_WORDS, lines_of, subject_of
 
 __all__ = ["EmailNotifier", "notice_mail"]
 
+_NOT_ATEXT: Final = re.compile(r"[^A-Za-z0-9_.-]")
 _STYLE: Final = "font-family:system-ui,sans-serif;line-height:1.5;max-width:40rem"
 
 
 def _domain(address: str) -> str:
     return address.rpartition("@")[2] or "localhost"
+
+
+def message_id(notice: Notice, sender: str, settled: bool = False) -> str:
+    """The ``Message-ID`` of a notice's mail: the same on every retry, so an inbox drops a
+    duplicate, and known to the settle mail, which names it to thread with it."""
+    key = _NOT_ATEXT.sub("-", notice.idempotency_key)  # a relay's ids are URL-safe already
+    tail = ".settled" if settled else ""
+    return f"<interaction.{key}{tail}@{_domain(sender)}>"
+
+
+def _headed(subject: str, sender: str, to: tuple[str, ...], message_id: str) -> EmailMessage:
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = sender
+    message["To"] = ", ".join(to)
+    message["Date"] = format_datetime(datetime.now(UTC))  # RFC 5322 §3.6: required
+    message["Message-ID"] = message_id
+    return message
 
 
 def notice_mail(notice: Notice, sender: str, to: tuple[str, ...]) -> EmailMessage:
@@ -43,11 +64,7 @@ def notice_mail(notice: Notice, sender: str, to: tuple[str, ...]) -> EmailMessag
             '<p style="color:#555">The link works once, for this question only.</p>'
         )
     parts.append("</div>")
-    message = EmailMessage()
-    message["Subject"] = subject_of(view)
-    message["From"] = sender
-    message["To"] = ", ".join(to)
-    message["Message-ID"] = make_msgid(notice.idempotency_key.replace(".", "-"), _domain(sender))
+    message = _headed(subject_of(view), sender, to, message_id(notice, sender))
     message.set_content("\n".join(text) + "\n")
     message.add_alternative("\n".join(parts) + "\n", subtype="html")
     return message
@@ -88,10 +105,11 @@ class EmailNotifier:
     async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
         if not self.on_settle:
             return
-        message = EmailMessage()
-        message["Subject"] = "Re: " + subject_of(notice.view)
-        message["From"] = self.sender
-        message["To"] = ", ".join(self.to)
+        subject = "Re: " + subject_of(notice.view)
+        message = _headed(subject, self.sender, self.to, message_id(notice, self.sender, True))
+        first = message_id(notice, self.sender)  # the pending mail's: the thread's start
+        message["In-Reply-To"] = first
+        message["References"] = first
         message.set_content(f"The question {OUTCOME_WORDS[outcome]}; the link no longer works.\n")
         await self._send(message)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import json
 from typing import Final
 
 from slack_sdk.models.blocks import (
@@ -14,17 +14,12 @@ from slack_sdk.models.blocks import (
     PlainTextObject,
     SectionBlock,
 )
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from ._dispatch import DeliveryError, Notice, Outcome
+from ._http import post_json
 from ._text import OUTCOME_WORDS, cut, lines_of, subject_of
 
 __all__ = ["SlackNotifier", "escape_mrkdwn", "notice_blocks"]
-
-# slack_sdk logs each request's URL at DEBUG when its logger's own level allows it, and an
-# incoming webhook's URL is its secret: its logger here is held at INFO.
-_SDK_LOG: Final = logging.getLogger("interaction.notify.slack_sdk")
-_SDK_LOG.setLevel(logging.INFO)
 
 MAX_HEADER: Final = 150
 MAX_SECTION: Final = 3000
@@ -34,7 +29,8 @@ MAX_QUESTIONS: Final = 20
 
 def escape_mrkdwn(text: str) -> str:
     """Text for a message's ``text`` field, where Slack reads ``<...>`` as links and
-    mentions (``<!channel>``): ``&``, ``<`` and ``>`` escaped as Slack asks."""
+    mentions (``<!channel>``): ``&``, ``<`` and ``>`` escaped as Slack asks. The channel
+    also sends ``"mrkdwn": false``, so ``*bold*``, ``_it_`` and ``~strike~`` stay text."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -65,15 +61,14 @@ def notice_blocks(notice: Notice) -> list[Block]:
 
 class SlackNotifier:
     """Posts each pending notice to a Slack incoming webhook (``url`` is its secret: read it
-    from the environment). With ``on_settle``, a short message says how it ended."""
+    from the environment). With ``on_settle``, a short message says how it ended. A
+    redirect is never followed: it would re-post the answer link to the host it names."""
 
     def __init__(self, url: str, *, timeout: float = 10.0, on_settle: bool = False) -> None:
         if not url.startswith(("https://", "http://")):
             raise ValueError("a Slack webhook URL is https://hooks.slack.com/...")
-        # The dispatcher retries: the client's own retry handlers are off.
-        self._client = AsyncWebhookClient(
-            url, timeout=int(timeout), logger=_SDK_LOG, retry_handlers=[]
-        )
+        self._url = url
+        self.timeout = timeout
         self.on_settle = on_settle
         self.name = "slack"
 
@@ -87,10 +82,14 @@ class SlackNotifier:
             await self._send(escape_mrkdwn(said), None)
 
     async def _send(self, text: str, blocks: list[Block] | None) -> None:
-        try:
-            reply = await self._client.send(text=text, blocks=blocks)
-        except Exception as error:  # aiohttp's errors may hold the URL, its secret
-            raise DeliveryError(f"could not reach Slack ({type(error).__name__})") from None
-        if reply.status_code != 200:
-            permanent = reply.status_code < 500 and reply.status_code != 429
-            raise DeliveryError(f"Slack answered {reply.status_code}", permanent=permanent)
+        # The fallback ``text`` (notifications, and where blocks do not show) is never
+        # read as mrkdwn: the question's own ``*``, ``_`` and ``~`` stay as typed.
+        message: dict[str, object] = {"text": text, "mrkdwn": False}
+        if blocks is not None:
+            message["blocks"] = [block.to_dict() for block in blocks]
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        status = await post_json(self._url, body, headers, seconds=self.timeout, peer="Slack")
+        if status != 200:
+            permanent = status < 500 and status != 429
+            raise DeliveryError(f"Slack answered {status}", permanent=permanent)

@@ -6,12 +6,11 @@ import json
 from typing import Final
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from .._core import AskUserQuestionRequest
 from ..signing import SIGNATURE_HEADER, sign_webhook
 from ..wire import encode_request
 from ._dispatch import DeliveryError, Notice, Outcome
+from ._http import post_json
 
 __all__ = ["IDEMPOTENCY_HEADER", "WebhookNotifier", "webhook_body"]
 
@@ -21,9 +20,10 @@ _RETRIED_4XX: Final = frozenset({408, 425, 429})
 
 
 def safe_target(url: str) -> str:
-    """A URL as logs may show it: scheme and host only (the path may hold a secret)."""
+    """A URL as logs may show it: scheme, host and port only (the path, and any user and
+    password, may hold a secret)."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}"
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def webhook_body(event: str, notice: Notice, outcome: Outcome | None = None) -> dict[str, object]:
@@ -49,7 +49,8 @@ class WebhookNotifier:
     (check it with :func:`interaction.signing.verify_webhook`), ``Idempotency-Key``
     (``<question id>.<step>`` for ``pending``, ``.settled`` appended for ``settled``: the
     same on every retry), and ``Interaction-Event``. A 2xx is delivered; a 408, 425, 429 or
-    5xx, or no answer, is retried by the dispatcher; any other status is refused for good.
+    5xx, or no answer, is retried by the dispatcher; any other status is refused for good,
+    a redirect too: it is never followed.
     """
 
     def __init__(self, url: str, secret: bytes | str, *, timeout: float = 10.0) -> None:
@@ -78,15 +79,7 @@ class WebhookNotifier:
             IDEMPOTENCY_HEADER: key,
             EVENT_HEADER: event,
         }
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.post(self.url, data=body, headers=headers, allow_redirects=False) as reply,
-            ):
-                status = reply.status
-        except aiohttp.ClientError as error:
-            raise DeliveryError(f"could not reach it ({type(error).__name__})") from None
+        status = await post_json(self.url, body, headers, seconds=self.timeout, peer="it")
         if 200 <= status < 300:
             return
         permanent = status < 500 and status not in _RETRIED_4XX

@@ -20,6 +20,7 @@ from collections.abc import (
 )
 from importlib import resources
 from typing import Final
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -77,6 +78,8 @@ DEFAULT_MAX_STREAMS: Final = 64
 SCOPED_KEPT: Final = 10_000
 """How many one-question sessions (from answer links) the app holds at once."""
 LINK_PATH: Final = "/link"
+LINK_FORM_MAX: Final = 2_048
+"""The largest answer link form read (the link's token is at most 400 characters)."""
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 HOSTS_SEEN: Final = 256
@@ -387,7 +390,10 @@ class _Guard:
         async def send_safely(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.extend(SECURITY_HEADERS)
+                if any(name == b"referrer-policy" for name, _ in headers):  # a link's page
+                    headers.extend(h for h in SECURITY_HEADERS if h[0] != b"referrer-policy")
+                else:
+                    headers.extend(SECURITY_HEADERS)
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -464,7 +470,8 @@ class WebApp:
         self.users = None if users is None else check_users(users)
         self.max_streams = check_limit("max_streams", max_streams)
         self.links = links
-        self._scoped: OrderedDict[str, tuple[str, float]] = OrderedDict()  # token -> (id, end)
+        # A one-question session: selector -> (verifier, question id, end).
+        self._scoped: OrderedDict[str, tuple[bytes, str, float]] = OrderedDict()
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
@@ -491,7 +498,8 @@ class WebApp:
             Route("/api/events", self.events),
             Route("/api/ping", self.ping, methods=["POST"]),
             *(rule_routes(rules) if rules is not None else []),
-            Route(LINK_PATH, self.link),
+            Route(LINK_PATH, self.link, methods=["GET"]),
+            Route(LINK_PATH, self.open_link, methods=["POST"]),
         ]
         starlette = Starlette(
             routes=routes,
@@ -606,34 +614,85 @@ class WebApp:
     # ------------------------------------------------------------------ answer links
 
     def _question_of(self, token: str) -> str | None:
-        """The question a one-question session may answer, while it lasts."""
-        entry = self._scoped.get(token)
-        if entry is None or entry[1] <= time.monotonic():
-            return None
-        return entry[0]
+        """The question a one-question session may answer, while it lasts.
 
-    async def link(self, request: Request) -> Response:
-        """Redeem an answer link: a one-question session, and the page on that question."""
+        A session's token is ``<selector>.<verifier>``: the selector finds the session, and
+        the verifier is compared in constant time, as every other token is.
+        """
+        selector, _, verifier = token.partition(".")
+        entry = self._scoped.get(selector)
+        if entry is None or entry[2] <= time.monotonic():
+            return None
+        if not secrets.compare_digest(verifier.encode("utf-8", "replace"), entry[0]):
+            return None
+        return entry[1]
+
+    async def _pending_of(self, given: str) -> tuple[PendingQuestion | None, Response | None]:
+        """The question a valid, unspent link names, or the page that refuses the link."""
         assert self.links is not None
-        given = request.query_params.get("t", "")
         try:
             question_id = self.links.verify(given)
             pending = await self.relay.lookup(question_id)
-            if pending is None:
-                return _link_page(410, "this question is no longer waiting for an answer")
-            self.links.redeem(given)  # spent only once it opens the question
         except UserInteractionError as error:
-            return _link_page(403 if error.code != RELAY_UNAVAILABLE else 503, error.message)
-        token = secrets.token_urlsafe(24)
+            return None, _link_page(403 if error.code != RELAY_UNAVAILABLE else 503, error.message)
+        if pending is None:
+            return None, _link_page(410, "this question is no longer waiting for an answer")
+        return pending, None
+
+    async def link(self, request: Request) -> Response:
+        """An answer link's page: the question and who asks, and one button that opens it.
+
+        A ``GET`` or ``HEAD`` changes nothing, so the mail scanners and link previews that
+        fetch a link before its person clicks do not use it up: only the button's ``POST``
+        redeems it (:meth:`open_link`).
+        """
+        given = request.query_params.get("t", "")
+        pending, refusal = await self._pending_of(given)
+        if refusal is not None:
+            return refusal
+        assert pending is not None
+        return _link_offer(pending.request, given)
+
+    async def open_link(self, request: Request) -> Response:
+        """Redeem an answer link from its page's form: a one-question session, and the page
+        on that question. The guard has checked the ``Origin`` like any other request's;
+        a browser's word that the form came from another site is refused too."""
+        assert self.links is not None
+        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            return _link_page(403, "this answer link opens from its own page only")
+        media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media != "application/x-www-form-urlencoded":
+            return _link_page(415, "this answer link opens from its own page only")
+        body = bytearray()
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > LINK_FORM_MAX:
+                    return _link_page(413, "this answer link is not valid")
+        except ClientDisconnect:  # nobody reads a reply; the link stays unspent
+            return Response(status_code=400)
+        try:
+            given = parse_qs(body.decode("latin-1"), max_num_fields=4).get("t", [""])[0]
+        except ValueError:  # more fields than the page's form has
+            given = ""
+        pending, refusal = await self._pending_of(given)
+        if refusal is not None:
+            return refusal
+        assert pending is not None
+        try:
+            self.links.redeem(given)  # spent only once it opens the question: once
+        except UserInteractionError as error:
+            return _link_page(403, error.message)
+        selector, verifier = secrets.token_urlsafe(9), secrets.token_urlsafe(24)
         now = time.monotonic()
         while self._scoped and (
-            len(self._scoped) >= SCOPED_KEPT or next(iter(self._scoped.values()))[1] <= now
+            len(self._scoped) >= SCOPED_KEPT or next(iter(self._scoped.values()))[2] <= now
         ):
             self._scoped.popitem(last=False)
-        self._scoped[token] = (question_id, now + self.links.ttl)
+        self._scoped[selector] = (verifier.encode(), pending.id, now + self.links.ttl)
         # The session's token goes in the fragment, as the page's own does: the browser
         # keeps it from the Location header and never sends it over the network.
-        return RedirectResponse(f"/#token={token}", status_code=303)
+        return RedirectResponse(f"/#token={selector}.{verifier}", status_code=303)
 
     async def list_questions(self, request: Request) -> Response:
         only = _only(request)[0]
@@ -861,9 +920,10 @@ def create_app(
     ``hosts`` are the ``Host`` values it answers: ``name`` on any port, ``name:port`` on that
     port only (IPv6 in brackets). The default is the loopback names on any port. At most
     ``max_streams`` event streams are open at once; one more is ``503 TOO_MANY_STREAMS``.
-    With ``links``, ``GET /link?t=...`` redeems the answer links they issued
-    (docs/notify.md). ``origins`` are further ``Origin`` values accepted beside
-    ``http://<Host>`` (the ``https://`` origin of a page behind a TLS proxy).
+    With ``links``, ``GET /link?t=...`` shows an answer link's page and its button's
+    ``POST /link`` redeems the link (docs/notify.md). ``origins`` are further ``Origin``
+    values accepted beside ``http://<Host>`` (the ``https://`` origin of a page behind a
+    TLS proxy).
     """
     return WebApp(
         relay, token=token, hosts=hosts, max_streams=max_streams, links=links, origins=origins
@@ -886,16 +946,72 @@ def _only(request: Request) -> tuple[str | None, str | None]:
     return state.get("question"), state.get("token")
 
 
-_LINK_PAGE: Final = (
+_LINK_CSP: Final = (
+    "default-src 'none'; style-src 'nonce-{nonce}'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+_LINK_STYLE: Final = (
+    "body{font-family:system-ui,sans-serif;line-height:1.5;margin:2rem auto;max-width:36rem;"
+    "padding:0 1rem}button{font:inherit;font-weight:600;padding:.5rem 1.2rem}"
+    ".source{color:#555}"
+)
+_LINK_HEAD: Final = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">'
     '<meta name="viewport" content="width=device-width, initial-scale=1">'
-    "<title>Answer link</title></head><body><main><h1>This link cannot be used</h1>"
+    '<title>{title}</title><style nonce="{nonce}">{style}</style></head><body><main>'
+)
+_LINK_REFUSED: Final = (
+    "<h1>This link cannot be used</h1>"
     '<p data-testid="link-refused">{message}.</p>'
     "<p>Ask for a new link, or open the page with its token.</p></main></body></html>"
 )
+_LINK_OFFER: Final = (
+    "<h1>A question waits for your answer</h1>"
+    '<p class="source" data-testid="link-source">{source}</p>'
+    '<p data-testid="link-question">{question}</p>'
+    '<form method="post" action="/link"><input type="hidden" name="t" value="{token}">'
+    '<button type="submit" data-testid="link-open">Open this question</button></form>'
+    "<p>The link works once: the button opens the question, for you alone.</p>"
+    "</main></body></html>"
+)
+LINK_SHOWN: Final = 300
+"""The most characters of a question, and of its source, that a link's page shows."""
+
+
+def _link_response(status: int, title: str, body: str) -> Response:
+    nonce = secrets.token_urlsafe(16)
+    head = _LINK_HEAD.format(title=title, nonce=nonce, style=_LINK_STYLE)
+    # ``strict-origin``, not the app's ``no-referrer``: under that, a browser sends
+    # ``Origin: null`` with the form's POST, which the guard refuses as cross-site.
+    headers = {
+        "content-security-policy": _LINK_CSP.format(nonce=nonce),
+        "referrer-policy": "strict-origin",
+    }
+    return HTMLResponse(head + body, status_code=status, headers=headers)
 
 
 def _link_page(status: int, message: str) -> Response:
-    text = _LINK_PAGE.format(message=html.escape(message[:1].upper() + message[1:]))
-    csp = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    return HTMLResponse(text, status_code=status, headers={"content-security-policy": csp})
+    text = html.escape(message[:1].upper() + message[1:])
+    return _link_response(status, "Answer link", _LINK_REFUSED.format(message=text))
+
+
+def _shown(text: str) -> str:
+    return html.escape(text if len(text) <= LINK_SHOWN else text[: LINK_SHOWN - 1] + "…")
+
+
+def _link_offer(request: AskUserQuestionRequest, token: str) -> Response:
+    """The page of a valid link: who asks and what (every model string escaped for HTML,
+    and no script at all), and the button whose ``POST`` redeems the link."""
+    view = present(request)
+    first = view.questions[0]
+    said = first.question.split("\n", 1)[0]
+    if first.header:
+        said = f"{first.header}: {said}"
+    if len(view.questions) > 1:
+        said += f" (+{len(view.questions) - 1} more)"
+    summary = view.provenance.summary() if view.provenance is not None else ""
+    source = f"Asked by {summary}" if summary else "The asker did not say who it is"
+    body = _LINK_OFFER.format(
+        source=_shown(source), question=_shown(said), token=html.escape(token, quote=True)
+    )
+    return _link_response(200, "Answer a question", body)
