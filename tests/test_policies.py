@@ -28,6 +28,7 @@ from interaction import (
     permission_question,
     provide,
 )
+from interaction.audit import AuditProvider, JsonlAuditLog
 from interaction.decisions import Decision, collect_decisions
 from interaction.policies import (
     RULE_STORE_CORRUPT,
@@ -463,6 +464,39 @@ async def test_a_timeout_never_allows_unless_it_says_so() -> None:
     with timeout_for(TimeoutPolicy(0.01, choose="Allow", allow=True)):
         answer, _ = await ask_through(provider, request_for("ls"))
     assert answer == answered(("q0", "Allow"))
+
+
+async def test_a_timeout_answers_its_one_ask_and_makes_no_rule_for_anyone(
+    tmp_path: Path,
+) -> None:
+    store = JsonFileRuleStore(tmp_path / "rules.json")
+    human = BlockingProvider()
+    policy = PolicyProvider(
+        human,
+        store,
+        answerer="alice",
+        timeout=TimeoutPolicy(0.01, choose="Always allow", allow=True),
+    )
+    log = tmp_path / "audit.jsonl"
+    with provide(AuditProvider(policy, JsonlAuditLog(log), answerer="alice")):
+        answer = await ask(request_for("deploy"))
+    assert await store.rules() == ()
+    assert not (tmp_path / "rules.json").exists()
+    assert answer == answered(("q0", "Allow"))  # allowed this once, not always
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (record["outcome"], record["decidedBy"], record["answerer"], record["rule"]) == (
+        "timeout",
+        "timeout",
+        None,
+        None,
+    )
+    assert record["answer"] == [{"id": "q0", "selected": ["Allow"]}]
+    assert (human.cleaned_up, human.pending) == (1, 0)
+    # without allow=True, choosing "Always allow" on a timeout still denies
+    with timeout_for(TimeoutPolicy(0.01, choose="Always allow")):
+        answer, notes = await ask_through(policy, request_for("deploy"))
+    assert (answer, notes) == (answered(("q0", "Deny")), [Decision("timeout")])
+    assert await store.rules() == ()
 
 
 async def test_a_timeout_chooses_a_named_option_of_any_question() -> None:

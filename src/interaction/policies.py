@@ -562,6 +562,8 @@ class TimeoutPolicy:
     else a permission with its deny label; a question answered neither way makes the ask
     fail with ``ASK_TIMEOUT``. ``choose`` never allows a permission (its allow or allow
     always label) unless ``allow`` says so explicitly: without it, the deny label stands.
+    A timeout answers its one ask only: a ``choose`` naming the allow always label answers
+    with the allow label, so no rule is made for a decision nobody made.
     """
 
     seconds: float | None
@@ -592,9 +594,11 @@ class TimeoutPolicy:
         intent = question.intent
         chosen = self.choose
         if chosen is not None and any(option.label == chosen for option in question.options):
-            if not isinstance(intent, PermissionIntent) or self.allow:
+            if not isinstance(intent, PermissionIntent):
                 return chosen
-            if chosen not in (intent.allow, intent.allow_always):
+            if chosen == intent.allow_always:
+                return intent.allow if self.allow else intent.deny
+            if self.allow or chosen != intent.allow:
                 return chosen
         return intent.deny if isinstance(intent, PermissionIntent) else None
 
