@@ -5,9 +5,12 @@ under the store's key; ``PREFIX:rules:manifest`` is the signed list of the live 
 each one's id and MAC, with a serial that every change (an add, a revoke, a once-rule
 taken) bumps. Whoever can write to Redis but does not hold the key cannot add a rule,
 change one, delete one or put back one revoked or used, without the store refusing the
-set as corrupt. Every change is one Lua script that applies it only if the manifest is
-still the one it was computed from (else it is computed again), so hosts changing rules
-at once never lose a change, and of two hosts taking one ``once`` rule exactly one wins.
+set as corrupt. What the key cannot prevent is putting back a whole older set, manifest
+and all: a store that has read a newer serial refuses it, and docs/policies.md says how
+the audit shows it. Every change is one Lua script that applies it only if the manifest
+is still the one it was computed from (else it is computed again), so hosts changing
+rules at once never lose a change, and of two hosts taking one ``once`` rule exactly one
+wins.
 """
 
 from __future__ import annotations
