@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from interaction import (
     permission_question,
     provide,
 )
+from interaction.audit import AuditProvider, JsonlAuditLog
 from interaction.decisions import Decision, collect_decisions
 from interaction.policies import (
     RULE_STORE_CORRUPT,
@@ -42,6 +44,7 @@ from interaction.policies import (
     new_rule,
     parse_spec,
     rule_to_json,
+    signed,
     timeout_for,
 )
 from interaction.testing import BlockingProvider, ScriptedProvider
@@ -398,34 +401,198 @@ async def test_a_keyed_store_refuses_a_rule_changed_without_the_key(tmp_path: Pa
     assert caught.value.message == f"rule store {path}: rules[0]: has no MAC (the store has a key)"
 
 
+KEY = b"k" * 32
+SET_MAC = "its rule set fails its MAC: a rule was added, removed or put back without the key"
+
+
+async def keyed_rules(path: Path) -> tuple[JsonFileRuleStore, dict[str, Rule]]:
+    """A keyed file holding ``allow Bash(git:*)``, ``deny Bash(git push:*)``, a once-rule
+    ``Bash(deploy)`` and ``allow Bash(rm -rf build)``, added in that order."""
+    store = JsonFileRuleStore(path, key=KEY)
+    rules = {
+        "git": new_rule("Bash(git:*)"),
+        "push": new_rule("Bash(git push:*)", "deny"),
+        "once": new_rule("Bash(deploy)", scope="once"),
+        "rm": new_rule("Bash(rm -rf build)"),
+    }
+    for rule in rules.values():
+        await store.add(rule)
+    return store, rules
+
+
+def entry(path: Path, rule: Rule) -> dict[str, object]:
+    (found,) = [item for item in json.loads(path.read_text())["rules"] if item["id"] == rule.id]
+    return found  # type: ignore[no-any-return]
+
+
+def rewrite(path: Path, change: Callable[[list[dict[str, object]]], None]) -> None:
+    """Change the file's rules as someone without the key can: the set's serial and MAC
+    are left as they were."""
+    document = json.loads(path.read_text())
+    change(document["rules"])
+    path.write_text(json.dumps(document))
+
+
+async def refused(store: JsonFileRuleStore, summary: str) -> RuleStoreError:
+    """The store's error, for a fresh provider (and a fresh store) too; nobody asked."""
+    human = ScriptedProvider({"q0": "Allow"})
+    for each in (store, JsonFileRuleStore(store.path, key=KEY)):
+        with provide(PolicyProvider(human, each)), pytest.raises(RuleStoreError) as caught:
+            await ask(request_for(summary))
+        assert caught.value.code == RULE_STORE_CORRUPT
+    assert human.requests == []
+    return caught.value
+
+
+async def test_a_revoked_rule_written_back_without_the_key_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    store, rules = await keyed_rules(path)
+    copy = entry(path, rules["rm"])
+    assert await store.revoke(rules["rm"].id) is True
+    rewrite(path, lambda items: items.append(copy))
+    assert (await refused(store, "rm -rf build")).message == f"rule store {path}: {SET_MAC}"
+
+
+async def test_a_used_once_rule_replayed_without_the_key_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    store, rules = await keyed_rules(path)
+    copy = entry(path, rules["once"])
+    answer, _ = await ask_through(PolicyProvider(ScriptedProvider(), store), request_for("deploy"))
+    assert answer == answered(("q0", "Allow"))
+    assert rules["once"] not in await store.rules()
+    rewrite(path, lambda items: items.append(copy))
+    assert (await refused(store, "deploy")).message == f"rule store {path}: {SET_MAC}"
+
+
+async def test_a_deny_rule_deleted_without_the_key_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    store, rules = await keyed_rules(path)
+    answer, _ = await ask_through(
+        PolicyProvider(ScriptedProvider(), store), request_for("git push --force")
+    )
+    assert answer == answered(("q0", "Deny"))
+    rewrite(path, lambda items: items.remove(entry(path, rules["push"])))
+    assert (await refused(store, "git push --force")).message == f"rule store {path}: {SET_MAC}"
+
+
+async def test_an_entry_added_or_changed_without_the_key_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    store, _ = await keyed_rules(path)
+    original = path.read_text()
+    # a rule the key signed, in another store: valid on its own, not one of this set
+    elsewhere = tmp_path / "elsewhere.json"
+    await JsonFileRuleStore(elsewhere, key=KEY).add(new_rule("Bash"))
+    stranger = json.loads(elsewhere.read_text())["rules"][0]
+    rewrite(path, lambda items: items.append(stranger))
+    assert (await refused(store, "ls")).message == f"rule store {path}: {SET_MAC}"
+    path.write_text(original)
+    rewrite(path, lambda items: items[1].update(effect="allow"))
+    assert (await refused(store, "git push")).message == (
+        f"rule store {path}: rules[1]: fails its MAC: it was changed, or written with another key"
+    )
+
+
+async def test_an_older_copy_of_the_whole_file_is_refused_by_a_store_that_read_a_newer(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rules.json"
+    store, rules = await keyed_rules(path)
+    older = path.read_text()
+    assert json.loads(older)["serial"] == 4
+    assert await store.revoke(rules["rm"].id) is True
+    path.write_text(older)
+    with pytest.raises(RuleStoreError) as caught:
+        await store.rules()
+    assert (caught.value.code, caught.value.message) == (
+        RULE_STORE_CORRUPT,
+        f"rule store {path}: went back from serial 5 to 4: an older copy of the whole rule set"
+        " was restored",
+    )
+    # the one thing the key cannot tell: a store that never read the newer set accepts it
+    assert rules["rm"] in await JsonFileRuleStore(path, key=KEY).rules()
+    path.unlink()  # the oldest copy of all: no rules
+    with pytest.raises(RuleStoreError) as caught:
+        await store.add(new_rule("Bash(ls)"))
+    assert caught.value.message == (
+        f"rule store {path}: went back from serial 5 to 0: an older copy of the whole rule set"
+        " was restored"
+    )
+
+
+async def test_a_keyed_file_of_the_previous_format_is_refused_until_sealed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rules.json"
+    rule = new_rule("Bash(npm test:*)")
+    path.write_text(json.dumps({"version": 1, "rules": [signed(rule, KEY)]}))
+    store = JsonFileRuleStore(path, key=KEY)
+    message = (
+        f"rule store {path}: holds 1 rules but no signed rule set (written before rule sets"
+        " were signed, or its signature was removed): review them and run"
+        " `interaction rules seal`"
+    )
+    for attempt in (store.rules(), store.add(new_rule("Bash(ls)")), store.revoke(rule.id)):
+        with pytest.raises(RuleStoreError) as caught:
+            await attempt
+        assert (caught.value.code, caught.value.message) == (RULE_STORE_CORRUPT, message)
+    assert await store.seal() == (rule,)
+    assert await JsonFileRuleStore(path, key=KEY).rules() == (rule,)
+    assert json.loads(path.read_text())["serial"] == 1
+    # an empty file of the previous format holds nothing to vouch for
+    path.write_text('{"version": 1, "rules": []}')
+    assert await JsonFileRuleStore(path, key=KEY).rules() == ()
+    # a rule that fails its own MAC is never sealed
+    path.write_text(json.dumps({"version": 1, "rules": [{**signed(rule, KEY), "effect": "deny"}]}))
+    with pytest.raises(RuleStoreError) as caught:
+        await JsonFileRuleStore(path, key=KEY).seal()
+    assert caught.value.message == (
+        f"rule store {path}: rules[0]: fails its MAC: it was changed, or written with another key"
+    )
+    with pytest.raises(UserInteractionError) as unkeyed:
+        await JsonFileRuleStore(path).seal()
+    assert (unkeyed.value.code, unkeyed.value.message) == (
+        ErrorCode.BAD_REQUEST,
+        f"rule store {path}: sealing needs the store's key",
+    )
+
+
 ADDER = textwrap.dedent(
     """
     import asyncio, sys
     from interaction.policies import JsonFileRuleStore, new_rule
 
     async def main() -> None:
-        store = JsonFileRuleStore(sys.argv[1])
+        store = JsonFileRuleStore(sys.argv[1], key=sys.argv[4].encode() or None)
         for n in range(int(sys.argv[3])):
-            await store.add(new_rule(f"Bash({sys.argv[2]}-{n})"))
+            rule = new_rule(f"Bash({sys.argv[2]}-{n})")
+            await store.add(rule)
+            if n % 2:
+                assert await store.revoke(rule.id)
 
     asyncio.run(main())
     """
 )
 
 
-async def run_adder(path: Path, name: str, count: int) -> None:
+async def run_adder(path: Path, name: str, count: int, key: bytes = b"") -> None:
+    """Add ``count`` rules from another process, revoking every second one it added."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", ADDER, str(path), name, str(count)
+        sys.executable, "-c", ADDER, str(path), name, str(count), key.decode()
     )
     assert await process.wait() == 0
 
 
-async def test_two_processes_adding_to_one_file_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [None, KEY], ids=["unkeyed", "keyed"])
+async def test_two_processes_changing_one_file_lose_nothing(
+    tmp_path: Path, key: bytes | None
+) -> None:
     path = tmp_path / "rules.json"
-    await asyncio.gather(run_adder(path, "a", 40), run_adder(path, "b", 40))
-    specs = sorted(rule.spec for rule in await JsonFileRuleStore(path).rules())
-    assert specs == sorted(f"Bash({name}-{n})" for name in "ab" for n in range(40))
+    await asyncio.gather(run_adder(path, "a", 40, key or b""), run_adder(path, "b", 40, key or b""))
+    specs = sorted(rule.spec for rule in await JsonFileRuleStore(path, key=key).rules())
+    assert specs == sorted(f"Bash({name}-{n})" for name in "ab" for n in range(0, 40, 2))
     assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
+    if key is not None:  # every add and revoke bumped the signed serial once
+        assert json.loads(path.read_text())["serial"] == 2 * (40 + 20)
 
 
 async def test_a_rule_added_by_another_process_answers_here(tmp_path: Path) -> None:
@@ -463,6 +630,39 @@ async def test_a_timeout_never_allows_unless_it_says_so() -> None:
     with timeout_for(TimeoutPolicy(0.01, choose="Allow", allow=True)):
         answer, _ = await ask_through(provider, request_for("ls"))
     assert answer == answered(("q0", "Allow"))
+
+
+async def test_a_timeout_answers_its_one_ask_and_makes_no_rule_for_anyone(
+    tmp_path: Path,
+) -> None:
+    store = JsonFileRuleStore(tmp_path / "rules.json")
+    human = BlockingProvider()
+    policy = PolicyProvider(
+        human,
+        store,
+        answerer="alice",
+        timeout=TimeoutPolicy(0.01, choose="Always allow", allow=True),
+    )
+    log = tmp_path / "audit.jsonl"
+    with provide(AuditProvider(policy, JsonlAuditLog(log), answerer="alice")):
+        answer = await ask(request_for("deploy"))
+    assert await store.rules() == ()
+    assert not (tmp_path / "rules.json").exists()
+    assert answer == answered(("q0", "Allow"))  # allowed this once, not always
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (record["outcome"], record["decidedBy"], record["answerer"], record["rule"]) == (
+        "timeout",
+        "timeout",
+        None,
+        None,
+    )
+    assert record["answer"] == [{"id": "q0", "selected": ["Allow"]}]
+    assert (human.cleaned_up, human.pending) == (1, 0)
+    # without allow=True, choosing "Always allow" on a timeout still denies
+    with timeout_for(TimeoutPolicy(0.01, choose="Always allow")):
+        answer, notes = await ask_through(policy, request_for("deploy"))
+    assert (answer, notes) == (answered(("q0", "Deny")), [Decision("timeout")])
+    assert await store.rules() == ()
 
 
 async def test_a_timeout_chooses_a_named_option_of_any_question() -> None:

@@ -19,7 +19,7 @@ from interaction import (
 )
 from interaction.audit import AuditProvider, JsonlAuditLog
 from interaction.cli import main
-from interaction.policies import MemoryRuleStore, PolicyProvider, new_rule
+from interaction.policies import MemoryRuleStore, PolicyProvider, new_rule, signed
 from interaction.testing import ScriptedProvider
 
 
@@ -99,6 +99,37 @@ def test_a_corrupt_rules_file_is_one_line(
         "",
         f'interaction: rule store {store}: expected {{"version": 1, "rules": [...]}}\n',
     )
+
+
+def test_rules_seal_signs_a_keyed_file_of_the_previous_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "rules.json"
+    key = "a-test-key-of-32-bytes----------"
+    rule = new_rule("Bash(npm test:*)", created_by="joe")
+    store.write_text(json.dumps({"version": 1, "rules": [signed(rule, key.encode())]}))
+    monkeypatch.delenv("INTERACTION_RULES_KEY", raising=False)
+    assert run(capsys, "rules", "seal", "--store", str(store)) == (
+        2,
+        "",
+        f"interaction: rule store {store}: sealing needs the store's key\n",
+    )
+    monkeypatch.setenv("INTERACTION_RULES_KEY", key)
+    assert run(capsys, "rules", "list", "--store", str(store)) == (
+        2,
+        "",
+        f"interaction: rule store {store}: holds 1 rules but no signed rule set (written before"
+        " rule sets were signed, or its signature was removed): review them and run"
+        " `interaction rules seal`\n",
+    )
+    status, out, err = run(capsys, "rules", "seal", "--store", str(store))
+    assert (status, err) == (0, "")
+    assert [line.split()[:3] for line in out.splitlines()] == [
+        ["ID", "EFFECT", "RULE"],
+        [rule.id, "allow", "Bash(npm"],
+    ]
+    status, out, _ = run(capsys, "rules", "list", "--json", "--store", str(store))
+    assert (status, [json.loads(line)["id"] for line in out.splitlines()]) == (0, [rule.id])
 
 
 async def fill_log(path: Path) -> str:

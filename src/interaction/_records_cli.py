@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Final, Protocol, TextIO
 
 from ._core import UserInteractionError, escape_controls
 from .audit import AuditLogError, read_jsonl, rotated, verify
@@ -48,6 +48,12 @@ class _Refused(Exception):
     """A bad argument or a broken store: its one line goes to stderr, exit status 2."""
 
 
+class _Store(RuleStore, Protocol):
+    """The stores the command opens: each can sign its whole rule set."""
+
+    async def seal(self) -> Sequence[Rule]: ...
+
+
 def env_key(name: str) -> bytes | None:
     """A key from the environment (never printed); unset or empty is none."""
     value = os.environ.get(name, "")
@@ -56,10 +62,9 @@ def env_key(name: str) -> bytes | None:
 
 def add_commands(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     """Add ``rules`` and ``log`` through the subcommands' ``add_parser``."""
-    rules = add_parser("rules", help="list, add or revoke policy rules")
+    rules = add_parser("rules", help="list, add, revoke or seal policy rules")
     actions = rules.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="print the rules")
-    listing.add_argument("--json", action="store_true", help="one JSON object per line")
     adding = actions.add_parser("add", help="add a rule such as 'Bash(npm test:*)'")
     adding.add_argument("spec", help="TOOL, or TOOL(PATTERN): see docs/policies.md")
     adding.add_argument("--deny", action="store_true", help="a deny rule (default: allow)")
@@ -67,7 +72,12 @@ def add_commands(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     adding.add_argument("--once", action="store_true", help="answer one ask, then go")
     revoking = actions.add_parser("revoke", help="remove a rule by its id")
     revoking.add_argument("id", help="the rule's id, as rules list prints it")
-    for action in (listing, adding, revoking):
+    sealing = actions.add_parser(
+        "seal", help="sign a keyed store's rules as they stand, and print them"
+    )
+    for action in (listing, sealing):
+        action.add_argument("--json", action="store_true", help="one JSON object per line")
+    for action in (listing, adding, revoking, sealing):
         action.add_argument(
             "--store", metavar="PATH", help=f"the rules file (default: ${RULES_ENV})"
         )
@@ -91,7 +101,7 @@ def add_commands(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
 # ---------------------------------------------------------------------- rules
 
 
-def _store(args: argparse.Namespace) -> tuple[RuleStore, Callable[[], object] | None]:
+def _store(args: argparse.Namespace) -> tuple[_Store, Callable[[], object] | None]:
     if args.redis is not None:
         key = env_key(RULES_KEY_ENV)
         if key is None:
@@ -124,8 +134,8 @@ def run_rules(args: argparse.Namespace) -> int:
 async def _rules(args: argparse.Namespace, out: TextIO) -> int:
     store, close = _store(args)
     try:
-        if args.action == "list":
-            rules = await store.rules()
+        if args.action in ("list", "seal"):
+            rules = await (store.rules() if args.action == "list" else store.seal())
             if args.json:
                 for rule in rules:
                     print(json.dumps(rule_to_json(rule), ensure_ascii=False), file=out)

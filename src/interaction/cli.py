@@ -674,8 +674,9 @@ _HELP: Final = {
     ),
     "rules": (
         "List, add or revoke the policy rules that answer permission prompts before anyone"
-        " sees them (see docs/policies.md for the grammar). The store is --store PATH, or"
-        " $INTERACTION_RULES, or --redis URL with the key in $INTERACTION_RULES_KEY.",
+        " sees them (see docs/policies.md for the grammar), or seal a keyed store's rules"
+        " (sign them as they stand). The store is --store PATH, or $INTERACTION_RULES, or"
+        " --redis URL with the key in $INTERACTION_RULES_KEY.",
         [
             "interaction rules list --store rules.json",
             "interaction rules add 'Bash(npm test:*)' --store rules.json",

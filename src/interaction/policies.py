@@ -67,9 +67,13 @@ __all__ = [
     "parse_spec",
     "rule_from_json",
     "rule_to_json",
+    "serial_of",
+    "set_mac",
     "signed",
     "timeout_for",
+    "unsealed",
     "verified",
+    "went_back",
 ]
 
 Effect: TypeAlias = Literal["allow", "deny"]
@@ -410,6 +414,37 @@ def verified(data: object, key: bytes | None, where: str) -> Rule:
     return rule_from_json(data, where)
 
 
+def set_mac(key: bytes, serial: int, macs: Mapping[str, str]) -> str:
+    """The HMAC-SHA256 (hex) of a keyed store's whole rule set: its ``serial`` (bumped by
+    every change) and each live rule's id with that rule's own MAC."""
+    return mac_of(key, {"serial": serial, "rules": dict(macs)})
+
+
+def unsealed(where: str, count: int) -> RuleStoreError:
+    """The error of a keyed store that holds rules but no signature of the whole set."""
+    return corrupt_store(
+        where,
+        f"holds {count} rules but no signed rule set (written before rule sets were signed,"
+        " or its signature was removed): review them and run `interaction rules seal`",
+    )
+
+
+def went_back(where: str, seen: int, serial: int) -> RuleStoreError:
+    """The error of a keyed store whose signed serial is older than one already read."""
+    return corrupt_store(
+        where,
+        f"went back from serial {seen} to {serial}: an older copy of the whole rule set"
+        " was restored",
+    )
+
+
+def serial_of(value: object, where: str) -> int:
+    """A stored serial: a non-negative integer, else :data:`RULE_STORE_CORRUPT`."""
+    if type(value) is not int or value < 0:
+        raise corrupt_store(where, "expected a serial, a non-negative integer")
+    return value
+
+
 MAX_FILE: Final = 16 * 1024 * 1024
 """The largest rules file :class:`JsonFileRuleStore` reads, in bytes."""
 
@@ -421,8 +456,10 @@ class JsonFileRuleStore:
     afresh, and replaces it atomically (a temporary file in the same directory, fsync,
     ``os.replace``), so processes sharing the file never lose a change and a reader never
     sees half a file. Reads are cached until the file changes. With ``key``, each rule
-    carries an HMAC-SHA256 and a rule without a valid one is corruption. A missing file is
-    an empty store; anything unreadable is a :class:`RuleStoreError`.
+    carries an HMAC-SHA256 and the whole set is signed with its ``serial``, which every
+    change bumps: a rule added, removed, changed or put back without the key, or a set
+    older than one this store has read, is corruption. A missing file is an empty store;
+    anything unreadable is a :class:`RuleStoreError`.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
@@ -431,6 +468,8 @@ class JsonFileRuleStore:
         self._key = key
         self._seen: tuple[int, int, int] | None = None
         self._cache: tuple[Rule, ...] = ()
+        self._serial = 0
+        """The highest serial this store has read or written (a keyed store's)."""
 
     # The file's work is a few small reads and writes: done on the loop's thread, as the
     # audit log does, so an ask decided by a rule never waits for a thread hop.
@@ -451,10 +490,24 @@ class JsonFileRuleStore:
     async def take(self, rule_id: str) -> bool:
         return await self.revoke(rule_id)
 
+    async def seal(self) -> Sequence[Rule]:
+        """Sign the rule set as it stands, each rule checked against its own MAC, and
+        return it: for a file written before rule sets were signed. Needs the key."""
+        if self._key is None:
+            raise UserInteractionError(
+                f"rule store {self.path}: sealing needs the store's key", ErrorCode.BAD_REQUEST
+            )
+        with self._lock():
+            rules = self._read(sealing=True)
+            self._write(rules)
+        return tuple(rules)
+
     def _load(self) -> tuple[Rule, ...]:
         try:
             stat = os.stat(self._fspath)
         except FileNotFoundError:
+            if self._serial:
+                raise went_back(str(self.path), self._serial, 0) from None
             self._seen, self._cache = None, ()
             return ()
         except OSError as exc:
@@ -478,12 +531,15 @@ class JsonFileRuleStore:
             RULE_STORE_UNAVAILABLE,
         )
 
-    def _read(self) -> list[Rule]:
+    def _read(self, *, sealing: bool = False) -> list[Rule]:
+        """The file's rules, checked; a keyed file's whole set too, unless ``sealing``."""
         where = str(self.path)
         try:
             with open(self.path, "rb") as handle:
                 raw = handle.read(MAX_FILE + 1)
         except FileNotFoundError:
+            if self._serial and not sealing:
+                raise went_back(where, self._serial, 0) from None
             return []
         except OSError as exc:
             raise self._unavailable(exc) from None
@@ -499,16 +555,51 @@ class JsonFileRuleStore:
             or type(data.get("rules")) is not list
         ):
             raise corrupt_store(where, 'expected {"version": 1, "rules": [...]}')
+        items = data["rules"]
         rules = [
             verified(item, self._key, f"{where}: rules[{index}]")
-            for index, item in enumerate(data["rules"])
+            for index, item in enumerate(items)
         ]
         if len({rule.id for rule in rules}) != len(rules):
             raise corrupt_store(where, "holds two rules with one id")
+        if self._key is None:
+            return rules
+        if sealing:  # the new signature comes after the newest serial seen
+            serial = data.get("serial")
+            if type(serial) is int and serial > self._serial:
+                self._serial = serial
+        else:
+            self._check_set(
+                data, {rule.id: item["mac"] for rule, item in zip(rules, items, strict=True)}
+            )
         return rules
 
+    def _check_set(self, data: dict[str, object], macs: dict[str, str]) -> None:
+        """Check a keyed file's signature of its whole set, and that its serial is not
+        older than one this store has read."""
+        assert self._key is not None
+        where = str(self.path)
+        if "mac" not in data and "serial" not in data:
+            if macs:
+                raise unsealed(where, len(macs))
+            serial = 0  # an empty file of the previous format: nothing to vouch for
+        else:
+            serial = serial_of(data.get("serial"), f"{where}: serial")
+            mac = data.get("mac")
+            if type(mac) is not str or not hmac.compare_digest(
+                mac, set_mac(self._key, serial, macs)
+            ):
+                raise corrupt_store(
+                    where,
+                    "its rule set fails its MAC: a rule was added, removed or put back"
+                    " without the key",
+                )
+        if serial < self._serial:
+            raise went_back(where, self._serial, serial)
+        self._serial = serial
+
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[list[Rule]]:
+    def _lock(self) -> Iterator[None]:
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -517,16 +608,27 @@ class JsonFileRuleStore:
             raise self._unavailable(exc) from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # closing releases the lock
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[list[Rule]]:
+        with self._lock():
             rules = self._read()
             before = list(rules)
             yield rules
             if rules != before:
                 self._write(rules)
-        finally:
-            os.close(lock)  # closing releases the lock
 
     def _write(self, rules: list[Rule]) -> None:
-        document = {"version": 1, "rules": [signed(rule, self._key) for rule in rules]}
+        document: dict[str, object] = {"version": 1}
+        items = [signed(rule, self._key) for rule in rules]
+        serial = self._serial + 1
+        if self._key is not None:
+            macs = {str(item["id"]): str(item["mac"]) for item in items}
+            document.update(serial=serial, mac=set_mac(self._key, serial, macs))
+        document["rules"] = items
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
         try:
@@ -549,6 +651,8 @@ class JsonFileRuleStore:
                 os.unlink(temporary)
             raise self._unavailable(exc) from None
         self._seen = None  # the next read loads what was written
+        if self._key is not None:
+            self._serial = serial
 
 
 # ---------------------------------------------------------------------- timeouts
@@ -562,6 +666,8 @@ class TimeoutPolicy:
     else a permission with its deny label; a question answered neither way makes the ask
     fail with ``ASK_TIMEOUT``. ``choose`` never allows a permission (its allow or allow
     always label) unless ``allow`` says so explicitly: without it, the deny label stands.
+    A timeout answers its one ask only: a ``choose`` naming the allow always label answers
+    with the allow label, so no rule is made for a decision nobody made.
     """
 
     seconds: float | None
@@ -592,9 +698,11 @@ class TimeoutPolicy:
         intent = question.intent
         chosen = self.choose
         if chosen is not None and any(option.label == chosen for option in question.options):
-            if not isinstance(intent, PermissionIntent) or self.allow:
+            if not isinstance(intent, PermissionIntent):
                 return chosen
-            if chosen not in (intent.allow, intent.allow_always):
+            if chosen == intent.allow_always:
+                return intent.allow if self.allow else intent.deny
+            if self.allow or chosen != intent.allow:
                 return chosen
         return intent.deny if isinstance(intent, PermissionIntent) else None
 
