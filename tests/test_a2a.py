@@ -27,6 +27,8 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from a2a.utils.errors import UnsupportedOperationError
+from google.protobuf.json_format import MessageToJson
 
 from interaction import (
     AskUserQuestionItem,
@@ -369,6 +371,55 @@ async def test_a_reply_after_the_question_expired_fails_the_task(agent: Agent) -
     assert get_message_text(failed.status.message) == (
         "ASK_TIMEOUT: the question expired before the reply came"
     )
+
+
+async def test_two_replies_at_once_complete_the_task_once(
+    client: Client, shared_agent: Agent
+) -> None:
+    """The fixture holds the first reply's run until the second reply has reached the
+    server, so the second waits on the task while the first finishes it."""
+    yes = {"answers": [{"id": "confirm", "selected": ["Yes"]}]}
+    executed = []
+    for _ in range(5):
+        task = await send(client, user("gated"))
+        both = await asyncio.gather(
+            send(client, reply(task, yes)), send(client, reply(task, yes)), return_exceptions=True
+        )
+        refusal = f"Task {task.id} is in terminal state: TASK_STATE_COMPLETED"
+        for sent in both:  # the task as the first reply left it, or the SDK's refusal
+            if isinstance(sent, Task):
+                assert result_text(sent) == "deployed"
+            else:
+                assert isinstance(sent, UnsupportedOperationError), sent
+                assert str(sent) == refusal
+        with pytest.raises(UnsupportedOperationError) as late:
+            await send(client, reply(task, yes))
+        assert str(late.value) == refusal
+        stored = await client.get_task(GetTaskRequest(id=task.id))
+        assert result_text(stored) == "deployed"
+        assert (shared_agent.store / f"{task.id}.runs").read_text() == "runs\n" * 2
+        executed.append((shared_agent.store / f"{task.id}.executes").read_text().count("\n"))
+        assert executed[-1] in (2, 3)
+    assert 3 in executed  # a second reply reached the executor after the task completed
+
+
+async def test_a_reply_to_a_task_that_waits_for_no_question_fails_it(
+    client: Client, shared_agent: Agent
+) -> None:
+    """A task whose first run never ended (its server stopped in its midst) is never run
+    again by a message."""
+    task = Task(id=str(uuid.uuid4()), context_id=str(uuid.uuid4()))
+    task.status.state = TaskState.TASK_STATE_SUBMITTED
+    task.history.append(user("gated", task=task))
+    (shared_agent.store / f"{task.id}.json").write_text(MessageToJson(task), "utf-8")
+    failed = await send(client, user("yes", task=task))
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert get_message_text(failed.status.message) == (
+        "BAD_ANSWER: the task is not waiting for a reply to a question"
+    )
+    error = {"code": "BAD_ANSWER", "message": "the task is not waiting for a reply to a question"}
+    assert bridge_data(failed) == {"error": error}
+    assert not (shared_agent.store / f"{task.id}.runs").exists()
 
 
 async def test_the_executor_refuses_a_short_key_and_a_ttl_that_is_not_positive() -> None:

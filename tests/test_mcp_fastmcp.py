@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -28,9 +29,14 @@ from fastmcp.client.elicitation import ElicitResult as FastMCPElicitResult
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import FastMCPRequestContext
+from fastmcp.server.middleware import Middleware
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
+from mcp.shared.exceptions import MCPError
 
+import interaction
 from interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -41,16 +47,21 @@ from interaction import (
 )
 from interaction.mcp import (
     ElicitationProvider,
+    FastMCPRefusals,
+    InputRequiredBridge,
+    RedisSpentStore,
     elicitation_callback,
     fastmcp_elicitation_handler,
     interactive,
 )
-from interaction.mcp._fastmcp import call_reader
+from interaction.mcp._fastmcp import NO_REFUSALS, call_reader
 from interaction.mcp._server import NOT_SUSPENDABLE_FASTMCP
 from interaction.mcp._suspend import arguments_digest
 from interaction.testing import ScriptedProvider
 from tests.helpers import import_error_without
+from tests.loopback import free_port
 from tests.mcp_http import ServerProcess
+from tests.test_mcp_suspend import PlainCodec, forge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
 SERVERS = {
@@ -201,6 +212,142 @@ async def test_stateless_http_legacy_is_no_provider_for_want_of_a_channel(server
     assert provider.requests  # asked only on the 2026-07-28 connection
 
 
+# ------------------------------------------- the bridge's refusals, on both server kinds
+
+
+def refusing_server(
+    kind: str, bridge: InputRequiredBridge, *, plain: bool
+) -> tuple[Any, list[str]]:
+    """A server of ``kind`` with one @bridge tool, ``pick``, and the list of its runs."""
+    security = (
+        RequestStateSecurity(codec=PlainCodec()) if plain else bridge.request_state_security()
+    )
+    runs: list[str] = []
+
+    async def ask(provider: ElicitationProvider) -> str:
+        runs.append("run")
+        with interaction.provide(provider):
+            return str(await interaction.confirm("Pick?"))
+
+    if kind == "sdk":
+        sdk = MCPServer("picker", request_state_security=security)
+
+        @sdk.tool()
+        @bridge
+        async def pick(ctx: Context) -> str:
+            return await ask(ElicitationProvider.from_context(ctx))
+
+        return sdk, runs
+    fast = FastMCP("picker", request_state_security=security, middleware=[FastMCPRefusals()])
+
+    @fast.tool(name="pick")
+    @bridge
+    async def pick_fast(ctx: FastMCPContext) -> str:
+        return await ask(ElicitationProvider.from_context(ctx))
+
+    return fast, runs
+
+
+@asynccontextmanager
+async def session_of(kind: str, server: Any) -> AsyncIterator[Any]:
+    """The connected client's session (2026-07-28), for rounds driven by hand."""
+    if kind == "sdk":
+        async with Client(server, elicitation_callback=elicitation_callback()) as sdk:
+            yield sdk.session
+    else:
+        handler = fastmcp_elicitation_handler()
+        async with FastMCPClient(server, elicitation_handler=handler) as fast:
+            yield fast.session
+
+
+YES = {"ask1": mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})}
+USED = "the request state was already used; call the tool again without it"
+EXPIRED = "the request state has expired; call the tool again without it"
+FORGED = "the request state is not one this server issued for this tool call"
+STORE_DOWN = (
+    "the request state could not be checked against the spent-state store:"
+    " the spent-state store at {where} cannot be used: ConnectionError"
+)
+
+
+@pytest.mark.parametrize("refusal", ["replayed", "expired", "forged", "store down"])
+@pytest.mark.parametrize("kind", ["sdk", "fastmcp"])
+async def test_a_refusal_is_the_same_json_rpc_error_on_both_server_kinds(
+    kind: str, refusal: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    away = RedisSpentStore(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
+    bridge = {
+        "replayed": InputRequiredBridge(),
+        "expired": InputRequiredBridge(ttl=1e-9),  # expired before the reply comes
+        "forged": InputRequiredBridge(),
+        "store down": InputRequiredBridge(store=away),
+    }[refusal]
+    server, runs = refusing_server(kind, bridge, plain=refusal == "forged")
+    try:
+        async with session_of(kind, server) as session:
+            first = await session.call_tool("pick", {}, allow_input_required=True)
+            assert isinstance(first, mcp_types.InputRequiredResult)
+            state = first.request_state
+            assert state is not None
+            if refusal == "replayed":
+                done = await session.call_tool("pick", {}, input_responses=YES, request_state=state)
+                assert done.content[0].text == "True"
+            if refusal == "forged":
+                state = forge(state, lambda inner: inner[:-4] + "0000")
+            before = len(runs)
+            with pytest.raises(MCPError) as refused:
+                await session.call_tool(
+                    "pick",
+                    {},
+                    input_responses=YES,
+                    request_state=state,
+                    allow_input_required=True,
+                )
+    finally:
+        await away.aclose()
+    assert len(runs) == before  # the tool did not run for the refused call
+    if refusal == "store down":
+        expected = (
+            mcp_types.INTERNAL_ERROR,
+            STORE_DOWN.format(where=away.where),
+            {"code": "PROVIDER_FAILED"},
+        )
+    else:
+        message = {"replayed": USED, "expired": EXPIRED, "forged": FORGED}[refusal]
+        expected = (mcp_types.INVALID_PARAMS, message, {"code": "BAD_REQUEST"})
+    error = refused.value.error
+    assert (error.code, error.message, error.data) == expected
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []  # no traceback
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_fastmcp_tool_on_a_server_without_the_middleware_is_told_to_add_it() -> None:
+    server = FastMCP("unguarded")
+
+    @server.tool
+    @interactive
+    async def pick(ctx: FastMCPContext) -> str:
+        with interaction.provide(ElicitationProvider.from_context(ctx)):
+            return str(await interaction.confirm("Pick?"))
+
+    provider = ScriptedProvider({"confirm": "Yes"})
+    handler = fastmcp_elicitation_handler(provider)
+    async with FastMCPClient(server, elicitation_handler=handler, mode="legacy") as client:
+        assert (await client.call_tool("pick", {})).content[0].text == "True"  # pushed
+    async with FastMCPClient(server, elicitation_handler=handler) as client:
+        result = await client.call_tool("pick", {}, raise_on_error=False)
+    assert result.is_error
+    assert result.content[0].text == f"Error calling tool 'pick': {NO_REFUSALS}"
+    assert len(provider.requests) == 1
+    assert NO_REFUSALS == (
+        "an @interactive FastMCP tool on a 2026-07-28 connection needs"
+        " interaction.mcp.FastMCPRefusals() among the server's middleware"
+        " (FastMCP(..., middleware=[FastMCPRefusals()])), so its refusals reach the client"
+        " as JSON-RPC errors"
+    )
+
+
 # ----------------------------------------------------- the FastMCP handler refuses
 
 
@@ -269,6 +416,9 @@ def test_the_fastmcp_surface_the_bridge_reads_is_still_there() -> None:
     for name in ("session", "request_id", "request_context", "request_state", "input_responses"):
         assert isinstance(inspect.getattr_static(FastMCPContext, name), property), name
     assert "protocol_version" in FastMCPRequestContext.__dataclass_fields__
+    hook = inspect.signature(Middleware.on_call_tool)
+    assert list(hook.parameters) == ["self", "context", "call_next"]
+    assert ToolError("refused", log_level=logging.DEBUG).log_level == logging.DEBUG
     assert "content" in FastMCPElicitResult.model_fields
     assert FastMCPElicitResult(action="decline").action == "decline"
     handler = inspect.signature(fastmcp_elicitation_handler())
@@ -307,7 +457,7 @@ async def test_arguments_that_are_not_json_are_a_clear_type_error() -> None:
 
 
 async def test_the_fastmcp_handler_names_the_requesting_server() -> None:
-    server = FastMCP("named-server")
+    server = FastMCP("named-server", middleware=[FastMCPRefusals()])
 
     @server.tool
     @interactive

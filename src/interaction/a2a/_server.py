@@ -68,6 +68,15 @@ DEFAULT_TTL: Final = 86_400.0
 _DOMAIN: Final = b"interaction-a2a-state-v1."
 _MIN_KEY: Final = 16
 EXPIRED_MESSAGE: Final = "the question expired before the reply came"
+NOT_WAITING_MESSAGE: Final = "the task is not waiting for a reply to a question"
+_FINISHED: Final = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 
 
 class _Suspending:
@@ -158,9 +167,11 @@ class InteractiveExecutor(AgentExecutor):
     for another task or an earlier question, more than ``MAX_REPLY`` characters) leaves
     the task ``input-required`` with the same question and the error in the message.
     When the work returns, the task completes with its text; when it raises a
-    ``UserInteractionError``, the task fails with its code and message. Each question's
-    provenance gets the task's context as its session and the time it was asked, where
-    the work gave none.
+    ``UserInteractionError``, the task fails with its code and message. A message to a
+    finished task changes nothing (the SDK refuses one that was not already queued), and
+    one to a task that waits for no question of ours fails it with ``BAD_ANSWER``: the
+    work never runs again. Each question's provenance gets the task's context as its
+    session and the time it was asked, where the work gave none.
 
     ``key`` signs the state (HMAC-SHA256, at least 16 bytes; a random one per process by
     default): a restarted server resumes its tasks only with the same key and a task
@@ -238,10 +249,14 @@ class InteractiveExecutor(AgentExecutor):
             await event_queue.enqueue_event(new_task_from_user_message(message))
             await self._run(context, message, (), updater)
             return
-        first = _first_user_message(task, message)
+        if task.status.state in _FINISHED:
+            # A reply queued behind the one that finished the task: the SDK refuses a
+            # message to a finished task before it reaches us, but one that was already
+            # waiting when the task finished is handed to us. It changes nothing.
+            return
         token = self._pending_token(task)
-        if token is None:  # a task no ask of ours suspended: its work starts afresh
-            await self._run(context, first, (), updater)
+        if token is None:  # nothing of ours waits for a reply: the work never runs again
+            await self._fail(updater, ErrorCode.BAD_ANSWER, NOT_WAITING_MESSAGE)
             return
         pending = self.unseal(token)
         if pending is None or (pending.task_id, pending.context_id) != (task_id, context_id):
@@ -258,6 +273,7 @@ class InteractiveExecutor(AgentExecutor):
             await self._suspend(updater, token, pending.request, error)
             return
         reply = ResumedAnswer(request_digest(pending.request), answer)
+        first = _first_user_message(task, message)
         await self._run(context, first, pending.answers, updater, reply)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -10,8 +10,9 @@
 - At most once (:mod:`interaction.spent`): a :class:`SpentStateStore` records each
   redeemed request state; ``RedisSpentStore`` (extra ``[redis]``) shares it.
 - FastMCP (:mod:`interaction.mcp._fastmcp`, extra ``[fastmcp]``): ``@interactive`` and
-  ``ElicitationProvider.from_context`` take FastMCP tools; ``fastmcp_elicitation_handler``
-  answers on a FastMCP client (loaded on first use).
+  ``ElicitationProvider.from_context`` take FastMCP tools, ``FastMCPRefusals`` sends the
+  bridge's refusals as JSON-RPC errors; ``fastmcp_elicitation_handler`` answers on a
+  FastMCP client (loaded on first use).
 
 What a form cannot carry is listed in docs/mcp.md.
 """
@@ -45,12 +46,14 @@ if TYPE_CHECKING:
     from ._fastmcp import (
         FastMCPElicitationError,
         FastMCPElicitationHandler,
+        FastMCPRefusals,
         fastmcp_elicitation_handler,
     )
 
 _LAZY = {
     "FastMCPElicitationError": f"{__name__}._fastmcp",
     "FastMCPElicitationHandler": f"{__name__}._fastmcp",
+    "FastMCPRefusals": f"{__name__}._fastmcp",
     "fastmcp_elicitation_handler": f"{__name__}._fastmcp",
     "RedisSpentStore": "interaction.redis_spent",
 }
@@ -79,6 +82,7 @@ __all__ = [
     "ElicitationProvider",
     "FastMCPElicitationError",
     "FastMCPElicitationHandler",
+    "FastMCPRefusals",
     "FormField",
     "InputRequiredBridge",
     "InteractiveMCPServer",

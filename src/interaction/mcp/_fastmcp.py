@@ -4,14 +4,18 @@
   ``fastmcp.Context``) turns its asks into input-required rounds on 2026-07-28
   connections; ``ElicitationProvider.from_context`` takes a FastMCP context too. (FastMCP
   returns the ``InputRequiredResult`` the wrapper gives as the call's result.)
+  :class:`FastMCPRefusals`, among the server's middleware, sends the bridge's refusals as
+  the JSON-RPC errors they are: FastMCP turns whatever a tool raises into the tool's error
+  result, and only a middleware around its tool runner can answer with a protocol error.
 - Client side: :func:`fastmcp_elicitation_handler` is a FastMCP client
   ``elicitation_handler`` that answers with the provider in context, as
   :func:`elicitation_callback` does for the official SDK's client.
 
 Everything here uses FastMCP's public names: ``Context.session``, ``.request_id``,
-``.request_context.protocol_version``, ``.request_state``, ``.input_responses``; the
-client's ``ElicitResult`` and its handler signature. ``tests/test_mcp_fastmcp.py`` pins
-each of them.
+``.request_context.protocol_version``, ``.request_state``, ``.input_responses``;
+``Middleware.on_call_tool``, ``ToolError``'s ``log_level`` (a ``FastMCPError`` a tool raises
+is logged at that level, without a traceback, and passed on unmasked); the client's
+``ElicitResult`` and its handler signature. ``tests/test_mcp_fastmcp.py`` pins each of them.
 """
 
 from __future__ import annotations
@@ -19,28 +23,38 @@ from __future__ import annotations
 try:
     from fastmcp import Context as FastMCPContext
     from fastmcp.client.elicitation import ElicitResult as FastMCPElicitResult
+    from fastmcp.exceptions import ToolError
+    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+    from fastmcp.tools import ToolResult
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'interaction.mcp\'s FastMCP support needs fastmcp: pip install "interaction-seam[fastmcp]"'
     ) from exc
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Final, TypeAlias
 
 import mcp.types as mcp_types
 from mcp.client.context import ClientRequestContext
+from mcp.shared.exceptions import MCPError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core import UserInteractionProvider
 from ._client import UrlOpener, answer_form, server_name
-from ._suspend import Call
+from ._server import INPUT_REQUIRED_VERSION
+from ._suspend import Call, StateRefused
 
 __all__ = [
     "FastMCPElicitationError",
     "FastMCPElicitationHandler",
+    "FastMCPRefusals",
     "call_reader",
     "fastmcp_elicitation_handler",
+    "interactive_call",
+    "through_fastmcp",
 ]
 
 FastMCPElicitationHandler: TypeAlias = Callable[
@@ -53,6 +67,57 @@ UNSERIALIZABLE: Final = (
     "an @interactive FastMCP tool's arguments must be JSON-serializable (the request state"
     " is bound to them)"
 )
+
+
+NO_REFUSALS: Final = (
+    "an @interactive FastMCP tool on a 2026-07-28 connection needs"
+    " interaction.mcp.FastMCPRefusals() among the server's middleware"
+    " (FastMCP(..., middleware=[FastMCPRefusals()])), so its refusals reach the client as"
+    " JSON-RPC errors"
+)
+
+_GUARDED: ContextVar[bool] = ContextVar("interaction_fastmcp_refusals", default=False)
+"""Set while :class:`FastMCPRefusals` runs a tool call."""
+
+
+class _Refusal(ToolError):
+    """A bridge refusal on its way out of FastMCP's tool runner to :class:`FastMCPRefusals`:
+    as a ``FastMCPError`` it is logged at DEBUG without a traceback and passed on as it is."""
+
+    def __init__(self, refused: StateRefused) -> None:
+        super().__init__(refused.message, log_level=logging.DEBUG)
+        self.refused = refused
+
+
+def through_fastmcp(refused: StateRefused) -> ToolError:
+    """What an @interactive FastMCP tool raises for the bridge's refusal."""
+    return _Refusal(refused)
+
+
+class FastMCPRefusals(Middleware):
+    """FastMCP middleware that sends the bridge's refusals as JSON-RPC errors.
+
+    ``FastMCP(name, middleware=[FastMCPRefusals()])`` (or ``server.add_middleware``), on the
+    server the client connects to: a forged, expired, replayed or oversized request state
+    is then ``INVALID_PARAMS`` with ``data`` ``{"code": "BAD_REQUEST"}``, a store that
+    cannot record it ``INTERNAL_ERROR`` with ``{"code": "PROVIDER_FAILED"}``, as on the
+    official SDK's server, instead of the tool's error result. An ``@interactive`` FastMCP
+    tool refuses to take 2026-07-28 rounds without it.
+    """
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        token = _GUARDED.set(True)
+        try:
+            return await call_next(context)
+        except _Refusal as refusal:
+            error = refusal.refused.error
+            raise MCPError(error.code, error.message, error.data) from None
+        finally:
+            _GUARDED.reset(token)
 
 
 class FastMCPElicitationError(Exception):
@@ -98,6 +163,24 @@ def call_reader(
     arguments = {k: v for k, v in bound.items() if not isinstance(v, FastMCPContext)}
     name = f"{tool.__module__}.{tool.__qualname__}"
     return lambda: _read(ctx, name, arguments)
+
+
+def interactive_call(
+    tool: Callable[..., object], args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> Callable[[], Call | None] | None:
+    """:func:`call_reader` for an ``@interactive`` tool: a 2026-07-28 call it reads outside
+    :class:`FastMCPRefusals` is a ``TypeError`` that names the middleware."""
+    read = call_reader(tool, args, kwargs)
+    if read is None:
+        return None
+
+    def checked() -> Call | None:
+        call = read()
+        if call is not None and call.version >= INPUT_REQUIRED_VERSION and not _GUARDED.get():
+            raise TypeError(NO_REFUSALS)
+        return call
+
+    return checked
 
 
 def fastmcp_elicitation_handler(

@@ -93,6 +93,12 @@ SECRET_VARIABLE: Final = "INTERACTION_MCP_SECRET"
 """The environment variable :meth:`InputRequiredBridge.from_env` reads by default."""
 
 
+class StateRefused(MCPError):
+    """The bridge's refusal of a call, before its tool runs (a forged, expired, replayed or
+    oversized state, a store that could not record it, a response of the wrong kind): a
+    JSON-RPC error, never the tool's result."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Refused:
     """An ask whose response did not fit its form: every later round raises it again."""
@@ -390,7 +396,12 @@ class InputRequiredBridge:
             fast = _fastmcp_call(tool, args, kwargs)
             if fast is None:
                 raise TypeError(NO_CONTEXT)
-            return await self.run(fast, lambda: tool(*args, **kwargs))
+            try:
+                return await self.run(fast, lambda: tool(*args, **kwargs))
+            except StateRefused as refused:
+                from ._fastmcp import through_fastmcp
+
+                raise through_fastmcp(refused) from None
 
         return wrapper
 
@@ -416,18 +427,18 @@ class InputRequiredBridge:
             call.digest()  # arguments past the limit are refused before the tool runs
             state = await self.open(call)
         except UserInteractionError as error:  # a protocol error, not the tool's result
-            raise MCPError(
+            raise StateRefused(
                 mcp_types.INVALID_PARAMS, error.message, {"code": str(error.code)}
             ) from None
         except _StoreFailed as failed:
-            raise MCPError(
+            raise StateRefused(
                 mcp_types.INTERNAL_ERROR, str(failed), {"code": str(ErrorCode.PROVIDER_FAILED)}
             ) from None
         pending = None
         if state.pending_key is not None and state.pending_digest is not None:
             response = (call.input_responses or {}).get(state.pending_key)
             if response is not None and not isinstance(response, mcp_types.ElicitResult):
-                raise MCPError(
+                raise StateRefused(
                     mcp_types.INVALID_PARAMS,
                     f"input response {state.pending_key} is not an elicitation result",
                     {"code": str(ErrorCode.BAD_ANSWER)},
@@ -479,9 +490,9 @@ def _fastmcp_call(
     """
     if "fastmcp" not in sys.modules:
         return None
-    from ._fastmcp import call_reader
+    from ._fastmcp import interactive_call
 
-    return call_reader(tool, args, kwargs)
+    return interactive_call(tool, args, kwargs)
 
 
 def _encode_outcome(entry: _Outcome) -> list[object]:
