@@ -43,8 +43,9 @@ STEPS = 12  # loop steps over which an abort is swept in one process
 
 # An asking process: a line is a question to ask with a fresh signal; "abort" aborts that
 # signal from the thread that reads the lines (as a host's other thread would), and the
-# ask's outcome is printed as one JSON line once it ends. The relay is built once; an
-# empty line ends the process.
+# ask's outcome is printed as one JSON line once it ends. Its loop has other work too (as
+# a host's has, or as a loaded machine makes it): each of its steps takes a while, and an
+# abort lands amid the ask's steps. The relay is built once; an empty line ends it.
 ASKER = r"""
 import asyncio, json, sys, threading, time
 from interaction import AbortController, AskUserQuestionItem, AskUserQuestionRequest
@@ -81,6 +82,14 @@ async def main(kind, url, space):
         else:
             ended.set_result("answered: " + answer.answers[0].custom)
 
+    async def other_work():  # the host's own work: each step holds the loop a while
+        while True:
+            until = time.monotonic() + 0.002
+            while time.monotonic() < until:
+                pass
+            await asyncio.sleep(0)
+
+    busy = asyncio.ensure_future(other_work())
     threading.Thread(target=read, daemon=True).start()
     print("ready", flush=True)
     with provide(relay):
@@ -97,6 +106,7 @@ async def main(kind, url, space):
             took = time.monotonic() - aborted_at
             print(json.dumps({"code": code, "ms": round(took * 1000, 1)}), flush=True)
             await task
+    busy.cancel()
     await relay.aclose()
 
 asyncio.run(main(*sys.argv[1:]))
