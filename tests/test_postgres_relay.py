@@ -450,6 +450,109 @@ async def test_a_snapshot_ahead_of_the_tail_resumes_without_being_stale(
         await page.aclose()
 
 
+# append_event as schemas made before issue 41 hold it: the counter's next number, taken
+# or not.
+OLD_APPEND_EVENT = """CREATE OR REPLACE FUNCTION
+  {s}.append_event(p_kind text, p_id text, p_outcome text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE pos bigint;
+BEGIN
+  UPDATE {s}.meta SET last_position = last_position + 1 RETURNING last_position INTO pos;
+  INSERT INTO {s}.events (position, kind, question_id, outcome)
+    VALUES (pos, p_kind, p_id, p_outcome);
+  PERFORM pg_notify('{channel}', pos::text);
+  RETURN pos;
+END $$"""
+
+
+def number(position: str) -> int:
+    """The event counter's number in a Postgres relay's position (``<epoch>.<number>``)."""
+    return int(position.rpartition(".")[2])
+
+
+async def test_an_event_row_another_hand_wrote_is_passed_over_and_stops_no_ask(
+    postgres_server: PostgresServer,
+) -> None:
+    """A row written into the events table by hand at the counter's next position (issue
+    41): every ask went on failing there (the counter rolled back with the failed
+    insert). Asks take the next free position, in every process, and every reader passes
+    the row over. A schema made before holds the old function: ``migrate()`` replaces it."""
+    url = postgres_server.url
+    async with migrated(postgres_server) as relay:
+        s = f'"{relay.schema}"'
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+            await db.execute(OLD_APPEND_EVENT.format(s=s, channel=f"{relay.schema}_relay_events"))
+        await relay.migrate()  # an existing database, brought up to date
+        other = PostgresRelay(url, schema=relay.schema)  # another process
+        start = (await relay.snapshot()).position
+        events = relay.events(start)
+        hand = (
+            f"INSERT INTO {s}.events (position, kind, question_id)"
+            f" SELECT last_position + 1, 'note', '' FROM {s}.meta RETURNING position"
+        )
+        taken = await scalar(url, hand)
+        assert taken == number(start) + 1
+        with provide(relay):
+            first = asyncio.create_task(ask(free("After the hand's row?")))
+            (asked,) = await collect(events, requested(1))  # the note is passed over
+            assert number(asked.position) == number(start) + 2
+            second = asyncio.create_task(other.ask(free("From another process?")))
+            (asked_there,) = await collect(events, requested(1))
+            assert number(asked_there.position) == number(start) + 3
+            await other.submit(asked.id, Answer([Item("q", custom="one")]))
+            await relay.submit(asked_there.id, Answer([Item("q", custom="two")]))
+            answered = await asyncio.wait_for(second, WAIT)
+            assert answered.answers == (Item("q", custom="two"),)
+            assert (await asyncio.wait_for(first, WAIT)).answers == (Item("q", custom="one"),)
+        await events.aclose()
+        fresh = PostgresRelay(url, schema=relay.schema)  # no buffer: it reads the table
+        replayed = fresh.events(start)
+        got = await collect(replayed, lambda seen: len(seen) == 4)
+        await replayed.aclose()
+        assert [(e.kind, e.id) for e in got] == [
+            ("requested", asked.id),
+            ("requested", asked_there.id),
+            ("resolved", asked.id),
+            ("resolved", asked_there.id),
+        ]
+        for each in (other, fresh):
+            await each.aclose()
+
+
+async def test_an_ask_waits_for_a_hands_row_still_being_written_then_passes_it(
+    postgres_server: PostgresServer,
+) -> None:
+    """The hand's row is not committed yet when the ask takes a position: the ask waits
+    for the hand's transaction, then takes the position after its row."""
+    url = postgres_server.url
+    async with migrated(postgres_server) as relay:
+        s = f'"{relay.schema}"'
+        start = (await relay.snapshot()).position
+        events = relay.events(start)
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+            " 'interaction-relay' AND wait_event_type = 'Lock'"
+        )
+        async with await psycopg.AsyncConnection.connect(url) as hand:  # one transaction
+            await hand.execute(
+                f"INSERT INTO {s}.events (position, kind, question_id)"
+                f" SELECT last_position + 1, 'note', '' FROM {s}.meta"
+            )
+            with provide(relay):
+                task = asyncio.create_task(ask(free("Behind an open transaction?")))
+                async with asyncio.timeout(WAIT):  # the ask's insert waits on the hand's row
+                    while await scalar(url, waiting) == 0:  # noqa: ASYNC110
+                        await asyncio.sleep(0.02)  # polling the server: no event to wait on
+                await hand.commit()
+                (asked,) = await collect(events, requested(1))
+                assert number(asked.position) == number(start) + 2
+                await relay.dismiss(asked.id)
+                with pytest.raises(UserInteractionError) as info:
+                    await asyncio.wait_for(task, WAIT)
+        assert info.value.code == "ASK_CANCELLED"
+        await events.aclose()
+
+
 async def test_settled_rows_expire_and_positions_beyond_the_history_are_stale(
     postgres_server: PostgresServer,
 ) -> None:

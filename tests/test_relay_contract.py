@@ -352,6 +352,32 @@ async def test_the_askers_abort_or_timeout_withdraws_it_on_every_backend(
         )
 
 
+@pytest.mark.parametrize("key", [None, "step-1"])
+async def test_a_relays_own_wait_ends_on_its_signal_without_a_cancellation(
+    backend: RelayBackend, key: str | None
+) -> None:
+    """The relay's ask called directly (no ``ask()`` around it to cancel its task, as when
+    a cancellation is lost below it): an abort of the request's signal still ends the wait
+    with ``ASK_ABORTED`` and withdraws the question, keyed or not."""
+    controller = AbortController()
+    request = AskUserQuestionRequest([SINGLE], key=key, signal=controller.signal)
+    before = (await backend.snapshot()).position
+    task = asyncio.create_task(backend.ask(request))
+    requested = await first_event(backend, before)
+    assert requested.kind == "requested"
+    controller.abort()
+    with pytest.raises(UserInteractionError) as info:
+        await asyncio.wait_for(task, WAIT)
+    assert (info.value.code, info.value.message) == (
+        ErrorCode.ASK_ABORTED,
+        "ask_user_question was aborted before the user answered",
+    )
+    assert await first_event(backend, requested.position) == RelayEvent(
+        "resolved", requested.id, outcome="aborted"
+    )
+    assert (await backend.snapshot()).questions == ()
+
+
 async def test_resuming_after_a_position_replays_exactly_what_followed(
     backend: RelayBackend,
 ) -> None:

@@ -19,10 +19,11 @@ snapshot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import socket
 from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -34,6 +35,7 @@ from ._core import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
+    aborted_error,
     cancelled_error,
     check_answer,
     check_request,
@@ -52,6 +54,7 @@ __all__ = [
     "RelayEvent",
     "RelaySnapshot",
     "Subscription",
+    "end_on_abort",
     "local_host",
     "not_pending_error",
 ]
@@ -82,6 +85,50 @@ def local_host() -> str | None:
     except OSError:
         return None
     return name if name.strip() and name.isprintable() else None
+
+
+def end_on_abort(
+    request: AskUserQuestionRequest, future: asyncio.Future[AskUserQuestionAnswer]
+) -> Callable[[], None]:
+    """Settle ``future``, a relay's wait for the answer, with ``ASK_ABORTED`` (or
+    ``ASK_TIMEOUT``) when ``request.signal`` aborts, from any thread; returns the function
+    that stops listening (call it when the wait is over). (A signal aborted already was
+    refused by ``check_request``.)
+
+    ``ask()`` stops a provider by cancelling its task, once. A cancellation that a library
+    below swallows is lost for good (Python 3.11's ``asyncio.wait_for``, which redis-py
+    wraps each socket write in, returns the write's result instead when both land in one
+    loop step, CPython gh-86296), and the relay would then wait for an answer for ever: so
+    the wait ends on the signal itself as well.
+    """
+    signal = request.signal
+    if signal is None:
+        return _nothing
+    loop = future.get_loop()
+    waiting = True
+
+    def settle(reason: BaseException) -> None:
+        if waiting and not future.done():
+            future.set_exception(aborted_error(reason))
+
+    def on_abort(reason: BaseException) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(settle, reason)
+
+    remove = signal.add_listener(on_abort)
+
+    def stop() -> None:
+        nonlocal waiting
+        waiting = False
+        remove()
+        if future.done() and not future.cancelled():
+            future.exception()  # taken: an ask that ended otherwise need not await it
+
+    return stop
+
+
+def _nothing() -> None:
+    return None
 
 
 def not_pending_error(question_id: str, *, withdrawn: bool = False) -> UserInteractionError:
@@ -274,11 +321,13 @@ class Relay:
             )
         question = PendingQuestion(secrets.token_urlsafe(12), request)
         future: asyncio.Future[AskUserQuestionAnswer] = asyncio.get_running_loop().create_future()
+        unlisten = end_on_abort(request, future)  # (not only a cancellation of the task)
         entry = self._pending[question.id] = _Pending(question, future)
         self._publish("requested", question.id, question)
         try:
             return await future
         finally:
+            unlisten()
             if entry.answerer is not None and listening():  # in the asker's own context
                 report_decision(Decision("human", entry.answerer))
             if self._pending.pop(question.id, None) is not None:  # withdrawn: abort or timeout

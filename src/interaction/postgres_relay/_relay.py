@@ -35,7 +35,14 @@ from .._shared_relay import (
     stale,
     stamped,
 )
-from ..relay import RELAY_FULL, RELAY_UNAVAILABLE, PendingQuestion, RelayEvent, RelaySnapshot
+from ..relay import (
+    RELAY_FULL,
+    RELAY_UNAVAILABLE,
+    PendingQuestion,
+    RelayEvent,
+    RelaySnapshot,
+    end_on_abort,
+)
 from ..wire import decode_answer, dumps
 from . import _schema
 from ._store import Connections, Row, describe, unavailable
@@ -425,6 +432,7 @@ class PostgresRelay:
         check_request(request)
         await self.connect()
         waiter = Waiter(request, asyncio.get_running_loop().create_future())
+        unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
         question_id = secrets.token_urlsafe(12)
         self._waiters.add(question_id, waiter)  # before publishing
         maybe_published = True
@@ -459,15 +467,18 @@ class PostgresRelay:
                 await self._recheck(question_id)  # settled before we listened?
             return await waiter.future
         finally:
+            unlisten()
             self._waiters.drop(question_id, waiter)
-            # Not settled (a cancelled wait cancels the future itself): withdraw, unless a
-            # keyed ask ends by anything but its signal (a restarted asker takes it up).
+            # Not settled by the store (a cancelled wait cancels the future itself, an
+            # abort settles it): withdraw, unless a keyed ask ends by anything but its
+            # signal (a restarted asker takes it up).
             future = waiter.future
-            if maybe_published and (future.cancelled() or not future.done()):
-                signal = request.signal
-                if request.key is None or (signal is not None and signal.aborted):
-                    # Withdraw, even while being cancelled: shielded, so it completes.
-                    await asyncio.shield(self._withdraw(question_id))
+            unsettled = future.cancelled() or not future.done()
+            signal = request.signal
+            aborted = signal is not None and signal.aborted
+            if maybe_published and (aborted or (unsettled and request.key is None)):
+                # Withdraw, even while being cancelled: shielded, so it completes.
+                await asyncio.shield(self._withdraw(question_id))
 
     async def _function(self, query: str, params: list[object]) -> list[str]:
         """The text array one of the schema's functions returns."""

@@ -86,13 +86,22 @@ def statements(schema: str) -> list[str]:
   owner text PRIMARY KEY,
   lease_ends timestamptz NOT NULL
 )""",
+        # The next free position: after the counter, and after any row another hand
+        # wrote (which readers pass over); one such a hand is still writing is waited
+        # for, and then passed too. A taken position must not fail the call: the counter
+        # would roll back with it, and every call after it would fail the same way.
         f"""CREATE OR REPLACE FUNCTION {s}.append_event(p_kind text, p_id text, p_outcome text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE pos bigint;
 BEGIN
-  UPDATE {s}.meta SET last_position = last_position + 1 RETURNING last_position INTO pos;
-  INSERT INTO {s}.events (position, kind, question_id, outcome)
-    VALUES (pos, p_kind, p_id, p_outcome);
+  LOOP
+    UPDATE {s}.meta SET last_position = greatest(last_position,
+        coalesce((SELECT max(position) FROM {s}.events), 0)) + 1
+      RETURNING last_position INTO pos;
+    INSERT INTO {s}.events (position, kind, question_id, outcome)
+      VALUES (pos, p_kind, p_id, p_outcome) ON CONFLICT (position) DO NOTHING;
+    EXIT WHEN FOUND;
+  END LOOP;
   PERFORM pg_notify('{notify}', pos::text);
   RETURN pos;
 END $$""",
