@@ -1,7 +1,7 @@
 """What a newcomer met on the page, each fixed and held in Chromium: the plan review keeps
 the answer of one's own, the plan's tables, quotes and task lists, a hint that the plan
 scrolls, Cancel asks before it discards work, a batch is reviewed before it is sent, an
-empty Submit says it skips, the focus
+empty Submit says it sent a skip, the focus
 follows a digit, key hints name the range (1 to 3) and hide on touch screens, a favicon, and a batch
 settled elsewhere is named as a batch."""
 
@@ -118,7 +118,8 @@ async def test_an_empty_submit_says_it_skips_and_the_focus_follows_a_digit(
     task = asking(PKG)
     await page.get_by_test_id("question").wait_for()
     submit = page.get_by_test_id("submit")
-    assert await submit.inner_text() == "Skip and send"
+    # One skip, named once: Skip beside it; an empty Submit sends the skip and says so.
+    assert await submit.inner_text() == "Submit"
     shortcuts = await page.get_by_test_id("shortcuts").inner_text()
     assert shortcuts.startswith("1\u20133 choose")  # an en dash: 1 to 3
     assert "Ctrl+Enter" in shortcuts

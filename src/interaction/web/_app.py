@@ -244,10 +244,25 @@ SECURITY_HEADERS: Final = [
 ]
 
 
-PUBLIC_PATHS: Final = frozenset({"/"})
+SHELL_FILES: Final = {
+    "/manifest.webmanifest": ("manifest.webmanifest", "application/manifest+json"),
+    "/sw.js": ("sw.js", "text/javascript"),
+    "/icon.svg": ("icon.svg", "image/svg+xml"),
+    "/icon-192.png": ("icon-192.png", "image/png"),
+    "/icon-512.png": ("icon-512.png", "image/png"),
+}
+"""The files that make the page an app a phone can keep on its home screen: path ->
+(file in ``static``, content type). The browser fetches them without the token."""
+
+PUBLIC_PATHS: Final = frozenset({"/", *SHELL_FILES})
 """What answers without the token: the page, the same program for everyone and holding no
-question. It reads the token from the link's fragment (``#token=``), which the browser
-never sends, and sends it back as a header; the Host and Origin checks still apply."""
+question, and its manifest, icons and service worker, which hold nothing either. The page
+reads the token from the link's fragment (``#token=``), which the browser never sends,
+and sends it back as a header; the Host and Origin checks still apply."""
+
+_FILE_CSP: Final = "default-src 'none'; connect-src 'self'; frame-ancestors 'none'"
+"""The CSP of the shell files: the service worker, whose own CSP this is, may fetch the
+page from its origin and nothing else."""
 
 
 _USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}", re.ASCII)
@@ -373,7 +388,7 @@ class _Guard:
             return _error(401, "UNAUTHORIZED", "a valid token is required")
         path = scope["path"]
         mine = (f"/api/questions/{question}/answer", f"/api/questions/{question}/cancel")
-        if path not in ("/api/questions", "/api/events", "/api/ping", *mine):
+        if path not in ("/api/questions", "/api/events", "/api/ping", "/api/me", *mine):
             return _error(403, "FORBIDDEN", "this session may answer one question only")
         scope.setdefault("state", {}).update({"question": question, "token": given})
         return None
@@ -490,6 +505,10 @@ class WebApp:
             .replace("{{style}}", style)
             .replace("{{script}}", script)
         )
+        self._files = {
+            path: ((_ASSETS / name).read_bytes(), media)
+            for path, (name, media) in SHELL_FILES.items()
+        }
         routes = [
             Route("/", self.index),
             Route("/api/questions", self.list_questions),
@@ -497,6 +516,8 @@ class WebApp:
             Route("/api/questions/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/api/events", self.events),
             Route("/api/ping", self.ping, methods=["POST"]),
+            Route("/api/me", self.me),
+            *(Route(path, self.shell_file) for path in SHELL_FILES),
             *(rule_routes(rules) if rules is not None else []),
             Route(LINK_PATH, self.link, methods=["GET"]),
             Route(LINK_PATH, self.open_link, methods=["POST"]),
@@ -606,10 +627,20 @@ class WebApp:
         html = self._page.replace("{{nonce}}", nonce)
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
-            " connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none';"
-            " frame-ancestors 'none'"
+            " connect-src 'self'; img-src 'self' data:; manifest-src 'self'; worker-src 'self';"
+            " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
         )
         return Response(html, media_type="text/html", headers={"content-security-policy": csp})
+
+    async def shell_file(self, request: Request) -> Response:
+        """The manifest, an icon or the service worker: the same bytes for everyone."""
+        body, media = self._files[request.url.path]
+        return Response(body, media_type=media, headers={"content-security-policy": _FILE_CSP})
+
+    async def me(self, request: Request) -> Response:
+        """Who the token is: ``user`` (a named user, or ``null`` for the one token) and
+        ``question`` (the one question of a session opened by an answer link, or ``null``)."""
+        return JSONResponse({"user": _user(request), "question": _only(request)[0]})
 
     # ------------------------------------------------------------------ answer links
 

@@ -55,6 +55,13 @@
   };
   let stopped = false; // the server said it stopped, or cannot be reached
 
+  // A model's text cut to n characters says it was cut (at a space, when one is near).
+  const cut = (text, n) => {
+    if (text.length <= n) return text;
+    const head = text.slice(0, n - 1);
+    const space = head.lastIndexOf(" ");
+    return (space > n * 0.6 ? head.slice(0, space) : head).trimEnd() + "…";
+  };
   const el = (tag, attrs = {}, ...children) => {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs)) {
@@ -391,7 +398,7 @@
       const mark = n === index ? "●" : done ? "✓" : "○";
       const state = n === index ? "current" : done ? "answered" : "open";
       strip.append(el("li", { class: state, "aria-current": n === index ? "step" : "false",
-        text: `${mark} ${(q.header || q.question.split("\n")[0]).slice(0, 40)}` }));
+        text: `${mark} ${cut(q.header || q.question.split("\n")[0], 40)}` }));
     });
     return strip;
   };
@@ -402,6 +409,16 @@
     plan.addEventListener("scroll", update);
     requestAnimationFrame(update);
     return hint;
+  };
+
+  // A card is its content, which scrolls when it is taller than the room left, then its
+  // error line and its buttons, which never scroll away (on a small screen, a bar at the
+  // bottom of the screen).
+  const frame = (card, actions) => {
+    const error = card.querySelector(".error");
+    const body = el("div", { class: "card-body" });
+    body.append(...[...card.childNodes].filter((node) => node !== error));
+    card.replaceChildren(body, error, actions);
   };
 
   let primary = null; // what Ctrl+Enter does on the card shown
@@ -423,13 +440,14 @@
     const words = el("input", { type: "text", "data-testid": "other", "aria-label": q.other || "Your own answer", autocomplete: "off" });
     const ownWords = () => {
       if (words.value.trim()) settle(entry, `/api/questions/${entry.id}/answer`, { answers: [{ id: q.id, selected: [], custom: words.value }] });
+      else { showError("Nothing was sent: type what to change first, or choose a button below."); words.focus(); }
     };
     words.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.isComposing && !event.repeat) { event.preventDefault(); ownWords(); }
     });
     const sendWords = el("button", { type: "button", "data-testid": "send-other", text: "Send" });
     sendWords.addEventListener("click", ownWords);
-    card.append(el("label", { class: "other" }, el("span", { text: "Or answer in your own words (what to change, say)" }),
+    card.append(el("label", { class: "other" }, el("span", { text: "Or answer in your own words" }),
       el("span", { class: "other-row" }, words, sendWords)));
     card.append(el("p", { class: "error", role: "alert", "data-testid": "error" }));
     const actions = el("div", { class: "actions" });
@@ -443,11 +461,14 @@
       button.addEventListener("click", send(option.label));
       actions.append(button);
     }
+    const skip = el("button", { "data-testid": "skip", text: "Skip" });
+    skip.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/answer`, { answers: [{ id: q.id, selected: [] }] }));
+    actions.append(skip);
     actions.append(el("span", { class: "spacer" }));
     const dismiss = el("button", { "data-testid": "cancel", text: "Dismiss" });
     dismiss.addEventListener("click", () => settle(entry, `/api/questions/${entry.id}/cancel`, {}));
     actions.append(dismiss);
-    card.append(actions);
+    frame(card, actions);
     primary = null; // approving takes a deliberate click or Enter on the focused button
     choose = null;
     showKeys([["Tab"], "move between the plan and the buttons"], [["Enter"], "press the focused button"]);
@@ -485,7 +506,7 @@
     entry.view.questions.forEach((q, n) => {
       const text = answerText(draft.items[n]);
       if (text) answered += 1;
-      const name = (q.header || q.question.split("\n")[0]).slice(0, 60);
+      const name = cut(q.header || q.question.split("\n")[0], 60);
       list.append(el("li", { class: text ? "answered" : "open", "data-testid": "review-item" },
         el("span", { class: "mark", "aria-hidden": "true", text: text ? "✓" : "○" }),
         el("span", { class: "name", text: name + ":" }),
@@ -500,7 +521,7 @@
     const actions = el("div", { class: "actions" },
       button("Back", "back", () => go(total - 1)), sendButton,
       el("span", { class: "spacer" }), cancelButton(entry, draft, button));
-    card.append(actions);
+    frame(card, actions);
     primary = send;
     choose = null;
     showKeys([["Enter"], "send"], [["Ctrl", "Enter"], "send"]);
@@ -597,17 +618,7 @@
     actions.append(sendButton);
     actions.append(el("span", { class: "spacer" }));
     actions.append(cancelButton(entry, draft, button));
-    card.append(actions);
-    if (total === 1) {
-      // Nothing chosen or typed: the button says what it sends.
-      const label = () => {
-        const empty = !item.selected.length && !item.custom.trim();
-        sendButton.textContent = empty ? "Skip and send" : "Submit";
-      };
-      label();
-      card.addEventListener("input", label);
-      card.addEventListener("change", label);
-    }
+    frame(card, actions);
     primary = forward;
     choose = (n) => {
       const input = inputs[n];
@@ -627,7 +638,7 @@
   const render = () => {
     main.replaceChildren();
     primary = choose = null;
-    if (stopped) return;
+    if (stopped) { shortcuts.replaceChildren(); return; } // no key hint for a card not shown
     const entry = pick();
     shown = entry ? entry.id : null;
     updateInbox();
@@ -779,17 +790,36 @@
     return (q.header || q.question.split("\n")[0]).slice(0, 120);
   };
   const listed = () => [...questions.values()].filter((entry) => !only || sourceOf(entry) === only);
+  // The source chosen in the menu, while it still has a question waiting: once it has
+  // none, the inbox goes back to every source rather than show an empty list.
+  const keepFilter = () => { if (only && !listed().length) only = ""; };
+  // On a small screen the list folds into one line ("3 waiting ▾") that opens it, so the
+  // question and its buttons keep the screen.
+  const compact = matchMedia("(max-width: 40rem), (max-height: 40rem)");
+  let unfolded = false;
+  compact.addEventListener("change", () => updateInbox());
   function pick() {
+    keepFilter();
     return chosen && questions.has(chosen) ? questions.get(chosen) : listed()[0] || null;
   }
   function updateInbox() {
     document.title = questions.size ? `(${questions.size}) ${BASE_TITLE}` : BASE_TITLE;
+    keepFilter();
     const sources = [...new Set([...questions.values()].map(sourceOf).filter(Boolean))].sort();
-    if (only && !sources.includes(only) && !questions.size) only = "";
     inbox.hidden = questions.size < 2 && !only;
     if (inbox.hidden) { inbox.replaceChildren(); return; }
+    const folded = compact.matches && !unfolded;
+    const title = `${questions.size} waiting`;
+    const toggle = el("button", { type: "button", class: "inbox-toggle", "data-testid": "inbox-toggle",
+      "aria-expanded": folded ? "false" : "true", "aria-controls": "inbox-list", text: `${title} ${folded ? "▾" : "▴"}` });
+    toggle.addEventListener("click", () => {
+      unfolded = !unfolded;
+      updateInbox();
+      const again = inbox.querySelector(".inbox-toggle");
+      if (again) again.focus();
+    });
     const head = el("div", { class: "inbox-head" },
-      el("h2", { class: "inbox-title", text: `${questions.size} waiting` }));
+      compact.matches ? el("h2", { class: "inbox-title" }, toggle) : el("h2", { class: "inbox-title", text: title }));
     if (sources.length > 1 || only) {
       const filter = el("select", { "data-testid": "source-filter", "aria-label": "Show questions from" },
         el("option", { value: "", text: "All sources" }),
@@ -798,7 +828,8 @@
       filter.addEventListener("change", () => { only = filter.value; chosen = null; if (!busy) render(); });
       head.append(filter);
     }
-    const list = el("ul", { class: "inbox-list" });
+    const list = el("ul", { class: "inbox-list", id: "inbox-list" });
+    list.hidden = folded;
     for (const entry of listed()) {
       const p = entry.view.provenance;
       const item = el("button", { type: "button", class: "inbox-item", "data-testid": "inbox-item",
@@ -806,7 +837,7 @@
         el("span", { class: "inbox-source", text: sourceOf(entry) || "—" }),
         el("span", { class: "inbox-question", text: firstLine(entry) }),
         p && p.askedAt ? el("time", { datetime: p.askedAt, text: askedAgo(p.askedAt) }) : null);
-      item.addEventListener("click", () => { if (busy) return; chosen = entry.id; acted(); render(); });
+      item.addEventListener("click", () => { if (busy) return; chosen = entry.id; unfolded = false; acted(); render(); });
       list.append(el("li", {}, item));
     }
     inbox.replaceChildren(head, list);
@@ -861,14 +892,18 @@
 
   // ---- the stream: a snapshot on every (re)connect, then what happens
   let events = null;
+  // A missing or wrong token: this view and nothing else (no inbox, rules or alerts).
   const unauthorized = () => {
     stopped = true;
     if (events) events.close();
     statusLine.textContent = "not signed in";
     render();
+    for (const part of [inbox, notice, rulesRegion, alerts, who]) part.hidden = true;
+    questions.clear();
+    document.title = BASE_TITLE;
     main.append(el("section", { class: "card stopped", "data-testid": "unauthorized" },
-      el("h2", { text: "This page's link is no longer valid" }),
-      el("p", { text: "Open the address the server printed (it carries a new token)." })));
+      el("h2", { text: "This link is not valid" }),
+      el("p", { text: "Open the address the server printed: it carries the token. A link that was valid may have been replaced by a restart of the server." })));
   };
   const showStopped = (why) => {
     stopped = true;
@@ -881,7 +916,7 @@
       retry.disabled = true;
       const { status } = await api("/api/ping", {});
       retry.disabled = false;
-      if (status === 204) connect();
+      if (status === 204) start();
       else if (status === 401) unauthorized();
       else line.textContent = "The server is still not reachable. Unsent answers are kept in this browser.";
     });
@@ -942,18 +977,22 @@
   };
   // ---- the policy rules, when the server keeps them (WebServer(rules=...)): list, add, revoke
   const rulesPanel = document.getElementById("rules");
+  const rulesRegion = document.getElementById("rules-region");
   const rulesBody = document.getElementById("rules-body");
   const showRules = async () => {
     if (rulesPanel.dataset.enabled !== "yes") return; // this server keeps no rules
     const { status, data } = await api("/api/rules");
-    rulesPanel.hidden = false;
+    if (status === 401) { unauthorized(); return; }
+    if (stopped && status === 0) return;
+    rulesRegion.hidden = false;
     rulesBody.replaceChildren();
     if (status !== 200) {
       rulesBody.append(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
       return;
     }
     const table = el("table", { class: "rules-table", "data-testid": "rules-table" });
-    table.append(el("tr", {}, ...["Effect", "Rule", "Source", "Scope", "By", ""].map((h) => el("th", { text: h }))));
+    table.append(el("tr", {}, ...["Effect", "Rule", "Source", "Scope", "By"].map((h) => el("th", { text: h })),
+      el("th", {}, el("span", { class: "visually-hidden", text: "Action" }))));
     for (const rule of data.rules) {
       const spec = rule.pattern === null ? rule.tool : `${rule.tool}(${rule.pattern})`;
       const revoke = el("button", { type: "button", "data-testid": "revoke", text: "Revoke" });
@@ -982,6 +1021,24 @@
     rulesBody.append(data.rules.length ? table : el("p", { text: "No rules yet." }), form, problem);
   };
   rulesPanel.addEventListener("toggle", () => { if (rulesPanel.open) showRules(); });
-  showRules();
-  connect();
+
+  // ---- who the token is, first: a named user is shown by name; a token that is not valid
+  // gets the one view that says so, and nothing else is asked for
+  const who = document.getElementById("who");
+  const start = async () => {
+    const { status, data } = await api("/api/me");
+    if (status === 401) { unauthorized(); return; }
+    if (status === 0) { showStopped("The server cannot be reached."); return; }
+    if (data && typeof data.user === "string") {
+      who.textContent = "Signed in as " + data.user;
+      who.hidden = false;
+    }
+    showRules();
+    connect();
+  };
+  // ---- the page as an app a phone keeps on its home screen: the worker keeps the shell only
+  if ("serviceWorker" in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register("/sw.js").catch(() => { /* no worker: the page works as before */ });
+  }
+  start();
 })();
