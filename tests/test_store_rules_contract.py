@@ -70,6 +70,10 @@ class Hand(Protocol):
         """Delete one rule."""
         ...
 
+    async def unseal(self) -> None:
+        """Remove the signature of the whole set, leaving the rules."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -88,6 +92,11 @@ class FileHand:
     async def delete(self, rule_id: str) -> None:
         document = json.loads(self.path.read_text())
         document["rules"] = [item for item in document["rules"] if item["id"] != rule_id]
+        self.path.write_text(json.dumps(document))
+
+    async def unseal(self) -> None:
+        document = json.loads(self.path.read_text())
+        del document["serial"], document["mac"]
         self.path.write_text(json.dumps(document))
 
     async def aclose(self) -> None:
@@ -115,6 +124,9 @@ class RedisHand:
 
     async def delete(self, rule_id: str) -> None:
         await self.client.hdel(self.store.hash, rule_id)
+
+    async def unseal(self) -> None:
+        await self.client.delete(self.store.manifest)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -151,6 +163,9 @@ class PostgresHand:
 
     async def delete(self, rule_id: str) -> None:
         await self._run((f"DELETE FROM {self.s}.rules WHERE id = %s", [rule_id]))
+
+    async def unseal(self) -> None:
+        await self._run((f"DELETE FROM {self.s}.rule_set", []))
 
     async def aclose(self) -> None:
         pass
@@ -442,3 +457,20 @@ async def test_a_rule_deleted_without_the_key_is_corruption_and_never_an_allow(
             await ask(request_for("git push --force"))
         assert caught.value.code == RULE_STORE_CORRUPT
     assert human.requests == []
+
+
+async def test_a_set_whose_signature_was_removed_is_refused_until_sealed(keyed: Stores) -> None:
+    store, hand, rules = await keyed_set(keyed)
+    await hand.unseal()
+    for reader in (store, await keyed.make()):
+        with pytest.raises(RuleStoreError) as caught:
+            await reader.rules()
+        assert caught.value.code == RULE_STORE_CORRUPT
+        assert caught.value.message.endswith(
+            ": holds 4 rules but no signed rule set (written before rule sets were signed, or"
+            " its signature was removed): review them and run `interaction rules seal`"
+        )
+    assert isinstance(store, JsonFileRuleStore | RedisRuleStore | PostgresRuleStore)
+    assert by_id(await store.seal()) == by_id(list(rules.values()))
+    assert by_id(await (await keyed.make()).rules()) == by_id(list(rules.values()))
+    assert await decided(store, "git push") == (["Deny"], 0)
