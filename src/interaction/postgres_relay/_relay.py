@@ -45,7 +45,7 @@ from ..relay import (
 )
 from ..wire import decode_answer, dumps
 from . import _schema
-from ._store import Connections, Row, describe, unavailable
+from ._store import Connections, Row, describe, migrate, newer, unavailable
 
 __all__ = ["PostgresRelay"]
 
@@ -159,55 +159,18 @@ class PostgresRelay:
         task.add_done_callback(self._tasks.discard)
 
     async def migrate(self) -> None:
-        """Create (or bring up to date) the schema's tables and functions, and record its
-        version; safe to run again, and from several processes at once."""
+        """Create (or bring up to date) the schema's tables and functions, the stores'
+        of :mod:`interaction.postgres` too, and record its version; safe to run again,
+        and from several processes at once."""
         if self._closed:
             raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
-        try:
-            connection = await self._db.open()
-        except (psycopg.Error, OSError) as exc:
-            raise self._unavailable(exc) from None
-        try:
-            encoding = await (await connection.execute("SHOW server_encoding")).fetchone()
-            if encoding is None or encoding[0] != "UTF8":
-                raise UserInteractionError(
-                    f"the database at {self.where} is not UTF-8 (its encoding is"
-                    f" {encoding and encoding[0]}): the relay needs a UTF8 database",
-                    RELAY_UNAVAILABLE,
-                )
-            async with connection.transaction():
-                await connection.execute(
-                    "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"interaction:{self.schema}"]
-                )
-                found = await (
-                    await connection.execute(
-                        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'meta'",
-                        [self.schema],
-                    )
-                ).fetchall()
-                if found:
-                    version = await (await connection.execute(self._sql_meta)).fetchone()
-                    if version is not None and version[0] > _schema.VERSION:
-                        raise self._newer(version[0])
-                for statement in _schema.statements(self.schema):
-                    await connection.execute(statement)
-                await connection.execute(
-                    f'INSERT INTO "{self.schema}".meta (version, epoch) VALUES (%s, %s)'
-                    " ON CONFLICT (one) DO UPDATE SET version = excluded.version",
-                    [_schema.VERSION, secrets.token_urlsafe(6)],
-                )
-        except (psycopg.Error, OSError) as exc:
-            raise self._unavailable(exc) from None
-        finally:
-            with contextlib.suppress(psycopg.Error, OSError):
-                await connection.close()
+        await migrate(self._db, self.schema, "relay", self._refused)
+
+    def _refused(self, message: str) -> UserInteractionError:
+        return UserInteractionError(message, RELAY_UNAVAILABLE)
 
     def _newer(self, version: int) -> UserInteractionError:
-        return UserInteractionError(
-            f"the relay's tables at {self.where} (schema {self.schema!r}) are at version"
-            f" {version}, newer than this relay's {_schema.VERSION}: upgrade interaction-seam",
-            RELAY_UNAVAILABLE,
-        )
+        return self._refused(newer(self.where, self.schema, "relay", version))
 
     async def connect(self) -> None:
         """Reach the database, check its tables and start the tail; ``RELAY_UNAVAILABLE``

@@ -9,6 +9,13 @@ later). The lock row also counts the pending questions, so an ask checks
 ``max_pending`` without counting rows; each heartbeat counts them again. ``migrate()``
 runs :func:`statements` in one transaction, under an advisory lock, and records
 :data:`VERSION`; running it again changes nothing.
+
+The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit
+trail, spent states), so one ``migrate()``, of the relay or of any store, creates them all.
+They are not behind the relay's lock row: each store's change takes its own turn (the rule
+set's row, the audit trail's next ``seq``, a spent nonce's key). Adding them left the
+version at 1: a database migrated before has every table the relay uses, and a store that
+finds its own missing says to run ``migrate()`` again.
 """
 
 from __future__ import annotations
@@ -86,6 +93,7 @@ def statements(schema: str) -> list[str]:
   owner text PRIMARY KEY,
   lease_ends timestamptz NOT NULL
 )""",
+        *_stores(s),
         # The next free position: after the counter, and after any row another hand
         # wrote (which readers pass over); one such a hand is still writing is waited
         # for, and then passed too. A taken position must not fail the call: the counter
@@ -220,5 +228,63 @@ BEGIN
   -- The count the asks keep (a row settled by another hand is not counted out there).
   UPDATE {s}.meta SET pending = (SELECT count(*) FROM {s}.questions WHERE state = 'pending');
   RETURN ARRAY[n_dead, n_expired];
+END $$""",
+    ]
+
+
+def _stores(s: str) -> list[str]:
+    """The DDL of the stores' tables (``s`` is the quoted schema)."""
+    return [
+        # The rules, each its signed JSON by id, and the signed manifest of the whole set
+        # (one row, absent until the first change): interaction.postgres.PostgresRuleStore.
+        f"CREATE TABLE IF NOT EXISTS {s}.rules (id text PRIMARY KEY, rule text NOT NULL)",
+        f"""CREATE TABLE IF NOT EXISTS {s}.rule_set (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  manifest text
+)""",
+        # Set the manifest and add, remove (or, for 'seal', leave) one rule, only if the
+        # manifest is still p_expected (NULL: none); whether it was.
+        f"""CREATE OR REPLACE FUNCTION {s}.change_rules(
+  p_expected text, p_manifest text, p_op text, p_id text, p_rule text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE current_ text;
+BEGIN
+  INSERT INTO {s}.rule_set (one, manifest) VALUES (true, NULL) ON CONFLICT (one) DO NOTHING;
+  SELECT manifest INTO current_ FROM {s}.rule_set FOR UPDATE;
+  IF current_ IS DISTINCT FROM p_expected THEN RETURN false; END IF;
+  UPDATE {s}.rule_set SET manifest = p_manifest;
+  IF p_op = 'add' THEN
+    INSERT INTO {s}.rules (id, rule) VALUES (p_id, p_rule)
+      ON CONFLICT (id) DO UPDATE SET rule = excluded.rule;
+  ELSIF p_op = 'remove' THEN
+    DELETE FROM {s}.rules WHERE id = p_id;
+  END IF;
+  RETURN true;
+END $$""",
+        # The audit trail: one row per record, its seq unique, so of two hosts chaining a
+        # record after one head exactly one writes it (interaction.postgres.PostgresAuditLog).
+        f"""CREATE TABLE IF NOT EXISTS {s}.audit (
+  seq bigint PRIMARY KEY,
+  digest text NOT NULL,
+  record text NOT NULL
+)""",
+        # Spent states' nonces until their states expire (interaction.postgres.PostgresSpentStore).
+        f"""CREATE TABLE IF NOT EXISTS {s}.spent (
+  nonce text PRIMARY KEY,
+  expires timestamptz NOT NULL
+)""",
+        f"CREATE INDEX IF NOT EXISTS spent_expires ON {s}.spent (expires)",
+        # Forget a bounded batch of expired nonces (rows another call is forgetting are
+        # skipped), then record p_nonce; whether it was fresh (or its entry had expired).
+        f"""CREATE OR REPLACE FUNCTION {s}.spend(
+  p_nonce text, p_expires double precision, p_batch integer)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE now_ timestamptz := clock_timestamp();
+BEGIN
+  DELETE FROM {s}.spent WHERE nonce IN (
+    SELECT nonce FROM {s}.spent WHERE expires < now_ LIMIT p_batch FOR UPDATE SKIP LOCKED);
+  INSERT INTO {s}.spent AS old (nonce, expires) VALUES (p_nonce, to_timestamp(p_expires))
+    ON CONFLICT (nonce) DO UPDATE SET expires = excluded.expires WHERE old.expires < now_;
+  RETURN FOUND;
 END $$""",
     ]

@@ -1,11 +1,14 @@
 """The Postgres relay's connections: a small bounded pool that fails at once when the
-database is away, and the one way a statement is run (a failure is ``RELAY_UNAVAILABLE``)."""
+database is away, and the one way a statement is run (a failure is ``RELAY_UNAVAILABLE``,
+or the error a store of :mod:`interaction.postgres` names); and :func:`migrate`, which
+creates the schema's tables for the relay and every store."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import secrets
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
 import psycopg
@@ -13,8 +16,9 @@ from psycopg import conninfo as _conninfo
 
 from .._core import UserInteractionError
 from ..relay import RELAY_UNAVAILABLE
+from . import _schema
 
-__all__ = ["Connections", "Row", "describe", "unavailable"]
+__all__ = ["Connections", "Row", "describe", "migrate", "newer", "unavailable"]
 
 Row = tuple[Any, ...]
 CONNECT_SECONDS: Final = 2
@@ -46,12 +50,25 @@ class Connections:
     database is away, a call here fails at once, so the relay says ``RELAY_UNAVAILABLE``
     as the Redis relay does. A call that fails on a kept connection (the server restarted
     since) is tried once more on a new one: every function the relay calls is safe to run
-    twice (an ask by its id, a settle by its claim).
+    twice (an ask by its id, a settle by its claim; a store's every statement too).
+
+    ``failed`` makes the error a statement that cannot be run raises (by default the
+    relay's ``RELAY_UNAVAILABLE``); ``name`` is the connections' ``application_name``.
     """
 
-    def __init__(self, url: str, where: str, size: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        where: str,
+        size: int,
+        *,
+        failed: Callable[[BaseException], Exception] | None = None,
+        name: str = "interaction-relay",
+    ) -> None:
         self._url = url
         self._where = where
+        self._failed = failed or (lambda exc: unavailable(where, exc))
+        self._name = name
         self._idle: list[psycopg.AsyncConnection[Row]] = []
         self._slots = asyncio.Semaphore(size)
 
@@ -62,7 +79,7 @@ class Connections:
             autocommit=True,
             prepare_threshold=None,
             connect_timeout=CONNECT_SECONDS,
-            application_name="interaction-relay",
+            application_name=self._name,
         )
 
     @contextlib.asynccontextmanager
@@ -83,20 +100,20 @@ class Connections:
             self._idle.append(connection)
 
     async def run(self, query: str, params: Sequence[object] = ()) -> list[Row]:
-        """The rows of one statement (its own transaction); ``RELAY_UNAVAILABLE`` when it
+        """The rows of one statement (its own transaction); ``failed``'s error when it
         cannot be run."""
         kept = bool(self._idle)
         try:
             return await self._run(query, params, fresh=False)
         except (psycopg.OperationalError, psycopg.InterfaceError, OSError) as exc:
             if not kept:
-                raise unavailable(self._where, exc) from None
+                raise self._failed(exc) from None
         except psycopg.Error as exc:
-            raise unavailable(self._where, exc) from None
+            raise self._failed(exc) from None
         try:  # the kept connection was dead: once more, on a new one
             return await self._run(query, params, fresh=True)
         except (psycopg.Error, OSError) as exc:
-            raise unavailable(self._where, exc) from None
+            raise self._failed(exc) from None
 
     async def _run(self, query: str, params: Sequence[object], *, fresh: bool) -> list[Row]:
         async with self._connection(fresh=fresh) as connection:
@@ -108,3 +125,61 @@ class Connections:
         for connection in idle:
             with contextlib.suppress(psycopg.Error, OSError):
                 await connection.close()
+
+
+def newer(where: str, schema: str, what: str, version: int) -> str:
+    """The message of tables of a newer version than this package writes."""
+    return (
+        f"the {what}'s tables at {where} (schema {schema!r}) are at version"
+        f" {version}, newer than this {what}'s {_schema.VERSION}: upgrade interaction-seam"
+    )
+
+
+async def migrate(
+    connections: Connections, schema: str, what: str, refuse: Callable[[str], Exception]
+) -> None:
+    """Create (or bring up to date) ``schema``'s tables and functions, the relay's and
+    every store's, and record its version; safe to run again, and from several processes
+    at once (they take turns on an advisory lock). ``what`` names the caller in the
+    messages that ``refuse`` makes its error of: a database that is not UTF-8, or tables
+    of a newer version; a database that cannot be reached is ``failed``'s error."""
+    where = connections._where
+    try:
+        connection = await connections.open()
+    except (psycopg.Error, OSError) as exc:
+        raise connections._failed(exc) from None
+    try:
+        encoding = await (await connection.execute("SHOW server_encoding")).fetchone()
+        if encoding is None or encoding[0] != "UTF8":
+            raise refuse(
+                f"the database at {where} is not UTF-8 (its encoding is"
+                f" {encoding and encoding[0]}): the {what} needs a UTF8 database"
+            )
+        async with connection.transaction():
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"interaction:{schema}"]
+            )
+            found = await (
+                await connection.execute(
+                    "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'meta'",
+                    [schema],
+                )
+            ).fetchall()
+            if found:
+                row = await (
+                    await connection.execute(f'SELECT version FROM "{schema}".meta')
+                ).fetchone()
+                if row is not None and row[0] > _schema.VERSION:
+                    raise refuse(newer(where, schema, what, row[0]))
+            for statement in _schema.statements(schema):
+                await connection.execute(statement)
+            await connection.execute(
+                f'INSERT INTO "{schema}".meta (version, epoch) VALUES (%s, %s)'
+                " ON CONFLICT (one) DO UPDATE SET version = excluded.version",
+                [_schema.VERSION, secrets.token_urlsafe(6)],
+            )
+    except (psycopg.Error, OSError) as exc:
+        raise connections._failed(exc) from None
+    finally:
+        with contextlib.suppress(psycopg.Error, OSError):
+            await connection.close()
