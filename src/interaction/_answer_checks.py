@@ -116,18 +116,6 @@ def _clean_custom(question: AskUserQuestionItem, custom: object, selected: int) 
     )
 
 
-def _clean_item(question: AskUserQuestionItem, item: object) -> bool:
-    """Whether ``item`` is a fitting answer to ``question``."""
-    if type(item) is not AskUserQuestionAnswerItem:
-        return False
-    item_id, selected, custom = item.id, item.selected, item.custom
-    if type(item_id) is not str or item_id != question.id or type(selected) is not tuple:
-        return False
-    if selected and not _clean_selection(question, selected):
-        return False
-    return custom is None or _clean_custom(question, custom, len(selected))
-
-
 def is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnswer) -> bool:
     """A fast pass: ``True`` only for a fitting answer already in question order.
 
@@ -141,9 +129,17 @@ def is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnsw
     # third on Python 3.12), and the other two cost about twice the counter.
     index = 0
     for item in items:
-        if not _clean_item(questions[index], item):
-            return False
+        question = questions[index]
         index += 1  # noqa: SIM113
+        if type(item) is not AskUserQuestionAnswerItem:
+            return False
+        item_id, selected, custom = item.id, item.selected, item.custom
+        if type(item_id) is not str or item_id != question.id or type(selected) is not tuple:
+            return False
+        if selected and not _clean_selection(question, selected):
+            return False
+        if custom is not None and not _clean_custom(question, custom, len(selected)):
+            return False
     return True
 
 

@@ -202,7 +202,8 @@ def _filled(text: str) -> bool:
 
 def _label_key_or_none(label: object) -> str | None:
     """A clean label's duplicate key, or ``None`` when the label needs a closer look."""
-    if not _line_ok(label):
+    # The text checks of _line_ok, inline: this runs for every option of every decode.
+    if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
         return None
     if label.isascii():
         return label.lower().strip() or None
@@ -218,12 +219,25 @@ def _clean_options(options: tuple[object, ...]) -> bool:
     for option in options:
         if type(option) is not AskUserQuestionOption:
             return False
-        key = _label_key_or_none(option.label)
-        if key is None:
+        # The checks of _label_key_or_none and _block_ok, inline: this runs for every option
+        # of every ask, and three calls per option were a tenth of check_request.
+        label = option.label
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
             return False
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return False
+        elif is_blank(label):
+            return False
+        else:
+            key = label_key(label)
         keys.add(key)
         description = option.description
-        if description is not None and not _block_ok(description):
+        if description is not None and (
+            type(description) is not str
+            or not (description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None)
+        ):
             return False
     return len(keys) == len(options)
 
@@ -240,24 +254,43 @@ def _clean_intent(intent: object) -> bool:
     return False
 
 
-def _clean_item(item: object) -> int:
-    """The fast pass's verdict on one question, duplicate ids aside."""
-    if type(item) is not AskUserQuestionItem:
-        return LOOK_CLOSER
+def _clean_texts(item: AskUserQuestionItem) -> bool:
+    """Whether :func:`_check_item` would accept the question's id, text, detail and header."""
+    # The checks of _line_ok, _block_ok and _filled, inline: this runs for every question.
     qid = item.id
     text = item.question
     detail = item.detail
     header = item.header
+    return (
+        type(qid) is str
+        and type(text) is str
+        and (qid.isprintable() or UNSAFE.search(qid) is None)
+        and (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+        and (bool(qid.strip()) if qid.isascii() else not is_blank(qid))
+        and (bool(text.strip()) if text.isascii() else not is_blank(text))
+        and (
+            detail is None
+            or (
+                type(detail) is str
+                and (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
+            )
+        )
+        and (
+            header is None
+            or (type(header) is str and (header.isprintable() or UNSAFE.search(header) is None))
+        )
+    )
+
+
+def _clean_item(item: object) -> int:
+    """The fast pass's verdict on one question, duplicate ids aside."""
+    if type(item) is not AskUserQuestionItem:
+        return LOOK_CLOSER
     options = item.options
     if (
-        not _line_ok(qid)
-        or not _block_ok(text)
-        or type(options) is not tuple
+        type(options) is not tuple
         or type(item.multi_select) is not bool
-        or not _filled(qid)
-        or not _filled(text)
-        or (detail is not None and not _block_ok(detail))
-        or (header is not None and not _line_ok(header))
+        or not _clean_texts(item)
         or (options and not _clean_options(options))
     ):
         return LOOK_CLOSER
@@ -277,9 +310,10 @@ def _clean_questions(questions: tuple[object, ...]) -> int:
     verdict = CLEAN
     for item in questions:
         item_verdict = _clean_item(item)
-        if item_verdict == LOOK_CLOSER:
-            return LOOK_CLOSER
-        verdict = max(verdict, item_verdict)
+        if item_verdict != CLEAN:
+            if item_verdict == LOOK_CLOSER:
+                return LOOK_CLOSER
+            verdict = CLEAN_WITH_INTENTS
     count = len(questions)
     if count > 1:  # every item is a question now
         checked = cast("tuple[AskUserQuestionItem, ...]", questions)
@@ -307,10 +341,19 @@ def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
             return None
         label = value.get("label")
         key = _label_key_or_none(label)
-        if key is None or not _optional_from_json(value, "description", _block_ok):
+        if key is None:
             return None
         keys.add(key)
-        options.append(AskUserQuestionOption(cast("str", label), value.get("description")))
+        # The checks of _optional_from_json and _block_ok, inline: this runs for every option.
+        description = value.get("description")
+        if description is not None:
+            if type(description) is not str or not (
+                description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None
+            ):
+                return None
+        elif "description" in value:
+            return None
+        options.append(AskUserQuestionOption(cast("str", label), description))
     if len(keys) != len(options):
         return None
     return tuple(options)
