@@ -261,43 +261,23 @@ def _clean_texts(item: AskUserQuestionItem) -> bool:
     text = item.question
     detail = item.detail
     header = item.header
-    return (
-        type(qid) is str
-        and type(text) is str
-        and (qid.isprintable() or UNSAFE.search(qid) is None)
-        and (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
-        and (bool(qid.strip()) if qid.isascii() else not is_blank(qid))
-        and (bool(text.strip()) if text.isascii() else not is_blank(text))
-        and (
-            detail is None
-            or (
-                type(detail) is str
-                and (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
-            )
-        )
-        and (
-            header is None
-            or (type(header) is str and (header.isprintable() or UNSAFE.search(header) is None))
-        )
-    )
-
-
-def _clean_item(item: object) -> int:
-    """The fast pass's verdict on one question, duplicate ids aside."""
-    if type(item) is not AskUserQuestionItem:
-        return LOOK_CLOSER
-    options = item.options
     if (
-        type(options) is not tuple
-        or type(item.multi_select) is not bool
-        or not _clean_texts(item)
-        or (options and not _clean_options(options))
+        type(qid) is not str
+        or type(text) is not str
+        or not (qid.isprintable() or UNSAFE.search(qid) is None)
+        or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+        or not (qid.strip() if qid.isascii() else not is_blank(qid))
+        or not (text.strip() if text.isascii() else not is_blank(text))
     ):
-        return LOOK_CLOSER
-    intent = item.intent
-    if intent is None:
-        return CLEAN
-    return CLEAN_WITH_INTENTS if _clean_intent(intent) else LOOK_CLOSER
+        return False
+    if detail is not None and (
+        type(detail) is not str
+        or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
+    ):
+        return False
+    return header is None or (
+        type(header) is str and (header.isprintable() or UNSAFE.search(header) is None)
+    )
 
 
 def _clean_questions(questions: tuple[object, ...]) -> int:
@@ -305,13 +285,24 @@ def _clean_questions(questions: tuple[object, ...]) -> int:
     accept the batch; then it is :data:`CLEAN`, or :data:`CLEAN_WITH_INTENTS` when a
     question declares an intent, so a batch without one skips a second loop.
 
-    Duplicate ids are looked for at the end, and only in a batch of more than one.
+    Each question's texts, options and intent are looked at in turn; duplicate ids at the
+    end, and only in a batch of more than one.
     """
     verdict = CLEAN
     for item in questions:
-        item_verdict = _clean_item(item)
-        if item_verdict != CLEAN:
-            if item_verdict == LOOK_CLOSER:
+        if type(item) is not AskUserQuestionItem:
+            return LOOK_CLOSER
+        options = item.options
+        if (
+            type(options) is not tuple
+            or type(item.multi_select) is not bool
+            or not _clean_texts(item)
+            or (options and not _clean_options(options))
+        ):
+            return LOOK_CLOSER
+        intent = item.intent
+        if intent is not None:
+            if not _clean_intent(intent):
                 return LOOK_CLOSER
             verdict = CLEAN_WITH_INTENTS
     count = len(questions)
