@@ -80,6 +80,42 @@ _SCAN_LIMIT: Final = 8
 _SUSPECT_CUSTOM: Final = LazyPattern(f"{SURROGATE.pattern[:-1]}{INVISIBLE.pattern[1:]}")
 
 
+def _clean_selection(question: AskUserQuestionItem, selected: tuple[object, ...]) -> bool:
+    """Whether every selected label is a string naming one of the question's options, and a
+    selection of more than one is on a multi-select question without a repeat."""
+    count = len(selected)
+    options = question.options
+    if count < _SCAN_LIMIT:  # a few labels: scanning the options beats building a set
+        for label in selected:
+            if type(label) is not str:
+                return False
+            for option in options:
+                if option.label == label:
+                    break
+            else:
+                return False
+    else:  # sets keep the check linear when thousands are selected
+        for label in selected:
+            if type(label) is not str:
+                return False
+        if not {option.label for option in options}.issuperset(selected):
+            return False
+    # Only strings reach the set, so it cannot meet an unhashable label.
+    return count == 1 or (question.multi_select and len(set(selected)) == count)
+
+
+def _clean_custom(question: AskUserQuestionItem, custom: object, selected: int) -> bool:
+    """Whether a custom answer is a visible string, beside a selection only when the
+    question is multi-select."""
+    return (
+        type(custom) is str
+        and bool(custom.strip())
+        and (not selected or question.multi_select)
+        # ASCII holds neither surrogates nor invisible characters: no regex needed.
+        and (custom.isascii() or _SUSPECT_CUSTOM.search(custom) is None)
+    )
+
+
 def is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnswer) -> bool:
     """A fast pass: ``True`` only for a fitting answer already in question order.
 
@@ -100,34 +136,9 @@ def is_clean_answer(request: AskUserQuestionRequest, answer: AskUserQuestionAnsw
         item_id, selected, custom = item.id, item.selected, item.custom
         if type(item_id) is not str or item_id != question.id or type(selected) is not tuple:
             return False
-        count = len(selected)
-        if count:
-            options = question.options
-            if count < _SCAN_LIMIT:  # a few labels: scanning the options beats building a set
-                for label in selected:
-                    if type(label) is not str:
-                        return False
-                    for option in options:
-                        if option.label == label:
-                            break
-                    else:
-                        return False
-            else:  # sets keep the check linear when thousands are selected
-                for label in selected:
-                    if type(label) is not str:
-                        return False
-                if not {option.label for option in options}.issuperset(selected):
-                    return False
-            # Only strings reach the set, so it cannot meet an unhashable label.
-            if count > 1 and (not question.multi_select or len(set(selected)) != count):
-                return False
-        if custom is not None and (
-            type(custom) is not str
-            or not custom.strip()
-            or (count and not question.multi_select)
-            # ASCII holds neither surrogates nor invisible characters: no regex needed.
-            or not (custom.isascii() or _SUSPECT_CUSTOM.search(custom) is None)
-        ):
+        if selected and not _clean_selection(question, selected):
+            return False
+        if custom is not None and not _clean_custom(question, custom, len(selected)):
             return False
     return True
 

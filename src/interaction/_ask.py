@@ -31,6 +31,14 @@ MAX_PROVIDER_TEXT: Final = 1000
 """How many characters of a failed provider's message ``PROVIDER_FAILED`` keeps."""
 
 
+def _passes_through(task: asyncio.Task[object], exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a provider we cancelled, outranks our reason for it."""
+    cancelled = isinstance(exc, asyncio.CancelledError)
+    if task.uncancel() > 0 and cancelled:
+        return True  # someone else cancelled the task as well: that cancellation wins
+    return not cancelled and not isinstance(exc, Exception)  # KeyboardInterrupt, SystemExit...
+
+
 async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     """Ask the human through the provider active in this context.
 
@@ -75,11 +83,8 @@ async def ask(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         answer: object = await provider.ask(request)
     except BaseException as exc:
         if stop.error is not None:  # we cancelled the provider: say why, unless cancelled too
-            cancelled = isinstance(exc, asyncio.CancelledError)
-            if task.uncancel() > 0 and cancelled:
-                raise  # someone else cancelled the task as well: that cancellation wins
-            if not cancelled and not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt, SystemExit... from the provider's cleanup
+            if _passes_through(task, exc):
+                raise
             raise stop.error from stop.cause
         _raise_provider_failure(exc)
     finally:

@@ -8,7 +8,8 @@ first fault; ``tests/test_bad_request.py`` keeps the two in agreement.
 
 from __future__ import annotations
 
-from typing import Final, cast
+from collections.abc import Callable
+from typing import Final, TypeGuard, cast
 
 from ._abort import AbortSignal
 from ._agents import admit
@@ -106,15 +107,13 @@ def _check_item(item: object, path: str, seen_ids: set[str]) -> None:
 def _clean_permission(intent: PermissionIntent) -> bool:
     """Whether :func:`_check_item` would accept the permission intent's texts."""
     tool = intent.tool
-    if type(tool) is not str or not (tool.strip() if tool.isascii() else not is_blank(tool)):
+    if not (_line_ok(tool) and _filled(tool)):
         return False
-    texts: tuple[object, ...] = (tool, intent.summary, intent.allow, intent.deny)
+    texts: tuple[object, ...] = (intent.summary, intent.allow, intent.deny)
     always = intent.allow_always
     if always is not None:
         texts = (*texts, always)
-    return all(
-        type(text) is str and (text.isprintable() or UNSAFE.search(text) is None) for text in texts
-    )
+    return all(_line_ok(text) for text in texts)
 
 
 def _check_intent(item: AskUserQuestionItem) -> None:
@@ -176,6 +175,8 @@ def _check_permission(item: AskUserQuestionItem, intent: PermissionIntent) -> No
 #   ASCII), and an ASCII label's label_key is lower().strip().
 
 
+_TextCheck = Callable[[object], bool]
+
 LOOK_CLOSER: Final = 0
 """The fast pass's word for a batch that may hold a fault: the detailed checks name it."""
 CLEAN: Final = 1
@@ -184,94 +185,126 @@ CLEAN_WITH_INTENTS: Final = 2
 """A batch the detailed checks would accept; its intents are checked next (``BAD_INTENT``)."""
 
 
+def _line_ok(text: object) -> TypeGuard[str]:
+    """A string :func:`check_text` accepts on one line (its emptiness aside)."""
+    return type(text) is str and (text.isprintable() or UNSAFE.search(text) is None)
+
+
+def _block_ok(text: object) -> TypeGuard[str]:
+    """A string :func:`check_text` accepts as a block, line breaks allowed."""
+    return type(text) is str and (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+
+
+def _filled(text: str) -> bool:
+    """Whether ``text`` holds something visible."""
+    return bool(text.strip()) if text.isascii() else not is_blank(text)
+
+
+def _label_key_or_none(label: object) -> str | None:
+    """A clean label's duplicate key, or ``None`` when the label needs a closer look."""
+    # The text checks of _line_ok, inline: this runs for every option of every decode.
+    if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+        return None
+    if label.isascii():
+        return label.lower().strip() or None
+    if is_blank(label):
+        return None
+    return label_key(label)
+
+
+def _clean_options(options: tuple[object, ...]) -> bool:
+    """Whether :func:`_check_item` would accept these options (the rules of
+    :func:`_options_from_json`)."""
+    keys: set[str] = set()
+    for option in options:
+        if type(option) is not AskUserQuestionOption:
+            return False
+        # The checks of _label_key_or_none and _block_ok, inline: this runs for every option
+        # of every ask, and three calls per option were a tenth of check_request.
+        label = option.label
+        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+            return False
+        if label.isascii():
+            key = label.lower().strip()
+            if not key:
+                return False
+        elif is_blank(label):
+            return False
+        else:
+            key = label_key(label)
+        keys.add(key)
+        description = option.description
+        if description is not None and (
+            type(description) is not str
+            or not (description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None)
+        ):
+            return False
+    return len(keys) == len(options)
+
+
+def _clean_intent(intent: object) -> bool:
+    """Whether :func:`_check_item` would accept the intent's texts."""
+    if type(intent) is PlanReviewIntent:
+        return _line_ok(intent.approve)
+    if type(intent) is PermissionIntent:
+        return _clean_permission(intent)
+    if type(intent) is UnknownIntent:
+        kind = intent.kind
+        return _line_ok(kind) and _filled(kind)
+    return False
+
+
+def _clean_texts(item: AskUserQuestionItem) -> bool:
+    """Whether :func:`_check_item` would accept the question's id, text, detail and header."""
+    # The checks of _line_ok, _block_ok and _filled, inline: this runs for every question.
+    qid = item.id
+    text = item.question
+    detail = item.detail
+    header = item.header
+    if (
+        type(qid) is not str
+        or type(text) is not str
+        or not (qid.isprintable() or UNSAFE.search(qid) is None)
+        or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
+        or not (qid.strip() if qid.isascii() else not is_blank(qid))
+        or not (text.strip() if text.isascii() else not is_blank(text))
+    ):
+        return False
+    if detail is not None and (
+        type(detail) is not str
+        or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
+    ):
+        return False
+    return header is None or (
+        type(header) is str and (header.isprintable() or UNSAFE.search(header) is None)
+    )
+
+
 def _clean_questions(questions: tuple[object, ...]) -> int:
     """A fast pass that is :data:`LOOK_CLOSER` (falsy) unless the detailed checks would
     accept the batch; then it is :data:`CLEAN`, or :data:`CLEAN_WITH_INTENTS` when a
     question declares an intent, so a batch without one skips a second loop.
 
-    Duplicate ids are looked for at the end, and only in a batch of more than one.
+    Each question's texts, options and intent are looked at in turn; duplicate ids at the
+    end, and only in a batch of more than one.
     """
     verdict = CLEAN
     for item in questions:
         if type(item) is not AskUserQuestionItem:
             return LOOK_CLOSER
-        # One read each: a parallel assignment of five would build and unpack a tuple.
-        qid = item.id
-        text = item.question
-        detail = item.detail
-        header = item.header
         options = item.options
         if (
-            type(qid) is not str
-            or type(text) is not str
-            or type(options) is not tuple
+            type(options) is not tuple
             or type(item.multi_select) is not bool
-            or not (qid.isprintable() or UNSAFE.search(qid) is None)
-            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
-            or not (qid.strip() if qid.isascii() else not is_blank(qid))
-            or not (text.strip() if text.isascii() else not is_blank(text))
+            or not _clean_texts(item)
+            or (options and not _clean_options(options))
         ):
             return LOOK_CLOSER
-        if detail is not None and (
-            type(detail) is not str
-            or not (detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None)
-        ):
-            return LOOK_CLOSER
-        if header is not None and (
-            type(header) is not str or not (header.isprintable() or UNSAFE.search(header) is None)
-        ):
-            return LOOK_CLOSER
-        if options:  # the rules of _options_from_json, inline: a call per question costs
-            keys: set[str] = set()
-            for option in options:
-                if type(option) is not AskUserQuestionOption:
-                    return LOOK_CLOSER
-                label = option.label
-                description = option.description
-                if type(label) is not str or not (
-                    label.isprintable() or UNSAFE.search(label) is None
-                ):
-                    return LOOK_CLOSER
-                if label.isascii():
-                    key = label.lower().strip()
-                    if not key:
-                        return LOOK_CLOSER
-                elif is_blank(label):
-                    return LOOK_CLOSER
-                else:
-                    key = label_key(label)
-                keys.add(key)
-                if description is not None and (
-                    type(description) is not str
-                    or not (
-                        description.isprintable() or UNSAFE_EXCEPT_LINES.search(description) is None
-                    )
-                ):
-                    return LOOK_CLOSER
-            if len(keys) != len(options):
-                return LOOK_CLOSER
         intent = item.intent
         if intent is not None:
-            verdict = CLEAN_WITH_INTENTS
-            if type(intent) is PlanReviewIntent:
-                approve = intent.approve
-                if type(approve) is not str or not (
-                    approve.isprintable() or UNSAFE.search(approve) is None
-                ):
-                    return LOOK_CLOSER
-            elif type(intent) is PermissionIntent:
-                if not _clean_permission(intent):
-                    return LOOK_CLOSER
-            elif type(intent) is UnknownIntent:
-                kind = intent.kind
-                if (
-                    type(kind) is not str
-                    or not (kind.isprintable() or UNSAFE.search(kind) is None)
-                    or not (kind.strip() if kind.isascii() else not is_blank(kind))
-                ):
-                    return LOOK_CLOSER
-            else:
+            if not _clean_intent(intent):
                 return LOOK_CLOSER
+            verdict = CLEAN_WITH_INTENTS
     count = len(questions)
     if count > 1:  # every item is a question now
         checked = cast("tuple[AskUserQuestionItem, ...]", questions)
@@ -280,8 +313,16 @@ def _clean_questions(questions: tuple[object, ...]) -> int:
     return verdict
 
 
+def _optional_from_json(value: dict[str, object], key: str, ok: _TextCheck) -> bool:
+    """Whether ``value[key]`` passes ``ok`` or is absent (a key present with null is a fault)."""
+    text = value.get(key)
+    if text is None:
+        return key not in value
+    return ok(text)
+
+
 def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
-    """One question's options for :func:`questions_from_json` (rules of ``_clean_questions``)."""
+    """One question's options for :func:`questions_from_json` (rules of ``_clean_options``)."""
     if type(raw) is not list:
         return None
     options: list[AskUserQuestionOption] = []
@@ -290,18 +331,11 @@ def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
         if type(value) is not dict:
             return None
         label = value.get("label")
-        if type(label) is not str or not (label.isprintable() or UNSAFE.search(label) is None):
+        key = _label_key_or_none(label)
+        if key is None:
             return None
-        if label.isascii():
-            key = label.lower().strip()
-            if not key:
-                return None
-        elif is_blank(label):
-            return None
-        else:
-            key = label_key(label)
         keys.add(key)
-        # An absent key reads as None; a key present with null is a fault.
+        # The checks of _optional_from_json and _block_ok, inline: this runs for every option.
         description = value.get("description")
         if description is not None:
             if type(description) is not str or not (
@@ -310,10 +344,40 @@ def _options_from_json(raw: object) -> tuple[AskUserQuestionOption, ...] | None:
                 return None
         elif "description" in value:
             return None
-        options.append(AskUserQuestionOption(label, description))
+        options.append(AskUserQuestionOption(cast("str", label), description))
     if len(keys) != len(options):
         return None
     return tuple(options)
+
+
+def _question_from_json(value: object) -> AskUserQuestionItem | None:
+    """One question without an intent for :func:`questions_from_json`, or ``None``."""
+    if type(value) is not dict or "intent" in value:
+        return None
+    get = value.get
+    qid, text = get("id"), get("question")
+    if (
+        not _line_ok(qid)
+        or not _block_ok(text)
+        or not _filled(qid)
+        or not _filled(text)
+        or not _optional_from_json(value, "detail", _block_ok)
+        or not _optional_from_json(value, "header", _line_ok)
+    ):
+        return None
+    multi = get("multiSelect", False)
+    if type(multi) is not bool:
+        return None
+    options: tuple[AskUserQuestionOption, ...] = ()
+    raw_options = get("options")
+    if raw_options is not None:
+        built = _options_from_json(raw_options)
+        if built is None:
+            return None
+        options = built
+    elif "options" in value:
+        return None
+    return AskUserQuestionItem(qid, text, get("detail"), get("header"), options, multi)
 
 
 def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
@@ -326,54 +390,13 @@ def questions_from_json(raw: object) -> tuple[AskUserQuestionItem, ...] | None:
     """
     if type(raw) is not list:
         return None
-    ids: set[str] = set()
     items: list[AskUserQuestionItem] = []
     for value in raw:
-        if type(value) is not dict or "intent" in value:
+        item = _question_from_json(value)
+        if item is None:
             return None
-        get = value.get
-        qid, text = get("id"), get("question")
-        if (
-            type(qid) is not str
-            or type(text) is not str
-            or not (qid.isprintable() or UNSAFE.search(qid) is None)
-            or not (text.isprintable() or UNSAFE_EXCEPT_LINES.search(text) is None)
-            or not (qid.strip() if qid.isascii() else not is_blank(qid))
-            or not (text.strip() if text.isascii() else not is_blank(text))
-        ):
-            return None
-        ids.add(qid)
-        # An absent key reads as None; a key present with null is a fault.
-        detail = get("detail")
-        if detail is not None:
-            if type(detail) is not str or not (
-                detail.isprintable() or UNSAFE_EXCEPT_LINES.search(detail) is None
-            ):
-                return None
-        elif "detail" in value:
-            return None
-        header = get("header")
-        if header is not None:
-            if type(header) is not str or not (
-                header.isprintable() or UNSAFE.search(header) is None
-            ):
-                return None
-        elif "header" in value:
-            return None
-        multi = get("multiSelect", False)
-        if type(multi) is not bool:
-            return None
-        options: tuple[AskUserQuestionOption, ...] = ()
-        raw_options = get("options")
-        if raw_options is not None:
-            built = _options_from_json(raw_options)
-            if built is None:
-                return None
-            options = built
-        elif "options" in value:
-            return None
-        items.append(AskUserQuestionItem(qid, text, detail, header, options, multi))
-    if len(ids) != len(items):
+        items.append(item)
+    if len({item.id for item in items}) != len(items):
         return None
     return tuple(items)
 

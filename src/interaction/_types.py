@@ -51,40 +51,48 @@ def _bad_intent_field(path: str, problem: str) -> UserInteractionError:
     return fault(ErrorCode.BAD_INTENT, path, problem)
 
 
+_SCALARS: Final = frozenset({bool, type(None), str, int, float})
+
+
 def _freeze(value: object, path: str = "intent", depth: int = 0) -> object:
     """A read-only copy of a JSON value; ``BAD_INTENT`` for anything the wire cannot carry."""
-    kind = type(value)
-    if kind is bool or value is None:
-        return value
-    if isinstance(value, str) and kind is str:
-        if not value.isascii() and SURROGATE.search(value):
-            raise _bad_intent_field(path, "contains an unpaired surrogate")
-        return value
-    if isinstance(value, int) and kind is int:
-        if value.bit_length() > _SHORT_INT_BITS and abs(value) >= 10**MAX_INTENT_DIGITS:
-            raise _bad_intent_field(path, f"has more than {MAX_INTENT_DIGITS} digits")
-        return value
-    if kind is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]  # float, checked above
-            raise _bad_intent_field(path, f"expected a finite number, got {value!r}")
-        return value
+    if type(value) in _SCALARS:
+        return _checked_scalar(value, path)
     if depth >= MAX_INTENT_DEPTH:
         raise _bad_intent_field(path, f"nests more than {MAX_INTENT_DEPTH} levels deep")
     if isinstance(value, Mapping):
-        frozen: dict[str, object] = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _bad_intent_field(path, f"expected string keys, got {type_name(key)}")
-            # The key goes into paths and messages that terminals show: no controls in it.
-            if not key.isprintable() and (found := UNSAFE.search(key)) is not None:
-                raise _bad_intent_field(path, f"key {key!r} {describe_char(found.group())}")
-            if depth == 0 and key == "kind":
-                raise _bad_intent_field(path, "must not hold kind, which is the intent's own")
-            frozen[key] = _freeze(item, f"{path}.{key}", depth + 1)
-        return MappingProxyType(frozen)
+        return _freeze_mapping(value, path, depth)
     if isinstance(value, list | tuple):
         return tuple(_freeze(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
     raise _bad_intent_field(path, f"expected a JSON value, got {type_name(value)}")
+
+
+def _checked_scalar(value: object, path: str) -> object:
+    """A JSON scalar (exactly a bool, None, str, int or float) that the wire can carry."""
+    kind = type(value)
+    if isinstance(value, str) and kind is str:
+        if not value.isascii() and SURROGATE.search(value):
+            raise _bad_intent_field(path, "contains an unpaired surrogate")
+    elif isinstance(value, int) and kind is int:
+        if value.bit_length() > _SHORT_INT_BITS and abs(value) >= 10**MAX_INTENT_DIGITS:
+            raise _bad_intent_field(path, f"has more than {MAX_INTENT_DIGITS} digits")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise _bad_intent_field(path, f"expected a finite number, got {value!r}")
+    return value
+
+
+def _freeze_mapping(value: Mapping[object, object], path: str, depth: int) -> object:
+    frozen: dict[str, object] = {}
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _bad_intent_field(path, f"expected string keys, got {type_name(key)}")
+        # The key goes into paths and messages that terminals show: no controls in it.
+        if not key.isprintable() and (found := UNSAFE.search(key)) is not None:
+            raise _bad_intent_field(path, f"key {key!r} {describe_char(found.group())}")
+        if depth == 0 and key == "kind":
+            raise _bad_intent_field(path, "must not hold kind, which is the intent's own")
+        frozen[key] = _freeze(item, f"{path}.{key}", depth + 1)
+    return MappingProxyType(frozen)
 
 
 def _hashable(value: object) -> object:

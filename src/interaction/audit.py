@@ -179,19 +179,13 @@ class AuditProvider:
         if decision is not None and decision.by == "timeout":
             outcome = "timeout"
         provenance = request.provenance
-        tools = sorted(
-            {q.intent.tool for q in request.questions if isinstance(q.intent, PermissionIntent)}
-        )
         body: dict[str, object] = {
             "v": 1,
             "at": _now(),
             "askedAt": asked_at,
             "provenance": None if provenance is None else encode_provenance(provenance),
             "seconds": round(time.monotonic() - started, 3),
-            "source": (provenance and provenance.source) or self.source,
-            "host": (provenance and provenance.host) or self.host,
-            "session": (provenance and provenance.session) or self.session,
-            "tool": (provenance and provenance.tool) or ",".join(tools) or None,
+            **self._origin(request),
             "questions": encode_request(request)["questions"],
             "outcome": outcome,
             "answer": None if answer is None else encode_answer(answer)["answers"],
@@ -208,6 +202,20 @@ class AuditProvider:
             raise AuditLogError(
                 f"the audit log could not be written ({type(exc).__name__}: {exc})", AUDIT_FAILED
             ) from exc
+
+    def _origin(self, request: AskUserQuestionRequest) -> dict[str, object]:
+        """Where the ask came from: its provenance's, else this provider's, and the tools its
+        permission questions name."""
+        provenance = request.provenance
+        tools = sorted(
+            {q.intent.tool for q in request.questions if isinstance(q.intent, PermissionIntent)}
+        )
+        return {
+            "source": (provenance and provenance.source) or self.source,
+            "host": (provenance and provenance.host) or self.host,
+            "session": (provenance and provenance.session) or self.session,
+            "tool": (provenance and provenance.tool) or ",".join(tools) or None,
+        }
 
 
 def _failure(

@@ -157,31 +157,40 @@ def _matcher(pattern: str | None) -> _Matcher:
     if problem is not None:
         raise _bad_rule(f"pattern {pattern!r} {problem}")
     if len(chars) >= 2 and chars[-2:] == [(":", False), ("*", False)]:
-        prefix = chars[:-2]
-        if any(not escaped and c in "*?" for c, escaped in prefix):
-            raise _bad_rule(f"pattern {pattern!r} mixes a prefix (:*) with a glob")
-        text = "".join(c for c, _ in prefix)
-        if not text.strip():
-            raise _bad_rule(f"pattern {pattern!r} has an empty prefix: write the tool alone")
-        return _Matcher("prefix", text)
+        return _prefix_matcher(pattern, chars[:-2])
     if any(not escaped and c in "*?" for c, escaped in chars):
-        regex = []
-        index = 0
-        while index < len(chars):
-            char, escaped = chars[index]
-            if not escaped and char == "*":
-                if index + 1 < len(chars) and chars[index + 1] == ("*", False):
-                    regex.append(".*")
-                    index += 1
-                else:
-                    regex.append("[^/]*")
-            elif not escaped and char == "?":
-                regex.append("[^/]")
-            else:
-                regex.append(re.escape(char))
-            index += 1
-        return _Matcher("glob", pattern, re.compile("".join(regex), re.DOTALL))
+        return _Matcher("glob", pattern, re.compile(_glob_regex(chars), re.DOTALL))
     return _Matcher("exact", "".join(c for c, _ in chars))
+
+
+def _prefix_matcher(pattern: str, prefix: list[tuple[str, bool]]) -> _Matcher:
+    """The matcher of ``prefix:*``: a plain, non-blank prefix."""
+    if any(not escaped and c in "*?" for c, escaped in prefix):
+        raise _bad_rule(f"pattern {pattern!r} mixes a prefix (:*) with a glob")
+    text = "".join(c for c, _ in prefix)
+    if not text.strip():
+        raise _bad_rule(f"pattern {pattern!r} has an empty prefix: write the tool alone")
+    return _Matcher("prefix", text)
+
+
+def _glob_regex(chars: list[tuple[str, bool]]) -> str:
+    """A glob's regex: ``**`` crosses ``/``, ``*`` and ``?`` do not."""
+    regex = []
+    index = 0
+    while index < len(chars):
+        char, escaped = chars[index]
+        if not escaped and char == "*":
+            if index + 1 < len(chars) and chars[index + 1] == ("*", False):
+                regex.append(".*")
+                index += 1
+            else:
+                regex.append("[^/]*")
+        elif not escaped and char == "?":
+            regex.append("[^/]")
+        else:
+            regex.append(re.escape(char))
+        index += 1
+    return "".join(regex)
 
 
 def exact_pattern(summary: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from acp import CLIENT_METHODS, RequestError
 from acp.interfaces import Agent
@@ -238,28 +238,22 @@ def _read_number(
     return read
 
 
+_FieldSchema: TypeAlias = (
+    ElicitationStringPropertySchema
+    | ElicitationNumberPropertySchema
+    | ElicitationIntegerPropertySchema
+    | ElicitationBooleanPropertySchema
+    | ElicitationMultiSelectPropertySchema
+)
+
+
 def _field(key: str, spec: object, required: bool, message: str | None, other: bool) -> _Field:
-    if not isinstance(
-        spec,
-        ElicitationStringPropertySchema
-        | ElicitationNumberPropertySchema
-        | ElicitationIntegerPropertySchema
-        | ElicitationBooleanPropertySchema
-        | ElicitationMultiSelectPropertySchema,
-    ):
+    if not isinstance(spec, _FieldSchema):
         raise _Refused(f"{key}: a field of a type ACP does not define")
     for keyword in _UNCHECKED:
         if getattr(spec, keyword, None) is not None:
             raise _Refused(f"{key}: interaction cannot check {keyword}")
-    title = _bounded(spec.title, f"{key}.title") or key
-    description = _bounded(spec.description, f"{key}.description")
-    if message is not None:  # the message of a one-field form often repeats the field
-        message = message.removeprefix(title).removeprefix("\n\n") or None
-        message = None if message == description else message
-    notes = [text for text in (message, description) if text]
-    if required:
-        notes.append("(required)")
-    item = AskUserQuestionItem(key, title, detail="\n\n".join(notes) or None)
+    item = _field_question(key, spec, required, message)
     other_key = key + OTHER_SUFFIX if other else None
     if isinstance(spec, ElicitationBooleanPropertySchema):
         yes_no: dict[str, object] = {YES: True, NO: False}
@@ -268,13 +262,7 @@ def _field(key: str, spec: object, required: bool, message: str | None, other: b
             key, replace(item, options=options), required, _read_choice(yes_no, False, False)
         )
     if isinstance(spec, ElicitationMultiSelectPropertySchema):
-        items = spec.items
-        if isinstance(items, TitledMultiSelectItems):
-            options, labels = _choices(items.any_of)
-        elif isinstance(items, StringMultiSelectItems):
-            options, labels = _choices([EnumOption(const=v, title=v) for v in items.enum])
-        else:
-            raise _Refused(f"{key}: choices of a type ACP does not define")
+        options, labels = _multi_choices(key, spec)
         item = replace(item, options=options, multi_select=True)
         return _Field(key, item, required, _read_choice(labels, True, other), other_key)
     if isinstance(spec, ElicitationStringPropertySchema) and (spec.one_of or spec.enum):
@@ -291,6 +279,33 @@ def _field(key: str, spec: object, required: bool, message: str | None, other: b
         return _Field(key, item, required, lambda a: (a.custom, None))
     integer = isinstance(spec, ElicitationIntegerPropertySchema)
     return _Field(key, item, required, _read_number(integer, spec.minimum, spec.maximum))
+
+
+def _field_question(
+    key: str, spec: _FieldSchema, required: bool, message: str | None
+) -> AskUserQuestionItem:
+    """The field's question: its title, then the form's message, its description, and
+    whether it is required."""
+    title = _bounded(spec.title, f"{key}.title") or key
+    description = _bounded(spec.description, f"{key}.description")
+    if message is not None:  # the message of a one-field form often repeats the field
+        message = message.removeprefix(title).removeprefix("\n\n") or None
+        message = None if message == description else message
+    notes = [text for text in (message, description) if text]
+    if required:
+        notes.append("(required)")
+    return AskUserQuestionItem(key, title, detail="\n\n".join(notes) or None)
+
+
+def _multi_choices(
+    key: str, spec: ElicitationMultiSelectPropertySchema
+) -> tuple[list[AskUserQuestionOption], dict[str, str]]:
+    items = spec.items
+    if isinstance(items, TitledMultiSelectItems):
+        return _choices(items.any_of)
+    if isinstance(items, StringMultiSelectItems):
+        return _choices([EnumOption(const=v, title=v) for v in items.enum])
+    raise _Refused(f"{key}: choices of a type ACP does not define")
 
 
 def _is_other(key: str, spec: object, properties: Mapping[str, object]) -> bool:

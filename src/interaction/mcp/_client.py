@@ -169,10 +169,13 @@ def _format_checker() -> jsonschema.FormatChecker:
 # ------------------------------------------------------------------------------- fields
 
 
+_Kind: TypeAlias = Literal["text", "number", "integer", "boolean", "choice", "choices"]
+
+
 @dataclass(frozen=True, slots=True)
 class _Field:
     key: str
-    kind: Literal["text", "number", "integer", "boolean", "choice", "choices"]
+    kind: _Kind
     required: bool
     item: AskUserQuestionItem
     values: Mapping[str, Primitive]  # option label -> content value
@@ -221,52 +224,64 @@ def _too_long(where: str, text: str, limit: int = MAX_TEXT) -> None:
 
 def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Primitive]]:
     """(label, value) pairs of an enum field: titled (oneOf/anyOf) or plain (enum[, enumNames])."""
-    pairs: list[tuple[str, Primitive]]
     if sum(name in spec for name in ("enum", "oneOf", "anyOf")) > 1:
         raise _Unexpressible(f"field {quote(key)} has more than one of enum, oneOf and anyOf")
     if "oneOf" in spec or "anyOf" in spec:
-        if kind != "string":  # the consts below are strings: a number field could not hold one
-            raise _Unexpressible(
-                f"field {quote(key)} has titled choices on type {_shown(kind)}; interaction asks"
-                " them on strings only"
-            )
-        entries = spec.get("oneOf") if "oneOf" in spec else spec.get("anyOf")
-        _at_most_options(key, entries)
-        if (
-            not isinstance(entries, list)
-            or not entries
-            or not all(isinstance(e, dict) and isinstance(e.get("const"), str) for e in entries)
-        ):
-            raise _Unexpressible(f"field {quote(key)} has choices without string values")
-        for entry in entries:
-            _unknown(f"a choice of field {quote(key)}", entry, _CHOICE_KEYWORDS)
-        pairs = [
-            (str(e["title"]) if isinstance(e.get("title"), str) else e["const"], e["const"])
-            for e in entries
-        ]
+        pairs = _titled_choices(spec, key, kind)
     else:
-        enum = spec.get("enum")
-        _at_most_options(key, enum)
-        python: tuple[type, ...] = {"integer": (int,), "number": (int, float)}.get(kind, (str,))
-        if (
-            not isinstance(enum, list)
-            or not enum
-            or not all(isinstance(v, python) and not isinstance(v, bool) for v in enum)
-        ):
-            raise _Unexpressible(f"field {quote(key)} has an enum that is not a list of {kind}s")
-        names = spec.get("enumNames")
-        if names is None:
-            pairs = [(_label(v), v) for v in enum]
-        elif (
-            isinstance(names, list)
-            and len(names) == len(enum)
-            and all(isinstance(n, str) for n in names)
-        ):
-            pairs = list(zip(names, enum, strict=True))
-        else:
-            raise _Unexpressible(
-                f"field {quote(key)} has enumNames that do not name each enum value"
-            )
+        pairs = _enum_choices(spec, key, kind)
+    _check_choices(spec, key, pairs)
+    return pairs
+
+
+def _titled_choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Primitive]]:
+    """The pairs of a ``oneOf`` or ``anyOf`` of ``{"const": ..., "title": ...}`` entries."""
+    if kind != "string":  # the consts below are strings: a number field could not hold one
+        raise _Unexpressible(
+            f"field {quote(key)} has titled choices on type {_shown(kind)}; interaction asks"
+            " them on strings only"
+        )
+    entries = spec.get("oneOf") if "oneOf" in spec else spec.get("anyOf")
+    _at_most_options(key, entries)
+    if (
+        not isinstance(entries, list)
+        or not entries
+        or not all(isinstance(e, dict) and isinstance(e.get("const"), str) for e in entries)
+    ):
+        raise _Unexpressible(f"field {quote(key)} has choices without string values")
+    for entry in entries:
+        _unknown(f"a choice of field {quote(key)}", entry, _CHOICE_KEYWORDS)
+    return [
+        (str(e["title"]) if isinstance(e.get("title"), str) else e["const"], e["const"])
+        for e in entries
+    ]
+
+
+def _enum_choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Primitive]]:
+    """The pairs of an ``enum``, labelled by its ``enumNames`` when it has them."""
+    enum = spec.get("enum")
+    _at_most_options(key, enum)
+    python: tuple[type, ...] = {"integer": (int,), "number": (int, float)}.get(kind, (str,))
+    if (
+        not isinstance(enum, list)
+        or not enum
+        or not all(isinstance(v, python) and not isinstance(v, bool) for v in enum)
+    ):
+        raise _Unexpressible(f"field {quote(key)} has an enum that is not a list of {kind}s")
+    names = spec.get("enumNames")
+    if names is None:
+        return [(_label(v), v) for v in enum]
+    if (
+        isinstance(names, list)
+        and len(names) == len(enum)
+        and all(isinstance(n, str) for n in names)
+    ):
+        return list(zip(names, enum, strict=True))
+    raise _Unexpressible(f"field {quote(key)} has enumNames that do not name each enum value")
+
+
+def _check_choices(spec: Mapping[str, Any], key: str, pairs: list[tuple[str, Primitive]]) -> None:
+    """Each option shown whole, titled once, offering a value once that ``spec`` accepts."""
     seen: set[str] = set()
     values: set[Primitive] = set()  # 1 and 1.0 are one value, in Python as in JSON Schema
     for label, value in pairs:
@@ -282,7 +297,6 @@ def _choices(spec: Mapping[str, Any], key: str, kind: str) -> list[tuple[str, Pr
             )
         seen.add(label)
         values.add(value)
-    return pairs
 
 
 def _misfit(spec: Mapping[str, Any], value: Primitive) -> str | None:
@@ -342,9 +356,26 @@ def _constraints(spec: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+def _has_choices(spec: Mapping[str, Any]) -> bool:
+    return "enum" in spec or "oneOf" in spec or "anyOf" in spec
+
+
 def _field(key: str, spec: object, required: bool) -> _Field:
     if not isinstance(spec, dict):
         raise _Unexpressible(f"field {quote(key)} has no schema")
+    kind_name = _check_field_schema(key, spec)
+    title = spec.get("title") if isinstance(spec.get("title"), str) else None
+    question = title or key
+    detail = _field_detail(spec, required)
+    kind, values, multi = _field_kind(key, spec, kind_name)
+    options = [AskUserQuestionOption(label) for label in values]
+    item = AskUserQuestionItem(key, question, detail, None, options, multi)
+    return _with_default(_Field(key, kind, required, item, values, spec))
+
+
+def _check_field_schema(key: str, spec: Mapping[str, Any]) -> str:
+    """The field's type name, once its keywords, bounds, format and texts are ones
+    interaction can check and show."""
     kind_name = spec.get("type")
     if kind_name not in ("string", "number", "integer", "boolean", "array"):
         raise _Unexpressible(
@@ -363,54 +394,54 @@ def _field(key: str, spec: object, required: bool) -> _Field:
     for name in ("title", "description"):
         if isinstance(spec.get(name), str):
             _too_long(f"the {name} of field {quote(key)}", spec[name])
-    title = spec.get("title") if isinstance(spec.get("title"), str) else None
-    question = title or key
+    return cast("str", kind_name)
+
+
+def _field_detail(spec: Mapping[str, Any], required: bool) -> str | None:
+    """The question's detail: the field's description, then its constraints in brackets."""
     detail_parts = [spec["description"]] if isinstance(spec.get("description"), str) else []
     notes = _constraints(spec)
     if required:
         notes.insert(0, "required")
     if notes:
         detail_parts.append("(" + "; ".join(notes) + ")")
-    detail = "\n\n".join(detail_parts) or None
-    values: dict[str, Primitive] = {}
-    multi = False
-    kind: Literal["text", "number", "integer", "boolean", "choice", "choices"]
-    if kind_name in ("string", "number", "integer") and (
-        "enum" in spec or "oneOf" in spec or "anyOf" in spec
-    ):
-        kind = "choice"
-        values = dict(_choices(spec, key, kind_name))
-    elif "enum" in spec or "oneOf" in spec or "anyOf" in spec:
+    return "\n\n".join(detail_parts) or None
+
+
+def _field_kind(
+    key: str, spec: Mapping[str, Any], kind_name: str
+) -> tuple[_Kind, dict[str, Primitive], bool]:
+    """How the field is asked: its kind, its options' values by label, and multi-select."""
+    if kind_name in ("string", "number", "integer") and _has_choices(spec):
+        return "choice", dict(_choices(spec, key, kind_name)), False
+    if _has_choices(spec):
         raise _Unexpressible(
             f"field {quote(key)} has choices on type {_shown(kind_name)}; interaction asks them on"
             " strings and numbers (and on an array's items) only"
         )
-    elif kind_name == "array":
-        items = spec.get("items")
-        if not isinstance(items, dict) or not (
-            "enum" in items or "oneOf" in items or "anyOf" in items
-        ):
-            raise _Unexpressible(
-                f"field {quote(key)} is an array without an enum of choices;"
-                " interaction asks arrays as multi-selects only"
-            )
-        _unknown(f"the items of field {quote(key)}", items, _ITEM_KEYWORDS)
-        if items.get("type", "string") != "string":
-            raise _Unexpressible(
-                f"field {quote(key)} has items of type {_shown(items['type'])};"
-                " MCP arrays hold strings"
-            )
-        kind, multi = "choices", True
-        values = dict(_choices(items, key, "string"))
-    elif kind_name == "boolean":
-        kind, values = "boolean", {YES: True, NO: False}
-    elif kind_name == "string":
-        kind = "text"
-    else:
-        kind = "number" if kind_name == "number" else "integer"
-    options = [AskUserQuestionOption(label) for label in values]
-    item = AskUserQuestionItem(key, question, detail, None, options, multi)
-    return _with_default(_Field(key, kind, required, item, values, spec))
+    if kind_name == "array":
+        return "choices", _array_choices(key, spec), True
+    if kind_name == "boolean":
+        return "boolean", {YES: True, NO: False}, False
+    if kind_name == "string":
+        return "text", {}, False
+    return ("number" if kind_name == "number" else "integer"), {}, False
+
+
+def _array_choices(key: str, spec: Mapping[str, Any]) -> dict[str, Primitive]:
+    """The choices of an array field, whose items must be an enum of strings."""
+    items = spec.get("items")
+    if not isinstance(items, dict) or not _has_choices(items):
+        raise _Unexpressible(
+            f"field {quote(key)} is an array without an enum of choices;"
+            " interaction asks arrays as multi-selects only"
+        )
+    _unknown(f"the items of field {quote(key)}", items, _ITEM_KEYWORDS)
+    if items.get("type", "string") != "string":
+        raise _Unexpressible(
+            f"field {quote(key)} has items of type {_shown(items['type'])}; MCP arrays hold strings"
+        )
+    return dict(_choices(items, key, "string"))
 
 
 def _with_default(field: _Field) -> _Field:
@@ -557,45 +588,61 @@ def _values(
 
 def _value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue, str | None]:
     """The content value for one answer, or why it does not satisfy the field."""
-    spec = field.spec
     if field.kind in ("choice", "boolean", "choices"):  # typed text naming an option selects it
         answer = answer_item(field.item, answer.selected, answer.custom)
     if field.kind in ("choice", "boolean"):
-        if answer.custom is not None:
-            return None, "choose one of the options"
-        if not answer.selected:
-            return _skipped(field)
-        return field.values[answer.selected[0]], None
+        return _single_value(field, answer)
     if field.kind == "choices":
-        if answer.custom is not None:
-            return None, "choose from the options only"
-        chosen = [str(field.values[label]) for label in answer.selected]
-        if not chosen:  # a skip sends the default, or omits the key
-            return _skipped(field)
-        if len(chosen) < spec.get("minItems", 0) or len(chosen) > spec.get("maxItems", math.inf):
-            return None, "; ".join(_constraints(spec))
-        return chosen, None
+        return _multi_value(field, answer)
     text = answer.custom
     if text is None:
         return _skipped(field)
     if field.kind in ("number", "integer"):
-        stripped = text.strip()
-        pattern = _INTEGER if field.kind == "integer" else _NUMBER
-        if not pattern.fullmatch(stripped):  # int()/float() take 1_000, "inf", non-ASCII digits
-            return None, f"enter {'a whole number' if field.kind == 'integer' else 'a number'}"
-        number: int | float
-        if field.kind == "integer":
-            try:
-                number = int(stripped)
-            except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
-                return None, "enter a smaller number"
-        else:
-            number = float(stripped)
-            if not math.isfinite(number):  # 1e400 and 400 digits overflow a float to inf
-                return None, "enter a smaller number"
-        if _misfit(spec, number) is not None:  # minimum or maximum
-            return None, "enter a number " + "; ".join(_constraints(spec))
-        return number, None
+        return _number_value(field, text)
+    return _text_value(field.spec, text)
+
+
+def _single_value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue, str | None]:
+    if answer.custom is not None:
+        return None, "choose one of the options"
+    if not answer.selected:
+        return _skipped(field)
+    return field.values[answer.selected[0]], None
+
+
+def _multi_value(field: _Field, answer: AskUserQuestionAnswerItem) -> tuple[FormValue, str | None]:
+    if answer.custom is not None:
+        return None, "choose from the options only"
+    chosen = [str(field.values[label]) for label in answer.selected]
+    if not chosen:  # a skip sends the default, or omits the key
+        return _skipped(field)
+    spec = field.spec
+    if len(chosen) < spec.get("minItems", 0) or len(chosen) > spec.get("maxItems", math.inf):
+        return None, "; ".join(_constraints(spec))
+    return chosen, None
+
+
+def _number_value(field: _Field, text: str) -> tuple[FormValue, str | None]:
+    stripped = text.strip()
+    pattern = _INTEGER if field.kind == "integer" else _NUMBER
+    if not pattern.fullmatch(stripped):  # int()/float() take 1_000, "inf", non-ASCII digits
+        return None, f"enter {'a whole number' if field.kind == 'integer' else 'a number'}"
+    number: int | float
+    if field.kind == "integer":
+        try:
+            number = int(stripped)
+        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+            return None, "enter a smaller number"
+    else:
+        number = float(stripped)
+        if not math.isfinite(number):  # 1e400 and 400 digits overflow a float to inf
+            return None, "enter a smaller number"
+    if _misfit(field.spec, number) is not None:  # minimum or maximum
+        return None, "enter a number " + "; ".join(_constraints(field.spec))
+    return number, None
+
+
+def _text_value(spec: Mapping[str, Any], text: str) -> tuple[FormValue, str | None]:
     misfit = _misfit(spec, text)
     if misfit == "format":
         return None, f"enter {_FORMAT_CHECKS[spec['format']][1]}"

@@ -166,37 +166,7 @@ def request_to_form(
             properties[key] = {**prop, "type": "string", "maxLength": MAX_TEXT}
             fields.append(FormField(item, key, None))
             continue
-        option_keys: tuple[str, ...] = ()
-        if item.multi_select and titled:
-            choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
-            properties[key] = {
-                **prop,
-                "type": "array",
-                "items": {"anyOf": choices},
-                "uniqueItems": True,
-                "maxItems": len(item.options),
-            }
-        elif item.multi_select:
-            option_keys = tuple(keys.make(f"{key}__{n}") for n in range(1, len(item.options) + 1))
-            for option, option_key in zip(item.options, option_keys, strict=True):
-                option_prop: dict[str, Any] = {
-                    "type": "boolean",
-                    "title": f"{_title(item)} — {_option_title(option)}",
-                    "default": False,
-                }
-                if item.detail:
-                    option_prop["description"] = item.detail
-                properties[option_key] = option_prop
-        elif titled:
-            choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
-            properties[key] = {**prop, "type": "string", "oneOf": choices}
-        else:
-            properties[key] = {
-                **prop,
-                "type": "string",
-                "enum": [o.label for o in item.options],
-                "enumNames": [_option_title(o) for o in item.options],
-            }
+        option_keys = _add_choices(properties, item, key, prop, titled, keys)
         other_key = keys.make(key + OTHER_SUFFIX)
         properties[other_key] = {
             "type": "string",
@@ -204,13 +174,7 @@ def request_to_form(
             "maxLength": MAX_TEXT,
         }
         fields.append(FormField(item, key, other_key, option_keys))
-    if len(request.questions) == 1:
-        only = request.questions[0]
-        message = _title(only) + (f"\n\n{only.detail}" if only.detail else "")
-    else:
-        lines = [f"Please answer {len(request.questions)} questions (leave one empty to skip it):"]
-        lines.extend(f"- {_title(item)}" for item in request.questions)
-        message = "\n".join(lines)
+    message = _form_message(request)
     return message, {"type": "object", "properties": properties, "required": []}, fields
 
 
@@ -277,6 +241,60 @@ def _with_other(
     return AskUserQuestionAnswerItem(question.id, selected + extra, typed.custom)
 
 
+def _add_choices(  # noqa: PLR0917 - the question, its key, and where its properties go
+    properties: dict[str, Any],
+    item: AskUserQuestionItem,
+    key: str,
+    prop: dict[str, Any],
+    titled: bool,
+    keys: _Keys,
+) -> tuple[str, ...]:
+    """Add the property (or, before titled choices, one boolean per option) that asks
+    ``item``'s options; return the booleans' keys."""
+    if item.multi_select and titled:
+        choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
+        properties[key] = {
+            **prop,
+            "type": "array",
+            "items": {"anyOf": choices},
+            "uniqueItems": True,
+            "maxItems": len(item.options),
+        }
+    elif item.multi_select:
+        option_keys = tuple(keys.make(f"{key}__{n}") for n in range(1, len(item.options) + 1))
+        for option, option_key in zip(item.options, option_keys, strict=True):
+            option_prop: dict[str, Any] = {
+                "type": "boolean",
+                "title": f"{_title(item)} — {_option_title(option)}",
+                "default": False,
+            }
+            if item.detail:
+                option_prop["description"] = item.detail
+            properties[option_key] = option_prop
+        return option_keys
+    elif titled:
+        choices = [{"const": o.label, "title": _option_title(o)} for o in item.options]
+        properties[key] = {**prop, "type": "string", "oneOf": choices}
+    else:
+        properties[key] = {
+            **prop,
+            "type": "string",
+            "enum": [o.label for o in item.options],
+            "enumNames": [_option_title(o) for o in item.options],
+        }
+    return ()
+
+
+def _form_message(request: AskUserQuestionRequest) -> str:
+    """The elicitation's message: the only question, or a list of them all."""
+    if len(request.questions) == 1:
+        only = request.questions[0]
+        return _title(only) + (f"\n\n{only.detail}" if only.detail else "")
+    lines = [f"Please answer {len(request.questions)} questions (leave one empty to skip it):"]
+    lines.extend(f"- {_title(item)}" for item in request.questions)
+    return "\n".join(lines)
+
+
 def form_to_answer(
     fields: Sequence[FormField], content: Mapping[str, object]
 ) -> AskUserQuestionAnswer:
@@ -293,6 +311,12 @@ def form_to_answer(
             f"the content is {size} bytes long; at most {MAX_CONTENT_BYTES} are read",
             source="elicitation",
         )
+    _check_keys(fields, content)
+    return AskUserQuestionAnswer([_field_answer(field, content) for field in fields])
+
+
+def _check_keys(fields: Sequence[FormField], content: Mapping[str, object]) -> None:
+    """``BAD_ANSWER`` for the first content key that names none of the form's fields."""
     sent: set[str] = set()
     for field in fields:
         sent.update(field.option_keys or (field.key,))
@@ -301,36 +325,39 @@ def form_to_answer(
     for key in content:
         if key not in sent:
             raise _bad(key, "the form has no such field")
-    items = []
-    for field in fields:
-        question = field.question
-        other = _text_value(content, field.other_key)
-        if not question.options:
-            items.append(answer_item(question, (), _text_value(content, field.key)))
-            continue
-        if field.option_keys:
-            selected = []
-            for option, key in zip(question.options, field.option_keys, strict=True):
-                flag = content.get(key)
-                if key in content and not isinstance(flag, bool):
-                    raise _bad(key, f"expected a boolean, got {json_type(flag)}")
-                if flag:
-                    selected.append(option.label)
-            items.append(_with_other(question, tuple(selected), other))
-            continue
-        value = content.get(field.key)
-        if question.multi_select:
-            if field.key not in content:
-                value = []
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise _bad(field.key, "expected an array of option labels")
-            items.append(_with_other(question, _labels(question, field.key, value), other))
-        else:
-            if field.key in content and not isinstance(value, str):
-                raise _bad(field.key, f"expected an option label, got {json_type(value)}")
-            chosen = (value,) if isinstance(value, str) and value else ()
-            items.append(_with_other(question, _labels(question, field.key, chosen), other))
-    return AskUserQuestionAnswer(items)
+
+
+def _field_answer(field: FormField, content: Mapping[str, object]) -> AskUserQuestionAnswerItem:
+    """The answer one field's content gives its question."""
+    question = field.question
+    other = _text_value(content, field.other_key)
+    if not question.options:
+        return answer_item(question, (), _text_value(content, field.key))
+    if field.option_keys:
+        return _with_other(question, _flagged(field, content), other)
+    value = content.get(field.key)
+    if question.multi_select:
+        if field.key not in content:
+            value = []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _bad(field.key, "expected an array of option labels")
+        return _with_other(question, _labels(question, field.key, value), other)
+    if field.key in content and not isinstance(value, str):
+        raise _bad(field.key, f"expected an option label, got {json_type(value)}")
+    chosen = (value,) if isinstance(value, str) and value else ()
+    return _with_other(question, _labels(question, field.key, chosen), other)
+
+
+def _flagged(field: FormField, content: Mapping[str, object]) -> tuple[str, ...]:
+    """The labels whose boolean (one per option, before titled choices) is true."""
+    selected = []
+    for option, key in zip(field.question.options, field.option_keys, strict=True):
+        flag = content.get(key)
+        if key in content and not isinstance(flag, bool):
+            raise _bad(key, f"expected a boolean, got {json_type(flag)}")
+        if flag:
+            selected.append(option.label)
+    return tuple(selected)
 
 
 def is_yes_no(request: AskUserQuestionRequest) -> bool:

@@ -42,50 +42,71 @@ def plain(fragments: Fragments) -> str:
 
 def wrap(line: Line, width: int) -> list[Fragments]:
     """The rows ``line`` takes on a terminal ``width`` cells wide (at least one row)."""
-    width = max(width, 1)
-    rows: list[Fragments] = []
-    row: Fragments = [("", line.indent)] if line.indent else []
-    start = used = get_cwidth(line.indent)
-    hang = get_cwidth(line.hang)
-
-    def new_row() -> None:
-        nonlocal row, start, used
-        rows.append(row)
-        row = [("", line.hang)] if line.hang else []
-        start = used = hang
-
+    rows = _Rows(line, max(width, 1))
     for word in _words(line):
         if line.reflow and word[0][1].isspace():
-            style, piece = word[0]
-            size = get_cwidth(piece)
-            if used + size > width:
-                new_row()  # the break swallows the space it falls on
-            elif used > start or not rows:
-                row.append((style, piece))
-                used += size
+            rows.space(*word[0])
             continue
         size = sum(get_cwidth(piece) for _, piece in word)
-        if line.reflow and used > start and used + size > width and hang + size <= width:
-            new_row()  # the word fits on a row of its own
+        if line.reflow and rows.used > rows.start and not rows.fits(size) and rows.fits_alone(size):
+            rows.new_row()  # the word fits on a row of its own
         for style, whole in word:
-            piece, size = whole, get_cwidth(whole)
-            while piece and used + size > width:  # still too wide: cut it
-                cut, cut_size = fit(piece, width - used)
-                if not cut and used > start:
-                    new_row()
-                    continue
-                if not cut:  # a character wider than the whole row
-                    cut, cut_size = piece[0], get_cwidth(piece[0])
-                row.append((style, cut))
-                used += cut_size
-                piece, size = piece[len(cut) :], size - cut_size
-                if piece:
-                    new_row()
+            rows.put(style, whole)
+    rows.rows.append(rows.row)
+    return rows.rows
+
+
+class _Rows:
+    """The rows :func:`wrap` has filled, and the one it is filling."""
+
+    __slots__ = ("hang", "line", "row", "rows", "start", "used", "width")
+
+    def __init__(self, line: Line, width: int) -> None:
+        self.line = line
+        self.width = width
+        self.rows: list[Fragments] = []
+        self.row: Fragments = [("", line.indent)] if line.indent else []
+        self.start = self.used = get_cwidth(line.indent)
+        self.hang = get_cwidth(line.hang)
+
+    def fits(self, size: int) -> bool:
+        return self.used + size <= self.width
+
+    def fits_alone(self, size: int) -> bool:
+        return self.hang + size <= self.width
+
+    def new_row(self) -> None:
+        self.rows.append(self.row)
+        self.row = [("", self.line.hang)] if self.line.hang else []
+        self.start = self.used = self.hang
+
+    def space(self, style: str, piece: str) -> None:
+        """A run of space between words: a break where it does not fit."""
+        size = get_cwidth(piece)
+        if not self.fits(size):
+            self.new_row()  # the break swallows the space it falls on
+        elif self.used > self.start or not self.rows:
+            self.row.append((style, piece))
+            self.used += size
+
+    def put(self, style: str, whole: str) -> None:
+        """A piece of a word, cut across rows while it is too wide."""
+        piece, size = whole, get_cwidth(whole)
+        while piece and not self.fits(size):  # still too wide: cut it
+            cut, cut_size = fit(piece, self.width - self.used)
+            if not cut and self.used > self.start:
+                self.new_row()
+                continue
+            if not cut:  # a character wider than the whole row
+                cut, cut_size = piece[0], get_cwidth(piece[0])
+            self.row.append((style, cut))
+            self.used += cut_size
+            piece, size = piece[len(cut) :], size - cut_size
             if piece:
-                row.append((style, piece))
-                used += size
-    rows.append(row)
-    return rows
+                self.new_row()
+        if piece:
+            self.row.append((style, piece))
+            self.used += size
 
 
 def clip(rows: list[Fragments], count: int, width: int) -> list[Fragments]:
