@@ -216,6 +216,7 @@ class Load:
         self.https: list[httpx.AsyncClient] = []
         self.ids: dict[str, str] = {}
         self.accepted: dict[str, int] = {}
+        self.position = ""  # the observer's, before the first ask
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Self:
@@ -230,7 +231,7 @@ class Load:
         self._stack.push_async_callback(self.observer.aclose)
         if isinstance(self.observer, PostgresRelay):
             await self.observer.migrate()
-        self.start = (await self.observer.snapshot()).position
+        self.position = (await self.observer.snapshot()).position
         pipe = subprocess.PIPE
         for number in range(2):
             argv = (f"--{self.engine}", self.url, f"--{SPACE[self.engine]}", self.space)
@@ -301,7 +302,7 @@ class Load:
         question's id."""
 
         async def collect() -> None:
-            events = self.observer.events(self.start)
+            events = self.observer.events(self.position)
             try:
                 async for event in events:
                     if event.kind == "requested" and event.question is not None:
