@@ -1,6 +1,6 @@
 """The Postgres relay beside the Redis relay: (p) one question across hosts, (q) bytes per
 pending question, (u) answers per second under the Redis relay's load
-(``benchmarks/postgres_load.py``, which also runs on its own).
+(``benchmarks/relay_load.py`` on PostgreSQL, which also runs on its own).
 
 Needs the ``postgres``, ``redis`` and ``web`` extras, PostgreSQL's server binaries (as the
 tests find them) and ``redis-server``. Every ratio compares subjects measured in the same
@@ -265,10 +265,10 @@ TITLE = "the Postgres relay: across hosts, storage per pending question, load"
 
 def measure(quick: bool) -> list[Row]:
     """(p) and (q) beside the Redis relay's rows, and (u) the load run."""
-    import postgres_load
+    import relay_load
 
     total, clients = (400, 10) if quick else (10_000, 50)
-    load = asyncio.run(postgres_load.run(total, clients))
+    load = asyncio.run(relay_load.run("postgres", total, clients))
     case = f"(u) load over Postgres: {total:,} asks, 4 askers, {clients} clients, 2 hosts"
     return [
         *measure_postgres(quick),

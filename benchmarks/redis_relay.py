@@ -9,9 +9,9 @@ each ask and each answer costs, counted by ``MONITOR`` over sequential trips (ev
 process's commands; the script a tail pipelines behind its blocking ``XREAD`` rides in
 that read's round trip). (n) Redis memory per pending question: the growth of the
 server's ``used_memory`` (the target), and ``MEMORY USAGE`` of every key. (o) the load run
-of ``benchmarks/redis_load.py``: ours and its floor app taking turns (shrunk when quick). Needs
-``redis-server`` on PATH. (Not named ``redis.py``: run as a script, this directory comes
-first on ``sys.path`` and would hide the ``redis`` package.)
+of ``benchmarks/relay_load.py`` on Redis: ours and its floor app taking turns (shrunk when
+quick). Needs ``redis-server`` on PATH. (Not named ``redis.py``: run as a script, this
+directory comes first on ``sys.path`` and would hide the ``redis`` package.)
 """
 
 from __future__ import annotations
@@ -518,10 +518,10 @@ def measure(quick: bool) -> list[Row]:
                     "-",
                 )
             )
-    import redis_load
+    import relay_load
 
     total, clients, repeat = (200, 10, 1) if quick else (10_000, 50, 2)
-    both = asyncio.run(redis_load.compare(total, clients, repeat))
+    both = asyncio.run(relay_load.compare(total, clients, repeat))
     ours, bare = both["ours"], both["floor"]
     case = f"(o) load: {total:,} asks, 4 askers, {clients} clients, 2 hosts"
     rows.append(

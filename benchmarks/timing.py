@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import AnyStr, Literal
 
 import httpx
 
@@ -151,7 +151,7 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-async def until_up(process: subprocess.Popen[bytes], url: str) -> None:
+async def until_up(process: subprocess.Popen[AnyStr], url: str) -> None:
     """Wait until the server ``process`` started answers a POST to ``url`` (any status);
     ``RuntimeError`` if the process ends first."""
     async with httpx.AsyncClient() as http:

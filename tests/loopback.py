@@ -1,10 +1,14 @@
-"""What every service the tests start shares: a subprocess on a free loopback port, ready
-when it answers (polled, with a bounded deadline), stopped by its PID.
+"""What every process the tests start shares: started on a loopback port, stopped by its PID
+(a signal, a bounded wait, then SIGKILL), even when the test fails.
 
-A :class:`LoopbackProcess` subclass says how to spawn its process on ``self.port`` and
-when it is ready; :meth:`~LoopbackProcess.start` tries five free ports (one may be taken
-between :func:`free_port` and the child's bind), and stopping sends the subclass's signal,
-waits, then SIGKILL. :func:`stop_async` is the same stop for an ``asyncio`` subprocess.
+- A :class:`LoopbackProcess` subclass says how to spawn its process on ``self.port`` (a
+  port the test picks) and when it is ready; :meth:`~LoopbackProcess.start` tries five
+  free ports (one may be taken between :func:`free_port` and the child's bind).
+- A child that picks its own port (``--port 0``) and prints it: :func:`popen` (a blocking
+  test) or :func:`running` (an ``asyncio`` one; :func:`serve` for ``interaction serve``)
+  start it, :func:`announced` reads the line it prints. :func:`running` also holds any
+  other child an ``asyncio`` test starts.
+- :func:`end` and :func:`stop_async` are the stop itself.
 """
 
 from __future__ import annotations
@@ -14,10 +18,15 @@ import contextlib
 import signal
 import socket
 import subprocess
+import sys
 import time
-from typing import ClassVar, Self
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, AnyStr, ClassVar, Self
 
 PORT_TRIES = 5
+ANSWER_AT = "interaction: answer at "
+"""How ``interaction serve`` begins its first line on stderr: the page's address follows."""
 
 
 def free_port() -> int:
@@ -37,7 +46,7 @@ def accepts(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def end(process: subprocess.Popen[bytes], number: int, seconds: float) -> None:
+def end(process: subprocess.Popen[AnyStr], number: int, seconds: float) -> None:
     """Send ``number`` to ``process``, wait ``seconds``, then SIGKILL it if it lingers."""
     if process.poll() is not None:
         return
@@ -49,16 +58,62 @@ def end(process: subprocess.Popen[bytes], number: int, seconds: float) -> None:
         process.wait(seconds)
 
 
-async def stop_async(process: asyncio.subprocess.Process, seconds: float) -> None:
-    """:func:`end` with SIGTERM for an ``asyncio`` subprocess."""
+async def stop_async(
+    process: asyncio.subprocess.Process, seconds: float, number: int = signal.SIGTERM
+) -> None:
+    """:func:`end` for an ``asyncio`` subprocess."""
     if process.returncode is not None:
         return
-    process.terminate()
+    with contextlib.suppress(ProcessLookupError):  # it ended since
+        process.send_signal(number)
     try:
         await asyncio.wait_for(process.wait(), seconds)
     except TimeoutError:
         process.kill()
         await process.wait()
+
+
+@contextlib.contextmanager
+def popen(
+    argv: Sequence[str], *, number: int = signal.SIGTERM, seconds: float = 30.0, **options: Any
+) -> Iterator[subprocess.Popen[str]]:
+    """``argv`` in text mode (``options`` as :class:`subprocess.Popen` takes them), stopped
+    on the way out by :func:`end` with ``number``, its pipes closed."""
+    with subprocess.Popen(argv, text=True, **options) as process:
+        try:
+            yield process
+        finally:
+            end(process, number, seconds)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    *argv: str, number: int = signal.SIGKILL, seconds: float = 10.0, **options: Any
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``argv`` as an ``asyncio`` subprocess (``options`` as
+    :func:`asyncio.create_subprocess_exec` takes them), stopped on the way out by
+    :func:`stop_async` with ``number`` (SIGKILL unless told: a crash) if it still runs."""
+    process = await asyncio.create_subprocess_exec(*argv, **options)
+    try:
+        yield process
+    finally:
+        await stop_async(process, seconds, number)
+
+
+async def announced(stream: asyncio.StreamReader | None, prefix: str, seconds: float) -> str:
+    """The rest of the first line on ``stream`` (a child's pipe), which must start with
+    ``prefix``: how a child that picked its own port says where it listens. An
+    ``AssertionError`` names the line when it is another; ``TimeoutError`` after ``seconds``."""
+    assert stream is not None
+    line = (await asyncio.wait_for(stream.readline(), seconds)).decode()
+    assert line.startswith(prefix), line
+    return line.removeprefix(prefix).strip()
+
+
+def serve(*args: str, **options: Any) -> AbstractAsyncContextManager[asyncio.subprocess.Process]:
+    """``interaction serve --port 0 *args`` under :func:`running`: it picks its port and
+    prints the page's address after :data:`ANSWER_AT`."""
+    return running(sys.executable, "-m", "interaction", "serve", "--port", "0", *args, **options)
 
 
 class LoopbackProcess:

@@ -50,7 +50,7 @@ from interaction.a2a import (
 from interaction.testing import ScriptedProvider
 
 from .helpers import import_error_without
-from .loopback import stop_async
+from .loopback import announced, stop_async
 
 SERVER = str(Path(__file__).parent / "fixtures" / "a2a" / "server.py")
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
@@ -74,10 +74,7 @@ class Agent:
             stdout=asyncio.subprocess.PIPE,
             env={"INTERACTION_A2A_KEY": self.key, "INTERACTION_A2A_TTL": self.ttl, "PATH": ""},
         )
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), 60)
-        assert line.startswith(b"PORT "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.url = f"http://127.0.0.1:{int(await announced(self.process.stdout, 'PORT ', 60))}"
 
     async def stop(self) -> None:
         process, self.process = self.process, None

@@ -33,6 +33,7 @@ from interaction import (
 from interaction.relay import Relay, RelayEvent, RelaySnapshot
 from interaction.web import WebServer
 
+from .loopback import popen
 from .web_helpers import served
 
 OTHER_SERVER = textwrap.dedent(
@@ -69,17 +70,9 @@ OTHER_SERVER = textwrap.dedent(
 @contextmanager
 def other_local_server() -> Iterator[tuple[int, subprocess.Popen[str]]]:
     """Another program's HTTP server on a loopback port; stopped by its PID."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", OTHER_SERVER], stdout=subprocess.PIPE, text=True
-    )
-    try:
+    with popen([sys.executable, "-c", OTHER_SERVER], stdout=subprocess.PIPE) as process:
         assert process.stdout is not None
         yield int(process.stdout.readline()), process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 async def test_another_local_server_never_receives_the_token(browser: Browser) -> None:

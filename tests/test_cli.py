@@ -15,6 +15,8 @@ import pytest
 from interaction import PermissionIntent, wire
 from interaction.tool import tool_parameters
 
+from .loopback import popen
+
 ROOT = Path(__file__).parent.parent
 PERMISSION_EXAMPLE = "docs/examples/permission-request.json"  # as the docs spell it
 
@@ -61,21 +63,15 @@ def test_ask_cancelled_exits_1(tmp_path: Path) -> None:
 def test_ask_timeout_exits_1(tmp_path: Path) -> None:
     path = tmp_path / "request.json"
     path.write_text(json.dumps(REQUEST))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "interaction", "ask", str(path), "--timeout", "0.2"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.wait(timeout=60) == 1  # stdin stays open: only the timeout ends the ask
-    assert process.stdin is not None
-    assert process.stdout is not None
-    assert process.stderr is not None
-    process.stdin.close()
-    out, err = process.stdout.read(), process.stderr.read()
-    process.stdout.close()
-    process.stderr.close()
+    argv = [sys.executable, "-m", "interaction", "ask", str(path), "--timeout", "0.2"]
+    pipe = subprocess.PIPE
+    with popen(argv, stdin=pipe, stdout=pipe, stderr=pipe) as process:
+        assert process.wait(timeout=60) == 1  # stdin stays open: only the timeout ends the ask
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdin.close()
+        out, err = process.stdout.read(), process.stderr.read()
     assert out == ""
     assert err.endswith(
         "interaction: ask_user_question timed out before the user answered (ASK_TIMEOUT)\n"

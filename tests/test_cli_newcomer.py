@@ -19,6 +19,7 @@ from playwright.async_api import Browser
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem
 from interaction.redis_relay import RedisRelay
 
+from .loopback import running, serve
 from .notify_helpers import WAIT
 from .redis_server import RedisServer, redis_server
 
@@ -138,39 +139,30 @@ def test_ask_redis_on_a_store_that_cannot_be_used_is_one_line_before_any_wait(
 
 
 async def test_serve_on_every_address_prints_a_url_that_answers() -> None:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
-        "serve",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        "0",
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert child.stderr is not None
-        async with asyncio.timeout(WAIT):
-            first = (await child.stderr.readline()).decode().strip()
-            hint = (await child.stderr.readline()).decode().strip()
-        url = first.removeprefix("interaction: answer at ")
-        assert url.startswith("http://127.0.0.1:")
-        assert hint == (
-            "interaction: other machines reach it only by a name it allows:"
-            " add --allow-host NAME[:PORT] (or --public-url URL behind a proxy)"
-        )
-        async with httpx.AsyncClient() as http:
-            assert (await http.get(url)).status_code == 200
-            port = url.split(":")[2].split("/")[0]
-            other = await http.get(url, headers={"Host": f"box.example:{port}"})
-            assert other.status_code == 421
-            assert "--allow-host NAME[:PORT]" in other.json()["error"]["message"]
-    finally:
-        child.send_signal(signal.SIGINT)
-        async with asyncio.timeout(WAIT):
-            await child.wait()
+    async with serve(
+        "--host", "0.0.0.0", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    ) as child:
+        try:
+            assert child.stderr is not None
+            async with asyncio.timeout(WAIT):
+                first = (await child.stderr.readline()).decode().strip()
+                hint = (await child.stderr.readline()).decode().strip()
+            url = first.removeprefix("interaction: answer at ")
+            assert url.startswith("http://127.0.0.1:")
+            assert hint == (
+                "interaction: other machines reach it only by a name it allows:"
+                " add --allow-host NAME[:PORT] (or --public-url URL behind a proxy)"
+            )
+            async with httpx.AsyncClient() as http:
+                assert (await http.get(url)).status_code == 200
+                port = url.split(":")[2].split("/")[0]
+                other = await http.get(url, headers={"Host": f"box.example:{port}"})
+                assert other.status_code == 421
+                assert "--allow-host NAME[:PORT]" in other.json()["error"]["message"]
+        finally:
+            child.send_signal(signal.SIGINT)
+            async with asyncio.timeout(WAIT):
+                await child.wait()
 
 
 async def test_ask_redis_puts_the_question_on_the_shared_page(
@@ -182,10 +174,7 @@ async def test_ask_redis_puts_the_question_on_the_shared_page(
     page = RedisRelay(redis_server.url, prefix=prefix)
     await page.connect()
     events = page.events((await page.snapshot()).position)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
+    argv = (
         "ask",
         str(path),
         "--redis",
@@ -194,31 +183,29 @@ async def test_ask_redis_puts_the_question_on_the_shared_page(
         prefix,
         "--source",
         "nightly",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
     )
-    try:
-        async with asyncio.timeout(WAIT):
-            async for event in events:
-                if event.question is not None:
-                    break
-        assert event.question is not None
-        provenance = event.question.request.provenance
-        assert provenance is not None
-        assert provenance.source == "nightly"
-        await page.submit(
-            event.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("go", custom="yes")])
-        )
-        async with asyncio.timeout(WAIT):
-            out, err = await child.communicate()
-        assert child.returncode == 0, err
-        assert out.decode() == '{"answers":[{"id":"go","selected":[],"custom":"yes"}]}\n'
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
-        await events.aclose()
-        await page.aclose()
+    async with running(
+        sys.executable, "-m", "interaction", *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        try:
+            async with asyncio.timeout(WAIT):
+                async for event in events:
+                    if event.question is not None:
+                        break
+            assert event.question is not None
+            provenance = event.question.request.provenance
+            assert provenance is not None
+            assert provenance.source == "nightly"
+            await page.submit(
+                event.id, AskUserQuestionAnswer([AskUserQuestionAnswerItem("go", custom="yes")])
+            )
+            async with asyncio.timeout(WAIT):
+                out, err = await child.communicate()
+            assert child.returncode == 0, err
+            assert out.decode() == '{"answers":[{"id":"go","selected":[],"custom":"yes"}]}\n'
+        finally:
+            await events.aclose()
+            await page.aclose()
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["demo", "redis"])
@@ -226,18 +213,7 @@ async def test_ctrl_c_with_a_page_open_stops_without_a_traceback(
     browser: Browser, redis_server: RedisServer, shared: bool
 ) -> None:
     store = ["--redis", redis_server.url, "--prefix", "cc-" + os.urandom(4).hex()] if shared else []
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
-        "serve",
-        "--port",
-        "0",
-        *store,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    async with serve(*store, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as child:
         assert child.stderr is not None
         async with asyncio.timeout(WAIT):
             url = (await child.stderr.readline()).decode().split(" at ", 1)[1].strip()
@@ -252,9 +228,5 @@ async def test_ctrl_c_with_a_page_open_stops_without_a_traceback(
             await page.get_by_test_id("stopped").wait_for()  # the page was told, too
         finally:
             await page.close()
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
     assert child.returncode == 0
     assert rest == ""  # no "Exception in ASGI application", no CancelledError traceback

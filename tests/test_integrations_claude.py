@@ -57,6 +57,7 @@ from interaction.integrations.claude_agent_sdk import (
 from interaction.relay import Relay
 from interaction.testing import BlockingProvider, ScriptedProvider
 
+from .loopback import free_port
 from .test_integrations_common import HOLD, WAIT, WebPage, select
 
 Script = Callable[["FakeCLI"], Awaitable[None]]
@@ -595,13 +596,6 @@ async def test_the_permission_prompt_tool_denies_on_timeout() -> None:
         "behavior": "deny",
         "message": "Bash was not approved: ask_user_question timed out before the user answered",
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def first_question_on_the_stream(http: httpx.AsyncClient) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""The helper every service fixture shares: started on a free port, stopped by its PID."""
+"""The helpers every process the tests start shares: started on a loopback port, stopped by
+its PID, also when the test fails."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .loopback import PORT_TRIES, LoopbackProcess, accepts
+from .loopback import PORT_TRIES, LoopbackProcess, accepts, announced, popen, running
 
 
 class HttpServer(LoopbackProcess):
@@ -100,3 +102,55 @@ def test_a_process_that_ignores_the_stop_signal_is_killed(tmp_path: Path) -> Non
     stubborn.stop()
     assert process.returncode == -signal.SIGKILL
     assert stubborn.process is None
+
+
+# A server that binds a port of its own choosing and says which, as `interaction serve
+# --port 0` and the A2A fixture do.
+PICKS_ITS_PORT = (
+    "import http.server\n"
+    "server = http.server.HTTPServer(('127.0.0.1', 0), http.server.BaseHTTPRequestHandler)\n"
+    "print('PORT', server.server_address[1], flush=True)\n"
+    "server.serve_forever()\n"
+)
+
+
+async def test_a_child_that_picks_its_port_is_stopped_by_its_pid_when_the_test_fails() -> None:
+    children: list[tuple[asyncio.subprocess.Process, int]] = []
+
+    async def failing() -> None:
+        async with running(sys.executable, "-c", PICKS_ITS_PORT, stdout=subprocess.PIPE) as child:
+            children.append((child, int(await announced(child.stdout, "PORT ", 30))))
+            assert accepts(children[0][1])
+            raise AssertionError("the test failed")
+
+    with pytest.raises(AssertionError, match="the test failed"):
+        await failing()
+    ((child, port),) = children
+    assert child.returncode == -signal.SIGKILL
+    assert not accepts(port)
+
+
+async def test_a_line_other_than_the_announcement_is_named() -> None:
+    argv = (sys.executable, "-c", "print('listening somewhere')")
+    async with running(*argv, stdout=subprocess.PIPE, number=signal.SIGTERM) as child:
+        with pytest.raises(AssertionError) as caught:
+            await announced(child.stdout, "PORT ", 30)
+        assert str(caught.value) == "listening somewhere\n"
+        assert await asyncio.wait_for(child.wait(), 30) == 0
+
+
+def test_a_blocking_tests_child_is_stopped_by_its_pid_when_the_test_fails() -> None:
+    children: list[tuple[subprocess.Popen[str], int]] = []
+
+    def failing() -> None:
+        with popen([sys.executable, "-c", PICKS_ITS_PORT], stdout=subprocess.PIPE) as child:
+            assert child.stdout is not None
+            children.append((child, int(child.stdout.readline().split()[1])))
+            assert accepts(children[0][1])
+            raise AssertionError("the test failed")
+
+    with pytest.raises(AssertionError, match="the test failed"):
+        failing()
+    ((child, port),) = children
+    assert child.returncode == -signal.SIGTERM
+    assert not accepts(port)

@@ -32,6 +32,8 @@ from interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from interaction.mcp import elicitation_callback
 from interaction.testing import BlockingProvider, ScriptedProvider
 
+from .loopback import running
+
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
 BRIDGE = str(FIXTURES / "bridge_server.py")
 FASTMCP = str(FIXTURES / "fastmcp_server.py")
@@ -327,34 +329,29 @@ def keywords(value: object) -> set[str]:
 @contextlib.asynccontextmanager
 async def raw_client(version: str) -> AsyncIterator[RawPeer]:
     """Our server in a subprocess, initialized by hand at protocol ``version``."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        BRIDGE,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    peer = RawPeer(process)
-    try:
-        await peer.send(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": version,
-                    "capabilities": {"elicitation": {}},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
-        )
-        initialized = await peer.receive()
-        assert initialized["result"]["protocolVersion"] == version
-        await peer.send({"method": "notifications/initialized"})
-        yield peer
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        await asyncio.wait_for(process.wait(), 30)
+    pipe, null = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
+    async with running(sys.executable, BRIDGE, stdin=pipe, stdout=pipe, stderr=null) as process:
+        peer = RawPeer(process)
+        try:
+            await peer.send(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": version,
+                        "capabilities": {"elicitation": {}},
+                        "clientInfo": {"name": "raw", "version": "0"},
+                    },
+                }
+            )
+            initialized = await peer.receive()
+            assert initialized["result"]["protocolVersion"] == version
+            await peer.send({"method": "notifications/initialized"})
+            yield peer
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            await asyncio.wait_for(process.wait(), 30)
 
 
 async def test_a_raw_2025_03_26_client_is_no_provider_saying_why() -> None:

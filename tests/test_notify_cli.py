@@ -17,6 +17,7 @@ from interaction.relay import Relay
 from interaction.signing import SIGNATURE_HEADER, verify_webhook
 from interaction.web import WebServer
 
+from . import loopback
 from .notify_helpers import WAIT, receiving
 
 SECRET = "cli-webhook-secret-0123456789"
@@ -118,13 +119,7 @@ async def test_serve_notifies_a_webhook_with_a_link_under_the_public_url() -> No
     async with receiving() as receiver:
         env = {k: v for k, v in os.environ.items() if not k.startswith("INTERACTION_")}
         env["INTERACTION_WEBHOOK_SECRET"] = SECRET
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "interaction",
-            "serve",
-            "--port",
-            "0",
+        async with loopback.serve(
             "--notify",
             f"webhook={receiver.url}",
             "--public-url",
@@ -132,22 +127,24 @@ async def test_serve_notifies_a_webhook_with_a_link_under_the_public_url() -> No
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
-        )
-        try:
-            assert child.stderr is not None
-            async with asyncio.timeout(WAIT):
-                first = (await child.stderr.readline()).decode()
-            assert first.startswith("interaction: answer at https://answers.example.com/#token=")
-            call = await receiver.next_call()  # the demo's first question
-            assert verify_webhook(SECRET, call.body, call.headers[SIGNATURE_HEADER])
-            sent = call.json()
-            assert sent["event"] == "pending"
-            assert sent["link"].startswith("https://answers.example.com/link?t=v1.")
-        finally:
-            child.send_signal(signal.SIGINT)
-            async with asyncio.timeout(WAIT):
-                rest = (await child.stderr.read()).decode() if child.stderr else ""
-                await child.wait()
+        ) as child:
+            try:
+                assert child.stderr is not None
+                async with asyncio.timeout(WAIT):
+                    first = (await child.stderr.readline()).decode()
+                assert first.startswith(
+                    "interaction: answer at https://answers.example.com/#token="
+                )
+                call = await receiver.next_call()  # the demo's first question
+                assert verify_webhook(SECRET, call.body, call.headers[SIGNATURE_HEADER])
+                sent = call.json()
+                assert sent["event"] == "pending"
+                assert sent["link"].startswith("https://answers.example.com/link?t=v1.")
+            finally:
+                child.send_signal(signal.SIGINT)
+                async with asyncio.timeout(WAIT):
+                    rest = (await child.stderr.read()).decode() if child.stderr else ""
+                    await child.wait()
     assert SECRET not in first + rest
     assert "Traceback" not in rest
 

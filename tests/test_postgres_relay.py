@@ -42,6 +42,7 @@ from interaction.relay import (
 )
 
 from .helpers import import_error_without
+from .loopback import ANSWER_AT, announced, running, serve
 from .postgres_server import PostgresServer, postgres_server
 from .web_helpers import sse
 
@@ -121,18 +122,10 @@ async def migrated(server: PostgresServer, **options: Any) -> AsyncIterator[Post
         await relay.aclose()
 
 
-@contextlib.asynccontextmanager
-async def process(*argv: str) -> AsyncIterator[asyncio.subprocess.Process]:
+def process(*argv: str) -> contextlib.AbstractAsyncContextManager[asyncio.subprocess.Process]:
     """A child process, SIGKILLed by its PID on the way out if it still runs."""
-    child = await asyncio.create_subprocess_exec(
-        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        yield child
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
+    pipe = subprocess.PIPE
+    return running(*argv, stdin=pipe, stdout=pipe, stderr=pipe)
 
 
 async def line_of(child: asyncio.subprocess.Process) -> str:
@@ -586,70 +579,51 @@ async def test_settled_rows_expire_and_positions_beyond_the_history_are_stale(
             )
 
 
-async def start_host(server: PostgresServer, schema: str) -> tuple[asyncio.subprocess.Process, str]:
-    """An ``interaction serve --postgres --migrate`` process and its page's address."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
-        "serve",
-        "--postgres",
-        server.url,
-        "--schema",
-        schema,
-        "--migrate",
-        "--port",
-        "0",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stderr is not None
-    try:
-        line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
-        assert line.startswith("interaction: answer at "), line
-    except BaseException:  # not started as it should: stop it by its PID before failing
-        child.kill()
-        await child.wait()
-        raise
-    return child, line.removeprefix("interaction: answer at ").strip()
+@contextlib.asynccontextmanager
+async def host(
+    server: PostgresServer, schema: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """An ``interaction serve --postgres --migrate`` process and its page's address,
+    SIGKILLed by its PID on the way out."""
+    argv = ("--postgres", server.url, "--schema", schema, "--migrate")
+    async with serve(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        yield child, await announced(child.stderr, ANSWER_AT, WAIT)
 
 
 async def test_the_web_page_answers_through_serve_postgres(
     postgres_server: PostgresServer,
 ) -> None:
     schema = f"w{secrets.token_hex(6)}"
-    host, url = await start_host(postgres_server, schema)  # it makes the tables
-    base, _, token = url.partition("/#token=")
-    relay = PostgresRelay(postgres_server.url, schema=schema)
-    try:
-        async with httpx.AsyncClient(
-            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
-        ) as http:
-            page = await http.get("/")
-            assert page.status_code == 200
-            assert "text/html" in page.headers["content-type"]
-            with provide(relay):
-                async with http.stream("GET", "/api/events") as stream:
-                    seen = sse(stream.aiter_lines())
-                    assert (await anext(seen)).kind == "snapshot"
-                    task = asyncio.create_task(ask(free("Through the page?")))
-                    shown = await anext(seen)
-                    assert shown.kind == "requested"
-                    assert isinstance(shown.data, dict)
-                    question_id = shown.data["id"]
-                    body = {"answers": [{"id": "q", "selected": [], "custom": "yes"}]}
-                    posted = await http.post(f"/api/questions/{question_id}/answer", json=body)
-                    assert posted.status_code == 200, posted.text
-                    assert (await asyncio.wait_for(task, WAIT)).answers == (
-                        Item("q", custom="yes"),
-                    )
-                    assert (await anext(seen)).kind == "resolved"
-                again = await http.post(f"/api/questions/{question_id}/answer", json=body)
-                assert again.status_code == 409
-    finally:
-        host.kill()
-        await host.wait()
-        await relay.aclose()
+    async with host(postgres_server, schema) as (_, url):  # it makes the tables
+        base, _, token = url.partition("/#token=")
+        relay = PostgresRelay(postgres_server.url, schema=schema)
+        try:
+            async with httpx.AsyncClient(
+                base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
+            ) as http:
+                page = await http.get("/")
+                assert page.status_code == 200
+                assert "text/html" in page.headers["content-type"]
+                with provide(relay):
+                    async with http.stream("GET", "/api/events") as stream:
+                        seen = sse(stream.aiter_lines())
+                        assert (await anext(seen)).kind == "snapshot"
+                        task = asyncio.create_task(ask(free("Through the page?")))
+                        shown = await anext(seen)
+                        assert shown.kind == "requested"
+                        assert isinstance(shown.data, dict)
+                        question_id = shown.data["id"]
+                        body = {"answers": [{"id": "q", "selected": [], "custom": "yes"}]}
+                        posted = await http.post(f"/api/questions/{question_id}/answer", json=body)
+                        assert posted.status_code == 200, posted.text
+                        assert (await asyncio.wait_for(task, WAIT)).answers == (
+                            Item("q", custom="yes"),
+                        )
+                        assert (await anext(seen)).kind == "resolved"
+                    again = await http.post(f"/api/questions/{question_id}/answer", json=body)
+                    assert again.status_code == 409
+        finally:
+            await relay.aclose()
 
 
 async def test_a_browser_answers_on_the_page_of_serve_postgres(
@@ -658,29 +632,27 @@ async def test_a_browser_answers_on_the_page_of_serve_postgres(
     """The page itself (Debian's chromium): a question asked here appears on the page
     another process serves from the database, and the click answers it."""
     schema = f"b{secrets.token_hex(6)}"
-    host, url = await start_host(postgres_server, schema)
-    relay = PostgresRelay(postgres_server.url, schema=schema)
-    page = await browser.new_page()
-    try:
-        await page.goto(url)
-        await page.get_by_text("No question is waiting.").wait_for()
-        with provide(relay):
-            question = AskUserQuestionItem(
-                "pkg",
-                "Which package manager?",
-                options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")],
-            )
-            task = asyncio.create_task(ask(AskUserQuestionRequest([question])))
-            await page.get_by_test_id("question").wait_for()
-            await page.get_by_text("npm", exact=True).click()
-            await page.get_by_test_id("submit").click()
-            assert await asyncio.wait_for(task, WAIT) == Answer([Item("pkg", ["npm"])])
-        await page.get_by_text("No question is waiting.").wait_for()
-    finally:
-        await page.close()
-        host.kill()
-        await host.wait()
-        await relay.aclose()
+    async with host(postgres_server, schema) as (_, url):
+        relay = PostgresRelay(postgres_server.url, schema=schema)
+        page = await browser.new_page()
+        try:
+            await page.goto(url)
+            await page.get_by_text("No question is waiting.").wait_for()
+            with provide(relay):
+                question = AskUserQuestionItem(
+                    "pkg",
+                    "Which package manager?",
+                    options=[AskUserQuestionOption("pnpm"), AskUserQuestionOption("npm")],
+                )
+                task = asyncio.create_task(ask(AskUserQuestionRequest([question])))
+                await page.get_by_test_id("question").wait_for()
+                await page.get_by_text("npm", exact=True).click()
+                await page.get_by_test_id("submit").click()
+                assert await asyncio.wait_for(task, WAIT) == Answer([Item("pkg", ["npm"])])
+            await page.get_by_text("No question is waiting.").wait_for()
+        finally:
+            await page.close()
+            await relay.aclose()
 
 
 def test_serve_refuses_a_bad_postgres_url_or_unreachable_store_in_one_line() -> None:

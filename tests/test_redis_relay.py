@@ -44,6 +44,7 @@ from interaction.relay import (
 from interaction.web import WebServer
 
 from .helpers import import_error_without
+from .loopback import ANSWER_AT, announced, running, serve
 from .redis_server import RedisServer, redis_server
 from .web_helpers import client, sse
 
@@ -94,18 +95,9 @@ def free(text: str) -> AskUserQuestionRequest:
     return AskUserQuestionRequest([AskUserQuestionItem("q", text)])
 
 
-@contextlib.asynccontextmanager
-async def process(*argv: str) -> AsyncIterator[asyncio.subprocess.Process]:
+def process(*argv: str) -> contextlib.AbstractAsyncContextManager[asyncio.subprocess.Process]:
     """A child process, SIGKILLed by its PID on the way out if it still runs."""
-    child = await asyncio.create_subprocess_exec(
-        *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        yield child
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
+    return running(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def asker(server: RedisServer, space: str, *, plain: list[str], keyed: list[list[str]]) -> str:
@@ -741,31 +733,15 @@ async def test_a_redis_restart_with_aof_loses_nothing_and_meanwhile_says_unavail
         await relay.aclose()
 
 
-async def start_host(server: RedisServer, space: str) -> tuple[asyncio.subprocess.Process, str]:
-    """An ``interaction serve --redis`` process and its page's address (with the token)."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
-        "serve",
-        "--redis",
-        server.url,
-        "--prefix",
-        space,
-        "--port",
-        "0",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stderr is not None
-    try:
-        line = (await asyncio.wait_for(child.stderr.readline(), WAIT)).decode()
-        assert line.startswith("interaction: answer at "), line
-    except BaseException:  # not started as it should: stop it by its PID before failing
-        child.kill()
-        await child.wait()
-        raise
-    return child, line.removeprefix("interaction: answer at ").strip()
+@contextlib.asynccontextmanager
+async def host(
+    server: RedisServer, space: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """An ``interaction serve --redis`` process and its page's address (with the token),
+    SIGKILLed by its PID on the way out if it still runs."""
+    argv = ("--redis", server.url, "--prefix", space)
+    async with serve(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        yield child, await announced(child.stderr, ANSWER_AT, WAIT)
 
 
 def http_of(url: str) -> httpx.AsyncClient:
@@ -786,13 +762,10 @@ async def test_two_web_hosts_and_two_askers_lose_nothing_and_answer_nothing_twic
     survivor_texts = [f"S{i}?" for i in range(12)]
     victim_plain = [f"V{i}?" for i in range(6)]
     victim_keyed = [[f"K{i}?", f"key-{i}"] for i in range(6)]
-    hosts: list[asyncio.subprocess.Process] = []
     try:
-        one, url_one = await start_host(redis_server, space)
-        hosts.append(one)
-        two, url_two = await start_host(redis_server, space)
-        hosts.append(two)
         async with (
+            host(redis_server, space) as (one, url_one),
+            host(redis_server, space) as (_, url_two),
             http_of(url_one) as http_one,
             http_of(url_two) as http_two,
             process(
@@ -863,10 +836,6 @@ async def test_two_web_hosts_and_two_askers_lose_nothing_and_answer_nothing_twic
         assert set(accepted) == set(survivor_texts) | set(first_half) | {t for t, _ in victim_keyed}
         assert (await observer.snapshot()).questions == ()
     finally:
-        for host in hosts:
-            if host.returncode is None:
-                host.kill()
-                await host.wait()
         await events.aclose()
         await observer.aclose()
 

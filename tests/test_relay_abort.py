@@ -32,6 +32,7 @@ from interaction.postgres_relay import PostgresRelay
 from interaction.redis_relay import RedisRelay
 from interaction.relay import RelayEvent
 
+from .loopback import running
 from .postgres_server import PostgresServer, postgres_server
 from .redis_server import RedisServer, redis_server
 
@@ -116,24 +117,11 @@ asyncio.run(main(*sys.argv[1:]))
 @contextlib.asynccontextmanager
 async def asker(kind: str, url: str, space: str) -> AsyncIterator[asyncio.subprocess.Process]:
     """The asking process, ready; SIGKILLed by its PID on the way out if it still runs."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        ASKER,
-        kind,
-        url,
-        space,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    pipe = subprocess.PIPE
+    argv = (sys.executable, "-c", ASKER, kind, url, space)
+    async with running(*argv, stdin=pipe, stdout=pipe, stderr=pipe) as child:
         assert await line(child) == "ready"
         yield child
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
 
 
 async def line(child: asyncio.subprocess.Process) -> str:

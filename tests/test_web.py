@@ -43,6 +43,7 @@ from interaction.web._server import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
 from .helpers import import_error_without
+from .loopback import popen
 from .web_helpers import Sse, client, served, sse
 
 SINGLE = AskUserQuestionItem(
@@ -623,17 +624,9 @@ def test_the_web_module_names_its_extra_when_it_is_missing() -> None:
 
 
 def test_serve_prints_the_url_and_asks_the_demo_again_and_again() -> None:
-    with subprocess.Popen(
-        [sys.executable, "-m", "interaction", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            serve_and_answer(process)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    argv = [sys.executable, "-m", "interaction", "serve", "--port", "0"]
+    with popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        serve_and_answer(process)
 
 
 def serve_and_answer(process: subprocess.Popen[str]) -> None:
@@ -671,29 +664,24 @@ def next_question(lines: Iterator[str]) -> dict[str, Any]:
 
 def test_serve_answers_the_hosts_named_by_allow_host() -> None:
     argv = [sys.executable, "-m", "interaction", "serve", "--port", "0"]
-    with subprocess.Popen(
+    with popen(
         [*argv, "--allow-host", "box.example", "--allow-host", "10.1.2.3:9000"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
     ) as process:
-        try:
-            assert process.stderr is not None
-            url = process.stderr.readline().split(" at ", 1)[1].strip()
-            base, token = url.split("/#token=")
-            port = base.rsplit(":", 1)[1]
-            headers = {"Authorization": f"Bearer {token}"}
-            with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
-                for host, status in (
-                    (f"box.example:{port}", 204),
-                    ("10.1.2.3:9000", 204),
-                    (f"10.1.2.3:{port}", 421),
-                    (f"other.example:{port}", 421),
-                ):
-                    assert http.post("/api/ping", headers={"Host": host}).status_code == status
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        assert process.stderr is not None
+        url = process.stderr.readline().split(" at ", 1)[1].strip()
+        base, token = url.split("/#token=")
+        port = base.rsplit(":", 1)[1]
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            for host, status in (
+                (f"box.example:{port}", 204),
+                ("10.1.2.3:9000", 204),
+                (f"10.1.2.3:{port}", 421),
+                (f"other.example:{port}", 421),
+            ):
+                assert http.post("/api/ping", headers={"Host": host}).status_code == status
     refused = subprocess.run(
         [*argv, "--allow-host", "box.example:http"],
         check=False,

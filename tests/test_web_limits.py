@@ -29,6 +29,7 @@ from interaction.web import (
 )
 from interaction.web._server import _Server
 
+from .loopback import ANSWER_AT, announced, running
 from .web_helpers import client
 
 WAIT = 30.0
@@ -376,41 +377,34 @@ CHILD = textwrap.dedent(
 async def test_out_of_descriptors_the_server_logs_once_and_recovers() -> None:
     """Under a descriptor limit of 64, 300 silent connections: the server keeps answering
     (after the silent ones time out) and logs one line, where asyncio logged millions."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        CHILD,
-        "64",
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stderr is not None
-    held: list[asyncio.StreamWriter] = []
-    try:
-        async with asyncio.timeout(WAIT):
-            line = (await child.stderr.readline()).decode()
-        assert line.startswith("interaction: answer at "), line
-        url = line.removeprefix("interaction: answer at ").strip()
-        base, token = url.split("/", 3)[:3], url.split("token=", 1)[1]
-        port = int(base[2].rsplit(":", 1)[1])
-        for _ in range(300):
-            _, writer = await asyncio.open_connection("127.0.0.1", port)  # accepted or queued
-            held.append(writer)
-        async with asyncio.timeout(WAIT):
-            report = (await child.stderr.readline()).decode()
-        assert report.startswith("cannot accept a connection: Too many open files, with "), report
-        async with httpx.AsyncClient(
-            base_url="/".join(base), headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
-        ) as http:
-            assert (await http.get("/api/questions")).status_code in (200, 503)
-            async with asyncio.timeout(WAIT):  # once the silent ones are gone, a 200
-                while (await http.get("/api/questions")).status_code != 200:
-                    pass
-    finally:
-        for writer in held:
-            writer.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child.pid, signal.SIGTERM)
-        rest = await asyncio.wait_for(child.stderr.read(), WAIT)
-        await asyncio.wait_for(child.wait(), WAIT)
+    argv = (sys.executable, "-c", CHILD, "64")
+    async with running(*argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as child:
+        assert child.stderr is not None
+        held: list[asyncio.StreamWriter] = []
+        try:
+            url = await announced(child.stderr, ANSWER_AT, WAIT)
+            base, token = url.split("/", 3)[:3], url.split("token=", 1)[1]
+            port = int(base[2].rsplit(":", 1)[1])
+            for _ in range(300):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)  # accepted or queued
+                held.append(writer)
+            async with asyncio.timeout(WAIT):
+                report = (await child.stderr.readline()).decode()
+            assert report.startswith("cannot accept a connection: Too many open files, with "), (
+                report
+            )
+            async with httpx.AsyncClient(
+                base_url="/".join(base), headers={"Authorization": f"Bearer {token}"}, timeout=WAIT
+            ) as http:
+                assert (await http.get("/api/questions")).status_code in (200, 503)
+                async with asyncio.timeout(WAIT):  # once the silent ones are gone, a 200
+                    while (await http.get("/api/questions")).status_code != 200:
+                        pass
+        finally:
+            for writer in held:
+                writer.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGTERM)
+            rest = await asyncio.wait_for(child.stderr.read(), WAIT)
+            await asyncio.wait_for(child.wait(), WAIT)
     assert len(rest) < 1_000, rest[:2_000]  # nothing more than, at most, a second report

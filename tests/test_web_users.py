@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from interaction.policies import JsonFileRuleStore, new_rule
 from interaction.relay import Relay
 from interaction.web import WebServer
 
-from .loopback import stop_async
+from .loopback import serve
 from .web_helpers import sse
 
 ALICE = "alice-token-0123456789"
@@ -185,24 +185,20 @@ def test_named_users_and_one_token_do_not_mix() -> None:
 # --------------------------------------------------------------------------- the command
 
 
-@asynccontextmanager
-async def serving(*args: str, env: dict[str, str]) -> AsyncIterator[asyncio.subprocess.Process]:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "interaction",
-        "serve",
-        "--port",
-        "0",
+def serving(
+    *args: str, env: dict[str, str]
+) -> AbstractAsyncContextManager[asyncio.subprocess.Process]:
+    """``interaction serve`` with ``env``: the test stops it with Ctrl-C; on a failure,
+    SIGTERM by its PID."""
+    pipe = subprocess.PIPE
+    return serve(
         *args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=pipe,
+        stderr=pipe,
         env={**os.environ, **env},
+        number=signal.SIGTERM,
+        seconds=WAIT,
     )
-    try:
-        yield child
-    finally:
-        await stop_async(child, WAIT)  # the test stops it with Ctrl-C; on a failure, this
 
 
 async def line(stream: asyncio.StreamReader | None) -> str:

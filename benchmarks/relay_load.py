@@ -1,0 +1,495 @@
+"""A shared-store relay under load, on Redis or PostgreSQL: 10,000 pending asks from 4 asker
+processes, answered by 50 HTTP clients across two ``interaction serve`` hosts on one store;
+none lost, none answered twice.
+
+    python benchmarks/relay_load.py redis               # ours and the floor app (full run)
+    python benchmarks/relay_load.py postgres --quick    # 400 asks, 10 clients
+
+Needs the ``web`` extra and the engine's: ``redis-server`` on PATH and the ``redis`` extra,
+or PostgreSQL's server binaries (as the tests find them, run with ``fsync`` on) and the
+``postgres`` extra. Every 20th question is claimed through both hosts at once: exactly one
+claim may win. ``redis_relay.py``'s (o) and ``postgres.py``'s (u) are this run.
+
+The Redis run is measured against a floor, in the same run: two bare Starlette apps on
+uvicorn, each answer one Lua claim script (first claim wins) on the same number of pending
+question hashes, answered by the same clients; no askers. The subjects take turns (ours,
+the floor, the floor, ours); each figure is the median of its turns: answers per second,
+the answer POST's p50/p99 latency as the clients see it, and the CPU seconds per answer of
+the askers, the hosts, the store and the clients' own process over the answering phase.
+
+Every process the run starts is stopped by its PID on the way out. When one ends before
+its time (an asker killed, a host crashed), or a phase outlasts its bound, the run stops
+at once with a :class:`LoadError` that names the process and its exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Self, TypeVar
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.loopback import ANSWER_AT, announced, free_port, popen, running, serve
+from tests.postgres_server import PostgresServer
+from tests.redis_server import RedisServer
+from timing import until_up
+
+from interaction.postgres_relay import PostgresRelay
+from interaction.redis_relay import RedisRelay
+
+T = TypeVar("T")
+Engine = Literal["redis", "postgres"]
+SPACE: dict[Engine, str] = {"redis": "prefix", "postgres": "schema"}
+"""The option that names a deployment's own space in the store, by engine."""
+ASKERS = 4
+
+ASKER = r"""
+import asyncio, importlib, json, sys, time
+from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask, provide
+
+async def main(engine, url, space, name, count):
+    module = importlib.import_module(f"interaction.{engine}_relay")
+    kind, option = ("RedisRelay", "prefix") if engine == "redis" else ("PostgresRelay", "schema")
+    relay = getattr(module, kind)(url, max_pending=1_000_000, **{option: space})
+    got = {}
+    async def one(i):
+        text = f"{name}-{i}"
+        answer = await ask(AskUserQuestionRequest([AskUserQuestionItem("q", text)]))
+        got[text] = answer.answers[0].custom
+    with provide(relay):
+        await asyncio.gather(*(one(i) for i in range(count)))
+    await relay.aclose()
+    print(json.dumps({"got": got, "cpu": time.process_time()}), flush=True)
+
+asyncio.run(main(*sys.argv[1:5], int(sys.argv[5])))
+"""
+
+
+FLOOR = r"""
+import asyncio, sys
+import redis.asyncio as aioredis, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+CLAIM = "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end " \
+    "redis.call('HSET', KEYS[1], 'state', 'answered', 'answer', ARGV[1]) return 1"
+
+async def main(url, prefix, port):
+    store = aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=16, decode_responses=True))
+    claim = store.register_script(CLAIM)
+
+    async def answer(request):
+        body = (await request.body()).decode()
+        if await claim(keys=[prefix + request.path_params["id"]], args=[body]):
+            return JSONResponse({"ok": True})
+        return Response(status_code=409)
+
+    app = Starlette(routes=[Route("/answer/{id}", answer, methods=["POST"])])
+    # Idle connections kept as long as the seam's server keeps them (its request timeout):
+    # at uvicorn's 5 s, the clients' pools (5 s) would race the close.
+    config = uvicorn.Config(
+        app, port=port, log_level="warning", lifespan="off", timeout_keep_alive=10)
+    await uvicorn.Server(config).serve()
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class LoadError(RuntimeError):
+    """The load run stopped: a process ended before its time, or a phase outlasted its bound."""
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU seconds the processes have used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def bound_for(total: int) -> float:
+    """Seconds any one phase of a run of ``total`` asks may take before it is stopped."""
+    return 60.0 + total / 20
+
+
+@contextlib.contextmanager
+def store(engine: Engine) -> Iterator[RedisServer | PostgresServer]:
+    """A fresh server of ``engine`` (PostgreSQL with ``fsync`` on), stopped by its PID."""
+    if engine == "postgres":
+        with PostgresServer(durable=True) as server:
+            yield server
+        return
+    with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as redis:
+        yield redis
+
+
+Answer = Callable[[httpx.AsyncClient, str], Awaitable[int]]
+
+
+async def answering(
+    https: Sequence[httpx.AsyncClient], texts: Sequence[str], clients: int, answer: Answer
+) -> tuple[float, list[float], int]:
+    """The clients answer every question (every 20th through both hosts at once: exactly
+    one claim wins); seconds taken, each POST's seconds, double claims refused."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for text in texts:
+        queue.put_nowait(text)
+    latencies: list[float] = []
+    refused_second = 0
+
+    async def timed(http: httpx.AsyncClient, text: str) -> int:
+        began = time.perf_counter()
+        code = await answer(http, text)
+        latencies.append(time.perf_counter() - began)
+        return code
+
+    async def client(number: int) -> None:
+        nonlocal refused_second
+        while not queue.empty():
+            text = queue.get_nowait()
+            if hash(text) % 20 == 0:  # claimed through both hosts at once
+                codes = await asyncio.gather(timed(https[0], text), timed(https[1], text))
+                assert sorted(codes) == [200, 409], (text, codes)
+                refused_second += 1
+            else:
+                assert await timed(https[number % 2], text) == 200
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    return time.perf_counter() - began, latencies, refused_second
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A process the run started, and how an error names it."""
+
+    name: str
+    process: asyncio.subprocess.Process
+
+    def __str__(self) -> str:
+        return f"{self.name} (pid {self.process.pid})"
+
+
+class Load:
+    """One run's processes on a store at ``url``: two ``interaction serve`` hosts and four
+    askers of ``total // 4`` questions each, every one stopped by its PID on the way out.
+
+    Each phase (:meth:`asked`, :meth:`answered`, :meth:`returned`) is raced against every
+    process's end and bounded by ``bound`` seconds: a process that ends before its time
+    (:meth:`dead`) or the bound ends it with a :class:`LoadError` naming the process,
+    rather than a wait that never returns.
+    """
+
+    def __init__(self, engine: Engine, url: str, total: int, bound: float) -> None:
+        self.engine = engine
+        self.url = url
+        self.space = f"load{secrets.token_hex(4)}"
+        self.per = total // ASKERS
+        self.bound = bound
+        self.observer: RedisRelay | PostgresRelay = (
+            RedisRelay(url, prefix=self.space, max_pending=1_000_000)
+            if engine == "redis"
+            else PostgresRelay(url, schema=self.space, max_pending=1_000_000)
+        )
+        self.hosts: list[Child] = []
+        self.askers: list[Child] = []
+        self.https: list[httpx.AsyncClient] = []
+        self.ids: dict[str, str] = {}
+        self.accepted: dict[str, int] = {}
+        self.position = ""  # the observer's, before the first ask
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._start()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def _start(self) -> None:
+        self._stack.push_async_callback(self.observer.aclose)
+        if isinstance(self.observer, PostgresRelay):
+            await self.observer.migrate()
+        self.position = (await self.observer.snapshot()).position
+        pipe = subprocess.PIPE
+        for number in range(2):
+            argv = (f"--{self.engine}", self.url, f"--{SPACE[self.engine]}", self.space)
+            host = await self._stack.enter_async_context(
+                serve(*argv, stderr=pipe, stdout=subprocess.DEVNULL)
+            )
+            self.hosts.append(Child(f"host {number}", host))
+            url = await self.phase("a host started", announced(host.stderr, ANSWER_AT, 60))
+            base, _, token = url.partition("/#token=")
+            http = httpx.AsyncClient(
+                base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            )
+            self._stack.push_async_callback(http.aclose)
+            self.https.append(http)
+        for number in range(ASKERS):
+            asks = (self.engine, self.url, self.space, f"a{number}", str(self.per))
+            asker = await self._stack.enter_async_context(
+                running(sys.executable, "-c", ASKER, *asks, stdout=pipe)
+            )
+            self.askers.append(Child(f"asker a{number}", asker))
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stack.aclose()
+
+    def dead(self) -> list[Child]:
+        """The processes that ended before their time: any host, and an asker that ended
+        other than with status 0 (once it had every answer)."""
+        return [
+            child
+            for child in (*self.hosts, *self.askers)
+            if child.process.returncode is not None
+            and (child in self.hosts or child.process.returncode != 0)
+        ]
+
+    async def phase(self, what: str, work: Awaitable[T]) -> T:
+        """``work``, unless a process ends before its time (:meth:`dead`) or it takes longer
+        than the bound: then it is cancelled and :class:`LoadError` says why."""
+        task = asyncio.ensure_future(work)
+        ends = {
+            asyncio.ensure_future(child.process.wait()) for child in (*self.hosts, *self.askers)
+        }
+        deadline = asyncio.get_running_loop().time() + self.bound
+        try:
+            while True:
+                left = deadline - asyncio.get_running_loop().time()
+                done, _ = await asyncio.wait(
+                    {task, *ends}, timeout=max(left, 0), return_when=asyncio.FIRST_COMPLETED
+                )
+                ends -= done
+                if dead := self.dead():
+                    ended = f"{dead[0]} ended with exit status {dead[0].process.returncode}"
+                    raise LoadError(f"the load run stopped: {ended} while {what}")
+                if task in done:
+                    return task.result()
+                if not done:
+                    raise LoadError(f"the load run stopped: {what} took over {self.bound:g} s")
+        finally:
+            for end in (task, *ends):
+                end.cancel()
+
+    async def asked(self) -> None:
+        """Wait until every asker's questions are pending; :attr:`ids` maps each text to its
+        question's id."""
+
+        async def collect() -> None:
+            events = self.observer.events(self.position)
+            try:
+                async for event in events:
+                    if event.kind == "requested" and event.question is not None:
+                        self.ids[event.question.request.questions[0].question] = event.id
+                        if len(self.ids) == self.per * ASKERS:
+                            return
+            finally:
+                await events.aclose()
+
+        await self.phase("the askers asked", collect())
+
+    async def answer(self, http: httpx.AsyncClient, text: str) -> int:
+        body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
+        response = await http.post(f"/api/questions/{self.ids[text]}/answer", json=body)
+        if response.status_code == 200:
+            self.accepted[text] = self.accepted.get(text, 0) + 1
+        return response.status_code
+
+    async def answered(self, clients: int) -> tuple[float, list[float], int]:
+        """:func:`answering` every question through the hosts."""
+        work = answering(self.https, list(self.ids), clients, self.answer)
+        return await self.phase("the clients answered", work)
+
+    async def returned(self) -> tuple[dict[str, str], float]:
+        """Each asker's answers, as it prints them when it ends, and the askers' CPU seconds."""
+
+        async def said(asker: Child) -> tuple[dict[str, str], float]:
+            out, _ = await asker.process.communicate()
+            line = json.loads(out)  # when it ended otherwise, the phase says so first
+            return line["got"], line["cpu"]
+
+        work = asyncio.gather(*(said(asker) for asker in self.askers))
+        results: dict[str, str] = {}
+        cpu = 0.0
+        for got, seconds in await self.phase("the askers returned", work):
+            results.update(got)
+            cpu += seconds
+        return results, cpu
+
+
+def figures(  # noqa: PLR0917 - one record of one turn
+    total: int,
+    seconds: float,
+    latencies: list[float],
+    cpu: dict[str, float],
+    asked: float = 0.0,
+    returned: float = 0.0,
+    refused: int = 0,
+) -> dict[str, float]:
+    cuts = statistics.quantiles(latencies, n=100)
+    return {
+        "asks": total,
+        "asked_s": asked,
+        "answered_s": seconds,
+        "returned_s": returned,
+        "answers_per_s": total / seconds,
+        "p50_ms": cuts[49] * 1e3,
+        "p99_ms": cuts[98] * 1e3,
+        **{f"cpu_ms_per_answer_{who}": spent / total * 1e3 for who, spent in cpu.items()},
+        "double_claims_refused": refused,
+    }
+
+
+async def run(engine: Engine, total: int, clients: int) -> dict[str, float]:
+    """One turn of ours on a fresh server of ``engine``: its figures, once every ask was
+    answered exactly once and returned to its asker."""
+    with store(engine) as server:
+        assert server.process is not None
+        async with Load(engine, server.url, total, bound_for(total)) as load:
+            began = time.perf_counter()
+            await load.asked()
+            asked = time.perf_counter() - began
+            pending = len((await load.observer.snapshot()).questions)
+            groups = {
+                "askers": [child.process.pid for child in load.askers],
+                "hosts": [child.process.pid for child in load.hosts],
+                engine: [server.process.pid],
+                "clients": [os.getpid()],
+            }
+            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            seconds, latencies, refused = await load.answered(clients)
+            cpu.update((who, cpu_seconds(groups[who]) - cpu[who]) for who in ("hosts", engine))
+            cpu["clients"] = cpu_seconds(groups["clients"]) - cpu["clients"]
+            results, askers_cpu = await load.returned()
+            returned = time.perf_counter() - began - asked
+            cpu["askers"] = askers_cpu - cpu["askers"]
+            ids, accepted = load.ids, load.accepted
+            assert pending == total, (pending, total)
+            assert set(results) == set(ids), "an ask was lost"
+            assert all(count == 1 for count in accepted.values()), "a question was answered twice"
+            assert results == {text: f"for {text}" for text in ids}, "an asker got a wrong answer"
+            assert (await load.observer.snapshot()).questions == ()
+    return figures(total, seconds, latencies, cpu, asked, returned, refused)
+
+
+@contextlib.asynccontextmanager
+async def floor_hosts(
+    url: str, prefix: str
+) -> AsyncIterator[tuple[list[int], list[httpx.AsyncClient]]]:
+    """Two :data:`FLOOR` apps, up: their PIDs and a client of each; stopped by their PIDs
+    on the way out."""
+    async with contextlib.AsyncExitStack() as stack:
+        pids: list[int] = []
+        https: list[httpx.AsyncClient] = []
+        for _ in range(2):
+            port = free_port()
+            argv = [sys.executable, "-c", FLOOR, url, prefix, str(port)]
+            child = stack.enter_context(
+                popen(argv, number=signal.SIGKILL, stdout=subprocess.DEVNULL)
+            )
+            base = f"http://127.0.0.1:{port}"
+            await until_up(child, base + "/answer/none")
+            pids.append(child.pid)
+            https.append(
+                await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+            )
+        yield pids, https
+
+
+async def floor(total: int, clients: int) -> dict[str, float]:
+    """The same answering on the floor app: ``total`` pending question hashes, two bare
+    Starlette hosts claiming each with one Lua script, the same clients."""
+    import redis.asyncio as aioredis
+
+    prefix = f"{{floor{secrets.token_hex(4)}}}:q:"
+    texts = [f"f-{i}" for i in range(total)]
+    with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as server:
+        assert server.process is not None
+        redis = aioredis.Redis.from_url(server.url)
+        for start in range(0, total, 1_000):
+            async with redis.pipeline(transaction=False) as pipe:
+                for text in texts[start : start + 1_000]:
+                    pipe.hset(prefix + text, mapping={"state": "pending", "request": "{}"})
+                await pipe.execute()
+        async with floor_hosts(server.url, prefix) as (pids, https):
+
+            async def answer(http: httpx.AsyncClient, text: str) -> int:
+                body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
+                return (await http.post(f"/answer/{text}", json=body)).status_code
+
+            groups = {"hosts": pids, "redis": [server.process.pid], "clients": [os.getpid()]}
+            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            seconds, latencies, refused = await answering(https, texts, clients, answer)
+            cpu = {who: cpu_seconds(pids) - cpu[who] for who, pids in groups.items()}
+        answered = [await redis.hget(prefix + text, "state") for text in texts[:100]]
+        assert answered == [b"answered"] * 100
+        await redis.aclose()
+    return figures(total, seconds, latencies, cpu, refused=refused)
+
+
+async def compare(total: int, clients: int, repeat: int) -> dict[str, dict[str, float]]:
+    """Ours on Redis and the floor taking turns (ours, floor, floor, ours, ...): each
+    figure's median over the turns."""
+    turns: dict[str, list[dict[str, float]]] = {"ours": [], "floor": []}
+    for round_number in range(repeat):
+        order = ("ours", "floor") if round_number % 2 == 0 else ("floor", "ours")
+        for subject in order:
+            measured = run("redis", total, clients) if subject == "ours" else floor(total, clients)
+            turns[subject].append(await measured)
+    return {
+        subject: {key: statistics.median(t[key] for t in taken) for key in taken[0]}
+        for subject, taken in turns.items()
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("engine", choices=sorted(SPACE), help="the store the relay runs on")
+    parser.add_argument("--quick", action="store_true", help="400 asks, 10 clients")
+    parser.add_argument("--repeat", type=int, default=2, help="turns of each on Redis (default 2)")
+    args = parser.parse_args()
+    total, clients = (400, 10) if args.quick else (10_000, 50)
+    load = os.getloadavg()[0]
+    if args.engine == "postgres":
+        print(
+            json.dumps(
+                {"load_at_start": load, **asyncio.run(run("postgres", total, clients))}, indent=2
+            )
+        )
+        return 0
+    both = asyncio.run(compare(total, clients, args.repeat))
+    both["ratio"] = {
+        "answers_per_s": both["ours"]["answers_per_s"] / both["floor"]["answers_per_s"]
+    }
+    print(json.dumps({"load_at_start": load, **both}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

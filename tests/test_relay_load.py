@@ -1,0 +1,44 @@
+"""The load benchmark's harness (benchmarks/relay_load.py) on each engine, at a tiny size: a
+process that dies stops the run with an error that names it, every process stopped, where
+the run used to wait for the dead asker's questions for ever."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from .postgres_server import PostgresServer, postgres_server
+from .redis_server import RedisServer, redis_server
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import relay_load  # from the benchmarks' folder, put on the path above
+
+__all__ = ["postgres_server", "redis_server"]
+
+WAIT = 60.0
+
+
+@pytest.mark.parametrize("engine", ["redis", "postgres"])
+async def test_a_killed_asker_stops_the_run_with_an_error_naming_it(
+    engine: Literal["redis", "postgres"], request: pytest.FixtureRequest
+) -> None:
+    server: RedisServer | PostgresServer = request.getfixturevalue(f"{engine}_server")
+    load = relay_load.Load(engine, server.url, total=8, bound=WAIT)
+    async with asyncio.timeout(WAIT), load:  # it ends, with the error, never waits for ever
+        victim = load.askers[1].process
+        victim.send_signal(signal.SIGKILL)  # before it could ask
+        with pytest.raises(relay_load.LoadError) as caught:
+            await load.asked()
+    assert str(caught.value) == (
+        f"the load run stopped: asker a1 (pid {victim.pid}) ended with exit status -9"
+        " while the askers asked"
+    )
+    children = [*load.hosts, *load.askers]
+    assert len(children) == 6
+    assert all(child.process.returncode is not None for child in children)  # all stopped
+    assert [child.process.returncode for child in load.hosts] == [-signal.SIGKILL] * 2
