@@ -352,7 +352,8 @@ async def test_outside_a_workflow_an_ask_is_a_bad_request(redis_server: RedisSer
         await ask(request)
     assert (error.value.code, error.value.message) == (
         ErrorCode.BAD_REQUEST,
-        "a DBOSProvider asks only inside a @DBOS.workflow()",
+        "a DBOSProvider asks only inside a @DBOS.workflow() (register it there with"
+        " interaction.provide; an integration handed it as provider= asks from a fresh context)",
     )
     assert (await relay.snapshot()).questions == ()
     await relay.aclose()
@@ -364,3 +365,120 @@ def test_without_dbos_the_import_names_the_extra() -> None:
     assert import_error_without("dbos", "interaction.integrations.dbos") == (
         'interaction.integrations.dbos needs DBOS: pip install "interaction-seam[dbos]"'
     )
+
+
+# A worker running a pydantic-ai agent made durable by DBOSDurability: its model (a scripted
+# FunctionModel, each call a DBOS step that notes itself in a file) asks to run ``deploy``,
+# which needs an approval, then asks the person a question with the ask_user_question tool,
+# then answers.
+AGENT_WORKER = r"""
+import asyncio, json, sys
+from dbos import DBOS, SetWorkflowID
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import HandleDeferredToolCalls
+from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
+import interaction
+from interaction.integrations.dbos import DBOSProvider
+from interaction.integrations.pydantic_ai import approval_handler, ask_user_toolset
+from interaction.postgres_relay import PostgresRelay
+
+config = json.loads(sys.argv[1])
+relay = PostgresRelay(config["relay_url"], schema=config["space"], lease_ttl=1)
+provider = DBOSProvider(relay, poll=0.1)
+
+def model(messages, info):
+    with open(config["calls"], "a") as calls:
+        calls.write("call\n")
+    returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+    if returned and returned[0].tool_name == "ask_user_question":
+        return ModelResponse(parts=[TextPart(f"done: {returned[0].content}")])
+    if returned:
+        question = {"id": "name", "question": "Release name?"}
+        call = ToolCallPart("ask_user_question", {"questions": [question]}, tool_call_id="c2")
+        return ModelResponse(parts=[call])
+    return ModelResponse(parts=[ToolCallPart("deploy", {"target": "prod"}, tool_call_id="c1")])
+
+agent = Agent(
+    FunctionModel(model),
+    name="releaser",
+    toolsets=[ask_user_toolset()],
+    capabilities=[
+        DBOSDurability(),
+        HandleDeferredToolCalls(handler=approval_handler()),
+    ],
+)
+
+@agent.tool_plain(requires_approval=True)
+def deploy(target: str) -> str:
+    return f"deployed to {target}"
+
+@DBOS.workflow()
+async def release() -> str:
+    with interaction.provide(provider):  # the workflow's context: DBOS's own lives there
+        return (await agent.run("release")).output
+
+async def main():
+    DBOS(config={"name": "interaction-dbos-agent", "system_database_url": config["dbos_url"],
+                 "dbos_system_schema": config["dbos_schema"], "log_level": "ERROR",
+                 "notification_listener_polling_interval_sec": 0.05})
+    DBOS.launch()
+    if config["start"]:
+        with SetWorkflowID(config["workflow"]):
+            handle = await DBOS.start_workflow_async(release)
+    else:
+        handle = await DBOS.retrieve_workflow_async(config["workflow"])
+    print(json.dumps({"output": await handle.get_result()}), flush=True)
+    await relay.aclose()
+    DBOS.destroy()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_dbos_agents_approval_and_question_are_durable_through_a_kill(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    space = f"s{secrets.token_hex(5)}"
+    page = PostgresRelay(postgres_server.url, schema=space)
+    await page.migrate()
+    events = page.events((await page.snapshot()).position)
+    calls = tmp_path / "model-calls"
+    config = {
+        "dbos_url": postgres_server.url,
+        "dbos_schema": f"dbos_{space}",
+        "relay_url": postgres_server.url,
+        "space": space,
+        "workflow": f"wf-{secrets.token_hex(4)}",
+        "calls": str(calls),
+    }
+
+    def worker(start: bool) -> list[str]:
+        return [sys.executable, "-c", AGENT_WORKER, json.dumps({**config, "start": start})]
+
+    try:
+        async with process(worker(True)) as first:
+            approval = await next_event(events)
+            assert approval.question is not None
+            asked = approval.question.request.questions[0]
+            assert asked.question == "Allow deploy to run?"
+            first.kill()  # SIGKILL while the approval waits
+            await first.wait()
+        await page.submit(approval.id, Answer([Item(asked.id, selected=["Allow"])]))
+        assert (await next_event(events)).kind == "resolved"
+        async with process(worker(False)) as second:
+            question = await next_event(
+                events
+            )  # the next question: the approval was not asked again
+            assert question.question is not None
+            assert question.question.request.questions[0].question == "Release name?"
+            await page.submit(question.id, Answer([Item("name", custom="v2")]))
+            assert await outcome(second) == {
+                "output": 'done: {"answers":[{"id":"name","selected":[],"custom":"v2"}]}'
+            }
+        # The model's first call was recorded as a step: the recovered run did not call it again.
+        assert calls.read_text().count("call") == 3
+    finally:
+        await events.aclose()
+        await page.aclose()

@@ -63,6 +63,10 @@ MAX_MESSAGE_CHARS: Final = 1_000_000
 FOREVER: Final = 10 * 365 * 86_400.0  # a recv without a deadline waits this long, then again
 _OUTCOMES: Final = frozenset({"answered", "cancelled", "withdrawn"})
 _RETRY_SECONDS: Final = (0.5, 1.0, 2.0, 5.0)
+NOT_IN_WORKFLOW: Final = (
+    "a DBOSProvider asks only inside a @DBOS.workflow() (register it there with"
+    " interaction.provide; an integration handed it as provider= asks from a fresh context)"
+)
 
 
 class DBOSProvider:
@@ -89,9 +93,7 @@ class DBOSProvider:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         workflow_id = DBOS.workflow_id
         if not isinstance(workflow_id, str):
-            raise UserInteractionError(
-                "a DBOSProvider asks only inside a @DBOS.workflow()", ErrorCode.BAD_REQUEST
-            )
+            raise UserInteractionError(NOT_IN_WORKFLOW, ErrorCode.BAD_REQUEST)
         seconds = self.timeout.seconds if self.timeout is not None else None
         published = await DBOS.run_step_async(
             {"name": "interaction.publish"}, self._publish, workflow_id, request, seconds
