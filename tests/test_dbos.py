@@ -16,9 +16,11 @@ import secrets
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -52,7 +54,7 @@ WAIT = 60.0  # the bound on any one wait (DBOS starts slowly on a loaded machine
 # A worker: launches DBOS (which recovers this executor's pending workflows on this loop),
 # starts the workflow (or takes up the recovered one), prints its result as one JSON line.
 WORKER = r"""
-import asyncio, json, logging, sys
+import asyncio, json, logging, sys, time
 from dbos import DBOS, SetWorkflowID
 import interaction
 from interaction.integrations.dbos import DBOSProvider
@@ -86,6 +88,7 @@ async def main():
         settings["dbos_system_schema"] = config["dbos_schema"]
     DBOS(config=settings)
     DBOS.launch()
+    launched = time.monotonic()
     if config["start"]:
         with SetWorkflowID(config["workflow"]):
             handle = await DBOS.start_workflow_async(review, "Who ships it?")
@@ -97,6 +100,8 @@ async def main():
         print(json.dumps({"raised": type(error).__name__}), flush=True)
     else:
         print(json.dumps({"result": result}), flush=True)
+    print(time.monotonic() - launched, file=sys.stderr, flush=True)  # how long it took
+    await asyncio.to_thread(sys.stdin.read)  # a live worker, until the test lets it stop
     await relay.aclose()
     DBOS.destroy()
 
@@ -198,7 +203,7 @@ async def setup(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 async def process(argv: list[str]) -> AsyncIterator[asyncio.subprocess.Process]:
     """A worker process, SIGKILLed by its PID on the way out if it still runs."""
     child = await asyncio.create_subprocess_exec(
-        *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         yield child
@@ -208,16 +213,24 @@ async def process(argv: list[str]) -> AsyncIterator[asyncio.subprocess.Process]:
             await child.wait()
 
 
-async def outcome(child: asyncio.subprocess.Process) -> dict[str, str]:
-    """The worker's one JSON line; it then exits cleanly."""
+async def outcome(child: asyncio.subprocess.Process, *, stop: bool = True) -> dict[str, str]:
+    """The worker's one JSON line; then (``stop``) it is let stop, and exits cleanly."""
     assert child.stdout is not None
     assert child.stderr is not None
     line = await asyncio.wait_for(child.stdout.readline(), WAIT)
     if not line:
         raise AssertionError((await child.stderr.read()).decode())
-    assert await asyncio.wait_for(child.wait(), WAIT) == 0
+    if stop:
+        await stopped(child)
     parsed: dict[str, str] = json.loads(line)
     return parsed
+
+
+async def stopped(child: asyncio.subprocess.Process) -> None:
+    """Let a worker that printed its outcome stop (it closes its relay and DBOS)."""
+    assert child.stdin is not None
+    child.stdin.close()
+    assert await asyncio.wait_for(child.wait(), WAIT) == 0
 
 
 async def next_event(events: AsyncGenerator[RelayEvent, None]) -> RelayEvent:
@@ -228,16 +241,21 @@ def answer(text: str) -> Answer:
     return Answer([Item("q", custom=text)])
 
 
-async def published_key(client: DBOSClient, workflow: str) -> str:
-    """The resume key the workflow's publish step recorded (polled until recorded)."""
+async def published(client: DBOSClient, workflow: str) -> dict[str, Any]:
+    """What the workflow's publish step recorded (polled until it is recorded)."""
     async with asyncio.timeout(WAIT):
         while True:
             steps = await asyncio.to_thread(client.list_workflow_steps, workflow)
             for step in steps:
                 if step["function_name"] == "interaction.publish" and step["output"]:
-                    key: str = step["output"]["key"]
-                    return key
+                    output: dict[str, Any] = step["output"]
+                    return output
             await asyncio.sleep(0.05)
+
+
+async def published_key(client: DBOSClient, workflow: str) -> str:
+    key: str = (await published(client, workflow))["key"]
+    return key
 
 
 async def test_a_worker_killed_while_waiting_is_recovered_and_gets_the_answer_given_meanwhile(
@@ -287,8 +305,9 @@ async def test_a_cancelled_workflow_withdraws_its_question_from_every_page(setup
         requested = await next_event(events)
         client = setup.client()
         await asyncio.to_thread(client.cancel_workflow, workflow)
+        assert await outcome(worker, stop=False) == {"raised": "DBOSAwaitedWorkflowCancelledError"}
         assert await next_event(events) == RelayEvent("resolved", requested.id, outcome="aborted")
-        assert await outcome(worker) == {"raised": "DBOSAwaitedWorkflowCancelledError"}
+        await stopped(worker)
     with pytest.raises(UserInteractionError) as late:
         await page.submit(requested.id, answer("too late"))
     assert (late.value.code, late.value.message) == (
@@ -310,6 +329,31 @@ async def test_the_rules_timeout_is_a_durable_recv_timeout_that_withdraws_the_qu
         assert await next_event(events) == RelayEvent("resolved", requested.id, outcome="aborted")
         assert await outcome(worker) == {"result": f"error {ErrorCode.ASK_TIMEOUT}"}
     assert (await page.snapshot()).questions == ()
+    await events.aclose()
+
+
+async def test_a_deadline_that_passed_while_no_worker_ran_is_not_waited_for_again(
+    setup: Setup,
+) -> None:
+    page = setup.page()
+    events = page.events((await page.snapshot()).position)
+    workflow = f"wf-{secrets.token_hex(4)}"
+    timeout = 3.0
+    async with process(setup.worker(workflow, start=True, timeout=timeout)) as first:
+        requested = await next_event(events)
+        deadline = (await published(setup.client(), workflow))["deadline"]
+        first.kill()
+        await first.wait()
+    await asyncio.sleep(max(0.0, deadline - time.time()))  # the deadline passes, no worker runs
+    assert await page.lookup(requested.id) is not None  # nobody withdrew it yet
+    async with process(setup.worker(workflow, start=False)) as second:
+        assert second.stderr is not None
+        assert await outcome(second, stop=False) == {"result": f"error {ErrorCode.ASK_TIMEOUT}"}
+        took = float((await second.stderr.readline()).decode())
+        await stopped(second)
+    # The recovered recv did not wait the policy's seconds again: its deadline was recorded.
+    assert took < timeout
+    assert await next_event(events) == RelayEvent("resolved", requested.id, outcome="aborted")
     await events.aclose()
 
 
@@ -430,6 +474,7 @@ async def main():
     else:
         handle = await DBOS.retrieve_workflow_async(config["workflow"])
     print(json.dumps({"output": await handle.get_result()}), flush=True)
+    await asyncio.to_thread(sys.stdin.read)  # a live worker, until the test lets it stop
     await relay.aclose()
     DBOS.destroy()
 

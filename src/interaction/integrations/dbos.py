@@ -28,7 +28,7 @@ import contextvars
 import dataclasses
 import logging
 import time
-from typing import Final
+from typing import Final, Protocol
 
 try:
     from dbos import DBOS
@@ -53,7 +53,7 @@ from ..policies import TimeoutPolicy
 from ..relay import RELAY_UNAVAILABLE, RelayBackend
 from ..wire import decode_answer, dumps
 
-__all__ = ["MAX_MESSAGE_CHARS", "TOPIC_PREFIX", "DBOSProvider"]
+__all__ = ["MAX_MESSAGE_CHARS", "TOPIC_PREFIX", "DBOSProvider", "DurableRelay"]
 
 LOGGER: Final = logging.getLogger("interaction.integrations.dbos")
 TOPIC_PREFIX: Final = "interaction:"
@@ -69,6 +69,15 @@ NOT_IN_WORKFLOW: Final = (
 )
 
 
+class DurableRelay(RelayBackend, Protocol):
+    """A shared relay (``RedisRelay``, ``PostgresRelay``): a :class:`RelayBackend` that
+    withdraws a question by the resume key it was asked under."""
+
+    async def withdraw_keyed(self, key: str) -> None:
+        """Withdraw the pending question asked under ``key``; nothing if none is pending."""
+        ...
+
+
 class DBOSProvider:
     """A provider whose asks are durable inside a DBOS workflow.
 
@@ -81,7 +90,7 @@ class DBOSProvider:
     """
 
     def __init__(
-        self, relay: RelayBackend, *, timeout: TimeoutPolicy | None = None, poll: float = 1.0
+        self, relay: DurableRelay, *, timeout: TimeoutPolicy | None = None, poll: float = 1.0
     ) -> None:
         if not poll > 0:
             raise ValueError(f"poll must be a positive number of seconds, got {poll!r}")
@@ -107,7 +116,10 @@ class DBOSProvider:
                 message = await DBOS.recv_async(topic, timeout_seconds=left)
                 if message is None:
                     if deadline is not None and time.time() >= deadline:
-                        return await self._timed_out(key, request)
+                        await DBOS.run_step_async(
+                            {"name": "interaction.withdraw"}, self._withdraw, key
+                        )
+                        return self._timed_out(request)
                     continue
                 answer = _delivered(message, key, request)
                 if answer is not None:
@@ -115,7 +127,7 @@ class DBOSProvider:
         finally:
             signal = request.signal
             if signal is not None and signal.aborted:
-                self._withdraw(key)
+                await asyncio.shield(self._withdraw(key))
 
     async def _publish(
         self, workflow_id: str, request: AskUserQuestionRequest, seconds: float | None
@@ -125,8 +137,7 @@ class DBOSProvider:
         deadline = None if seconds is None else time.time() + seconds
         return {"key": key, "deadline": deadline}
 
-    async def _timed_out(self, key: str, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        self._withdraw(key)
+    def _timed_out(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         if self.timeout is None:  # pragma: no cover - a deadline comes from the policy
             raise aborted_error(TimeoutError())
         return self.timeout.answer(request)
@@ -140,13 +151,18 @@ class DBOSProvider:
         # An empty context: the watch is no part of the workflow (DBOS would record its
         # calls as the workflow's steps) and runs after the ask returns.
         task = contextvars.Context().run(asyncio.ensure_future, watch.run())
-        watch.task = task
         task.add_done_callback(lambda _: self._watches.pop(key, None))
 
-    def _withdraw(self, key: str) -> None:
+    async def _withdraw(self, key: str) -> None:
+        """Withdraw the question from every page: its watch here stops first (so that it
+        cannot publish it again), then the relay withdraws it by its key."""
         watch = self._watches.get(key)
         if watch is not None:
-            watch.withdraw()
+            watch.controller.abort()
+        try:
+            await self.relay.withdraw_keyed(key)
+        except UserInteractionError as error:  # its lifetime (question_ttl) still ends it
+            LOGGER.warning("question %s: not withdrawn: %s", key, error.message)
 
 
 @dataclasses.dataclass(eq=False, slots=True)
@@ -159,10 +175,6 @@ class _Watch:
     request: AskUserQuestionRequest
     controller: AbortController = dataclasses.field(default_factory=AbortController)
     cancelled: bool = False
-    task: asyncio.Future[None] | None = None
-
-    def withdraw(self) -> None:
-        self.controller.abort()
 
     async def run(self) -> None:
         keyed = dataclasses.replace(
@@ -178,7 +190,7 @@ class _Watch:
                 polling.cancel()
             if not asking.done():  # the workflow was cancelled: withdraw the question
                 self.cancelled = True
-                self.withdraw()
+                await self.provider._withdraw(self.key)
                 await asyncio.wait({asking})
             try:
                 answer = asking.result()
