@@ -76,7 +76,9 @@ provider = DBOSProvider(relay, timeout=timeout, poll=0.1)
 async def review(text: str) -> str:
     with interaction.provide(provider):
         try:
-            name = await interaction.ask_text(text, id="q")
+            seconds = config["signal_timeout"]
+            signal = interaction.AbortSignal.timeout(seconds) if seconds else None
+            name = await interaction.ask_text(text, id="q", signal=signal)
         except interaction.UserInteractionError as error:
             return f"error {error.code}"
     return f"answer {name}"
@@ -121,7 +123,14 @@ class Setup:
     space: str  # the relay's schema or prefix
     opened: list[RelayBackend | DBOSClient] = field(default_factory=list)
 
-    def worker(self, workflow: str, *, start: bool, timeout: float | None = None) -> list[str]:
+    def worker(
+        self,
+        workflow: str,
+        *,
+        start: bool,
+        timeout: float | None = None,
+        signal_timeout: float | None = None,
+    ) -> list[str]:
         config = {
             "dbos_url": self.dbos_url,
             "dbos_schema": self.dbos_schema,
@@ -131,6 +140,7 @@ class Setup:
             "workflow": workflow,
             "start": start,
             "timeout": timeout,
+            "signal_timeout": signal_timeout,
         }
         return [sys.executable, "-c", WORKER, json.dumps(config)]
 
@@ -332,21 +342,26 @@ async def test_the_rules_timeout_is_a_durable_recv_timeout_that_withdraws_the_qu
     await events.aclose()
 
 
+@pytest.mark.parametrize("source", ["policy", "signal"])
 async def test_a_deadline_that_passed_while_no_worker_ran_is_not_waited_for_again(
-    setup: Setup,
+    setup: Setup, source: str
 ) -> None:
+    """The rules' timeout, or the request's own timeout signal (whichever ends first), is
+    recorded as a deadline: a workflow recovered after it does not wait again."""
     page = setup.page()
     events = page.events((await page.snapshot()).position)
     workflow = f"wf-{secrets.token_hex(4)}"
     timeout = 3.0
-    async with process(setup.worker(workflow, start=True, timeout=timeout)) as first:
+    timeouts = {"timeout": timeout} if source == "policy" else {"signal_timeout": timeout}
+    async with process(setup.worker(workflow, start=True, **timeouts)) as first:
         requested = await next_event(events)
         deadline = (await published(setup.client(), workflow))["deadline"]
         first.kill()
         await first.wait()
     await asyncio.sleep(max(0.0, deadline - time.time()))  # the deadline passes, no worker runs
     assert await page.lookup(requested.id) is not None  # nobody withdrew it yet
-    async with process(setup.worker(workflow, start=False)) as second:
+    # The new worker's workflow builds a new signal of its own: its full timeout is not waited.
+    async with process(setup.worker(workflow, start=False, **timeouts)) as second:
         assert second.stderr is not None
         assert await outcome(second, stop=False) == {"result": f"error {ErrorCode.ASK_TIMEOUT}"}
         took = float((await second.stderr.readline()).decode())

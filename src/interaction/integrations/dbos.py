@@ -48,6 +48,7 @@ from .._core import (
     aborted_error,
     ask_with,
     cancelled_error,
+    signal_deadline,
 )
 from ..policies import TimeoutPolicy
 from ..relay import RELAY_UNAVAILABLE, RelayBackend
@@ -103,11 +104,10 @@ class DBOSProvider:
         workflow_id = DBOS.workflow_id
         if not isinstance(workflow_id, str):
             raise UserInteractionError(NOT_IN_WORKFLOW, ErrorCode.BAD_REQUEST)
-        seconds = self.timeout.seconds if self.timeout is not None else None
         published = await DBOS.run_step_async(
-            {"name": "interaction.publish"}, self._publish, workflow_id, request, seconds
+            {"name": "interaction.publish"}, self._publish, workflow_id, request
         )
-        key, deadline = _published(published)
+        key, deadline, by_signal = _published(published)
         self._watch(workflow_id, key, request)  # a recovered workflow watches again
         topic = TOPIC_PREFIX + key
         try:
@@ -119,7 +119,7 @@ class DBOSProvider:
                         await DBOS.run_step_async(
                             {"name": "interaction.withdraw"}, self._withdraw, key
                         )
-                        return self._timed_out(request)
+                        return self._timed_out(request, by_signal=by_signal)
                     continue
                 answer = _delivered(message, key, request)
                 if answer is not None:
@@ -130,15 +130,26 @@ class DBOSProvider:
                 await asyncio.shield(self._withdraw(key))
 
     async def _publish(
-        self, workflow_id: str, request: AskUserQuestionRequest, seconds: float | None
+        self, workflow_id: str, request: AskUserQuestionRequest
     ) -> dict[str, object]:
+        """The publish step: the key, and the deadline as wall time (the policy's seconds
+        or the request's timeout signal, whichever ends first), which DBOS records."""
         key = f"dbos/{workflow_id}/{DBOS.step_id}"
         self._watch(workflow_id, key, request)
+        policy = self.timeout.seconds if self.timeout is not None else None
+        due = signal_deadline(request.signal) if request.signal is not None else None
+        signal = None if due is None else max(0.0, due - time.monotonic())
+        by_signal = signal is not None and (policy is None or signal < policy)
+        seconds = signal if by_signal else policy
         deadline = None if seconds is None else time.time() + seconds
-        return {"key": key, "deadline": deadline}
+        return {"key": key, "deadline": deadline, "by_signal": by_signal}
 
-    def _timed_out(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        if self.timeout is None:  # pragma: no cover - a deadline comes from the policy
+    def _timed_out(
+        self, request: AskUserQuestionRequest, *, by_signal: bool
+    ) -> AskUserQuestionAnswer:
+        """The outcome of a deadline that passed: ``ASK_TIMEOUT`` for the request's signal
+        (as ``ask()`` words it), the policy's answer (or ``ASK_TIMEOUT``) for the rules'."""
+        if by_signal or self.timeout is None:
             raise aborted_error(TimeoutError())
         return self.timeout.answer(request)
 
@@ -241,13 +252,13 @@ class _Watch:
                 await asyncio.sleep(next(delays, _RETRY_SECONDS[-1]))
 
 
-def _published(output: object) -> tuple[str, float | None]:
-    """The key and deadline the publish step recorded."""
+def _published(output: object) -> tuple[str, float | None, bool]:
+    """The key, deadline and its source that the publish step recorded."""
     assert isinstance(output, dict)
-    key, deadline = output["key"], output["deadline"]
+    key, deadline, by_signal = output["key"], output["deadline"], output["by_signal"]
     assert isinstance(key, str)
     assert deadline is None or isinstance(deadline, int | float)
-    return key, None if deadline is None else float(deadline)
+    return key, None if deadline is None else float(deadline), by_signal is True
 
 
 def _delivered(
