@@ -3,10 +3,11 @@
 :class:`DBOSProvider` is a provider for code that runs in a DBOS workflow. Each ask:
 
 1. runs one DBOS step, ``interaction.publish``, which names the question (its resume key,
-   ``dbos/<workflow id>/<step id>``) and the moment it times out, and publishes it to a
-   shared relay (Redis or PostgreSQL) under that key: any page, channel or desk answers it.
-   A recovered workflow reuses the step's recorded output, and the relay's resume key makes
-   the publication itself idempotent: the question is never asked twice;
+   ``dbos/<workflow id>/<step id>``) and the moment it times out (the policy's seconds or
+   the request's timeout signal, whichever ends first), and publishes it to a shared relay
+   (Redis or PostgreSQL) under that key: any page, channel or desk answers it. A recovered
+   workflow reuses the step's recorded output, and the relay's resume key makes the
+   publication itself idempotent: the question is never asked twice;
 2. waits with ``DBOS.recv`` on the topic ``interaction:<key>``, until the recorded deadline
    (a durable timeout: a recovered workflow waits only for what is left);
 3. meanwhile this process's *watch* of the question (a keyed ask on the relay, no thread,
@@ -17,8 +18,9 @@
 
 A message on the topic that is not a delivery of this question (another shape, another
 key, an answer that does not fit) is logged on ``interaction.integrations.dbos`` and
-ignored. A workflow cancelled with ``DBOS.cancel_workflow`` while it waits has its question
-withdrawn from every page (the watch polls the workflow's status every ``poll`` seconds).
+ignored. A workflow cancelled with ``DBOS.cancel_workflow`` while it waits, or whose
+deadline passed, has its question withdrawn from every page, by its key (the watch polls the
+workflow's status every ``poll`` seconds).
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ import time
 from typing import Final, Protocol
 
 try:
-    from dbos import DBOS
-    from dbos._error import DBOSNonExistentWorkflowError
-    from dbos._serialization import WorkflowSerializationFormat
+    from dbos import DBOS, WorkflowSerializationFormat
+    from dbos._error import DBOSNonExistentWorkflowError  # not re-exported by dbos
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'interaction.integrations.dbos needs DBOS: pip install "interaction-seam[dbos]"'
@@ -84,8 +85,9 @@ class DBOSProvider:
 
     ``relay`` is a shared relay (``RedisRelay`` or ``PostgresRelay``) every process of the
     application reaches; ``timeout`` is the rules' :class:`~interaction.policies.TimeoutPolicy`
-    (its seconds become the durable ``recv`` deadline; when they pass, the question is
-    withdrawn and the policy's answer, or ``ASK_TIMEOUT``, ends the ask); ``poll`` is how
+    (its seconds, or the request's timeout signal if that ends first, become the durable
+    ``recv`` deadline; when it passes, the question is withdrawn and the policy's answer, or
+    ``ASK_TIMEOUT``, ends the ask); ``poll`` is how
     often (seconds) a waiting question's workflow is checked for cancellation. Outside a
     workflow an ask is ``BAD_REQUEST``. DBOS must be launched in this process.
     """
