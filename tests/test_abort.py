@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 
 import pytest
@@ -316,3 +317,17 @@ def test_repr_says_the_state() -> None:
 def test_any_takes_only_signals() -> None:
     with pytest.raises(TypeError, match=r"AbortSignal\.any\(\) takes AbortSignals, got int"):
         AbortSignal.any([AbortController().signal, 1])  # type: ignore[list-item]
+
+
+def test_signal_deadline_says_when_a_timeout_is_due_and_the_earliest_of_a_combination() -> None:
+    signal_deadline = _abort.signal_deadline
+    before = time.monotonic()
+    later, sooner = AbortSignal.timeout(50), AbortSignal.timeout(20)
+    after = time.monotonic()
+    due = signal_deadline(later)
+    assert due is not None
+    assert before + 50 <= due <= after + 50
+    combined = AbortSignal.any([AbortController().signal, later, sooner])
+    assert signal_deadline(combined) == signal_deadline(sooner)
+    assert signal_deadline(AbortController().signal) is None
+    assert signal_deadline(AbortSignal.any([AbortController().signal])) is None

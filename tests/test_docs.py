@@ -44,6 +44,7 @@ EXPECTED_PAGES = {
     "policies.md",
     "audit.md",
     "notify.md",
+    "durable.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 CONTINUES = "continues the example above"

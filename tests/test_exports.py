@@ -51,6 +51,7 @@ INTERNAL_ONLY = {
     "json_type",
     "questions_from_json",
     "short_repr",
+    "signal_deadline",
     "thaw",
     "with_provider",
     "with_provider_sync",

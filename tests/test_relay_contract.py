@@ -594,3 +594,30 @@ async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdr
     other = await shared.make()
     assert [q.id for q in (await other.snapshot()).questions] == [third.id]
     await other.dismiss(third.id)
+
+
+async def test_another_process_withdraws_a_keyed_question_by_its_key(shared: Backends) -> None:
+    """``withdraw_keyed`` (a durable workflow's timeout or cancel, docs/durable.md) settles
+    the pending question asked under a key as its asker's signal would, from any process,
+    once; a key with nothing pending is left alone."""
+    asker = await shared.make()
+    other = await shared.make()
+    assert isinstance(asker, RedisRelay | PostgresRelay)
+    assert isinstance(other, RedisRelay | PostgresRelay)
+    events = other.events((await other.snapshot()).position)
+    keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="workflow-1/2")
+    with provide(asker):
+        task = asyncio.create_task(ask(keyed))
+        (asked,) = await take(events, 1)
+        await other.withdraw_keyed("workflow-1/2")
+        with pytest.raises(UserInteractionError) as withdrawn:
+            await task
+    assert withdrawn.value.code == ErrorCode.ASK_ABORTED
+    assert await take(events, 1) == [RelayEvent("resolved", asked.id, outcome="aborted")]
+    with pytest.raises(UserInteractionError) as late:
+        await other.submit(asked.id, Answer([Item("q", custom="late")]))
+    assert late.value.message == f"question {asked.id!r} is not pending (withdrawn by the asker)"
+    await other.withdraw_keyed("workflow-1/2")  # nothing pending under it: nothing happens
+    await other.withdraw_keyed("never-asked")
+    assert (await other.snapshot()).questions == ()
+    await events.aclose()

@@ -29,6 +29,7 @@ class AbortSignal:
 
     __slots__ = (
         "__weakref__",
+        "_deadline",
         "_holder",
         "_listeners",
         "_lock",
@@ -51,6 +52,7 @@ class AbortSignal:
         # to or refers to any more is collected before it aborts.
         self._timed = False
         self._holder: list[AbortSignal] | None = None
+        self._deadline: float | None = None  # time.monotonic() of a timeout, if one is due
 
     @property
     def aborted(self) -> bool:
@@ -150,6 +152,7 @@ class AbortSignal:
             )
         signal = cls()
         signal._timed = True
+        signal._deadline = time.monotonic() + float(seconds)
         _timers.schedule(float(seconds), signal)
         return signal
 
@@ -167,6 +170,8 @@ class AbortSignal:
             if not isinstance(source, AbortSignal):
                 raise TypeError(f"AbortSignal.any() takes AbortSignals, got {type_name(source)}")
         combined = cls()
+        due = [source._deadline for source in sources if source._deadline is not None]
+        combined._deadline = min(due, default=None)
         for source in sources:
             reason = source.reason
             if reason is not None:
@@ -192,6 +197,14 @@ class AbortSignal:
         if combined.aborted:  # a source aborted while we were subscribing
             detach()
         return combined
+
+
+def signal_deadline(signal: AbortSignal) -> float | None:
+    """When (``time.monotonic()``) ``signal`` times out: a :meth:`AbortSignal.timeout`
+    signal's moment, the earliest of those an :meth:`AbortSignal.any` combines; ``None``
+    when no timeout is due. For a host that must carry the timeout past this process
+    (a durable workflow's recorded deadline)."""
+    return signal._deadline
 
 
 class AbortController:

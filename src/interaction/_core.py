@@ -29,6 +29,8 @@ internal tools the codec, the tool and the relay share with ``ask()``:
 - ``thaw``: a plain, mutable JSON copy of a frozen intent field, and ``as_plain``: a
   ``dict``, ``list`` or ``str`` subclass a host parsed as the plain value it holds;
 - ``json_type``: the one name for the JSON type of what a model or wire client sent;
+- ``signal_deadline``: when a timeout signal aborts, for a host that carries the timeout
+  past the process (the DBOS integration's durable deadline);
 - ``short_repr``: a bad argument as a message shows it (cut short, never a huge int's
   digits);
 - ``fault``: the one builder of a located fault (``"<path>: <problem>"``), and
@@ -36,7 +38,7 @@ internal tools the codec, the tool and the relay share with ``ask()``:
 """
 
 from . import __version__
-from ._abort import AbortController, AbortSignal, short_repr
+from ._abort import AbortController, AbortSignal, short_repr, signal_deadline
 from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_agents
 from ._answer_checks import check_answer
 from ._ask import ask, ask_with
@@ -182,6 +184,7 @@ __all__ = [
     "review_plan",
     "review_plan_sync",
     "short_repr",
+    "signal_deadline",
     "split_recommended",
     "thaw",
     "with_provenance",

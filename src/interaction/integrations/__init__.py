@@ -12,7 +12,10 @@
 - ``interaction.integrations.smolagents`` (extra ``[smolagents]``): a ready
   ``ask_user_question`` ``Tool``;
 - ``interaction.integrations.crewai`` (extra ``[crewai]``): a ready ``ask_user_question``
-  tool and the human-input path of a task.
+  tool and the human-input path of a task;
+- ``interaction.integrations.dbos`` (extra ``[dbos]``): a provider whose asks inside a
+  DBOS workflow are durable: published once as a step, awaited with ``DBOS.recv``,
+  delivered with ``DBOS.send`` (docs/durable.md).
 
 This package imports no framework: import the module you need. See docs/integrations.md.
 """

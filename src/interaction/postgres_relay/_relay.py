@@ -121,6 +121,7 @@ class PostgresRelay:
         )
         self._sql_states = f"SELECT id, state, answer FROM {s}.questions WHERE id = ANY(%s)"
         self._sql_question = f"SELECT state, request FROM {s}.questions WHERE id = %s"
+        self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
         self._epoch: str | None = None
         self._waiters = LocalWaiters(self._unavailable)
@@ -448,6 +449,15 @@ class PostgresRelay:
         rows = await self._db.run(query, params)
         reply: list[str] = rows[0][0]
         return reply
+
+    async def withdraw_keyed(self, key: str) -> None:
+        """Withdraw the pending question asked under resume key ``key``, as its asker's
+        signal would (``resolved/aborted``: "withdrawn by the asker"); nothing if none is
+        pending. For an asker whose wait outlives its process (a durable workflow whose
+        deadline passed or that was cancelled), which may not know the question's id."""
+        await self.connect()
+        for (question_id,) in await self._db.run(self._sql_keyed, [key]):
+            await self._settle(question_id, "aborted")  # only a pending question changes
 
     async def _withdraw(self, question_id: str) -> None:
         if self._closed:

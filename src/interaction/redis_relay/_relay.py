@@ -232,6 +232,16 @@ class RedisRelay:
                 # Withdraw, even while being cancelled: shielded, so it completes.
                 await asyncio.shield(self._withdraw(question_id))
 
+    async def withdraw_keyed(self, key: str) -> None:
+        """Withdraw the pending question asked under resume key ``key``, as its asker's
+        signal would (``resolved/aborted``: "withdrawn by the asker"); nothing if none is
+        pending. For an asker whose wait outlives its process (a durable workflow whose
+        deadline passed or that was cancelled), which may not know the question's id."""
+        await self.connect()
+        question_id = text(await self._call(self._client.get(self._base + "key:" + key)))
+        if question_id is not None:
+            await self._settle(question_id, "aborted")  # only a pending question changes
+
     async def _withdraw(self, question_id: str) -> None:
         if self._closed:
             return
