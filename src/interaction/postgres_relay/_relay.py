@@ -515,10 +515,9 @@ class PostgresRelay:
         answer: str | None = None,
         answerer: str | None = None,
     ) -> list[str]:
-        claim = secrets.token_urlsafe(9)
-        settled_ms = self._ms(self.settled_ttl)
-        params: list[object] = [question_id, outcome, answer, settled_ms, claim]
-        params.append(answerer_name(answerer))
+        claim, settled_ms = secrets.token_urlsafe(9), self._ms(self.settled_ttl)
+        named = answerer_name(answerer)
+        params: list[object] = [question_id, outcome, answer, settled_ms, claim, named]
         return await self._function(self._sql_settle, params)
 
     # ------------------------------------------------------------------ the clients' side
