@@ -31,7 +31,9 @@ from interaction import (
     UserInteractionError,
     ask,
     provide,
+    request_digest,
 )
+from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl
 from interaction.postgres_relay import PostgresRelay
 from interaction.relay import (
     NOT_PENDING,
@@ -40,7 +42,9 @@ from interaction.relay import (
     RelayEvent,
     local_host,
 )
+from interaction.wire import dumps
 
+from . import postgres_schema_v1
 from .helpers import import_error_without
 from .loopback import ANSWER_AT, announced, running, serve
 from .postgres_server import PostgresServer, postgres_server
@@ -216,7 +220,7 @@ async def test_missing_tables_say_to_migrate_and_migrate_is_idempotent_and_versi
     others = [PostgresRelay(postgres_server.url, schema=schema) for _ in range(3)]
     await asyncio.gather(*(other.migrate() for other in others))  # at once: one at a time
     meta = f'SELECT version, epoch FROM "{schema}".meta'
-    assert await scalar(postgres_server.url, meta) == 1
+    assert await scalar(postgres_server.url, meta) == 2
     epoch = await scalar(postgres_server.url, f'SELECT epoch FROM "{schema}".meta')
     with provide(relay):
         task = asyncio.create_task(ask(free("Kept across a migration?")))
@@ -237,10 +241,67 @@ async def test_missing_tables_say_to_migrate_and_migrate_is_idempotent_and_versi
             await call
         assert info.value.message == (
             f"the relay's tables at {relay.where} (schema {schema!r}) are at version 99,"
-            " newer than this relay's 1: upgrade interaction-seam"
+            " newer than this relay's 2: upgrade interaction-seam"
         )
     for each in (relay, newer, *others):
         await each.aclose()
+
+
+async def test_tables_of_version_1_migrate_and_their_questions_read_without_an_answerer(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """A database as version 1 left it (no ``answerer`` column; questions asked, answered
+    and pending): the relay asks for the migration, which keeps every row, and after it the
+    old rows read (naming nobody) and a new answer names its answerer."""
+    schema = f"v{secrets.token_hex(6)}"
+    s = f'"{schema}"'
+    keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Answered before?")], key="k1")
+    plain = free("Pending before?")
+    async with await psycopg.AsyncConnection.connect(postgres_server.url, autocommit=True) as db:
+        for statement in postgres_schema_v1.statements(schema):
+            await db.execute(statement)
+        await db.execute(f"INSERT INTO {s}.meta (version, epoch) VALUES (1, 'old')")
+        ask_v1 = f"SELECT {s}.ask(%s, %s, 'gone', 60000, 100, 600000, 600000, %s, %s)"
+        await db.execute(ask_v1, ("old-keyed", dumps(keyed), "k1", request_digest(keyed)))
+        await db.execute(ask_v1, ("old-plain", dumps(plain), None, None))
+        yes = dumps(Answer([Item("q", custom="yes")]))
+        await db.execute(f"SELECT {s}.settle('old-keyed', 'answered', %s, 600000, 'c')", [yes])
+    relay = PostgresRelay(postgres_server.url, schema=schema)
+    with pytest.raises(UserInteractionError) as old:
+        await relay.snapshot()
+    assert old.value.message == (
+        f"the relay's tables at {relay.where} (schema {schema!r}) are at version 1:"
+        " run `await relay.migrate()` to bring them to 2"
+    )
+    await relay.migrate()
+    await relay.migrate()  # again: nothing changes
+    assert await scalar(postgres_server.url, f"SELECT version FROM {s}.meta") == 2
+    settles = "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    settles += " WHERE n.nspname = %s AND p.proname IN ('settle', 'settle_one')"
+    assert await scalar(postgres_server.url, settles, schema) == 2  # the old forms are gone
+    events = relay.events("old.0")
+    assert [(e.kind, e.id, e.outcome, e.answerer) for e in await collect(events, at(3))] == [
+        ("requested", "old-keyed", None, None),
+        ("requested", "old-plain", None, None),
+        ("resolved", "old-keyed", "answered", None),
+    ]
+    assert [q.id for q in (await relay.snapshot()).questions] == ["old-plain"]
+    path = tmp_path / "audit.jsonl"
+    log = JsonlAuditLog(path)
+    with provide(AuditProvider(relay, log, answerer="the-askers-own")):
+        assert (await ask(keyed)).answers == (Item("q", custom="yes"),)  # stored: at once
+    log.close()
+    (record,) = [json.loads(line) for _, line in read_jsonl(path)]
+    assert (record["decidedBy"], record["answerer"]) == ("human", "the-askers-own")
+    await relay.submit("old-plain", Answer([Item("q", custom="now")]), answerer="alice")
+    (resolved,) = await collect(events, at(1))
+    assert resolved == RelayEvent("resolved", "old-plain", outcome="answered", answerer="alice")
+    await events.aclose()
+    await relay.aclose()
+
+
+def at(count: int) -> Callable[[list[RelayEvent]], bool]:
+    return lambda seen: len(seen) >= count
 
 
 async def test_of_eight_processes_claiming_one_question_exactly_one_wins(

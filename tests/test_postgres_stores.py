@@ -149,6 +149,6 @@ async def test_tables_of_a_newer_version_are_refused_by_every_store(
                 await call
             assert str(caught.value) == (
                 f"the {what}'s tables at {store.where} (schema {schema!r}) are at version 99,"
-                f" newer than this {what}'s 1: upgrade interaction-seam"
+                f" newer than this {what}'s 2: upgrade interaction-seam"
             )
         await store.aclose()

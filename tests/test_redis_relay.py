@@ -237,6 +237,36 @@ FORGED_ENTRIES: list[Fields] = [  # what another hand with write access may XADD
 ]
 
 
+async def test_the_answerer_is_the_settled_hashs_never_a_stream_entrys(
+    redis_server: RedisServer,
+) -> None:
+    """An entry's own ``answerer`` names nobody: a resolved event names who the settled
+    hash says (alice, not the entry's mallory), and nobody once the hash is gone."""
+    relay = RedisRelay(redis_server.url, prefix=prefix())
+    store = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    stream = f"{{{relay.prefix}}}:events"
+    forged: Fields = {"kind": "resolved", "outcome": "answered", "answerer": "mallory"}
+    with provide(relay):
+        start = await relay.snapshot()
+        named: dict[str, str | None] = {}
+        for text, gone in (("Kept?", False), ("Gone?", True)):
+            task = asyncio.create_task(ask(free(text)))
+            (*_, event) = await asked(relay, (await relay.snapshot()).position, 1)
+            await relay.submit(event.id, Answer([Item("q", custom="yes")]), answerer="alice")
+            await asyncio.wait_for(task, WAIT)
+            if gone:
+                await store.delete(f"{{{relay.prefix}}}:q:{event.id}")
+            position = str(await store.xadd(stream, {**forged, "id": event.id}))
+            named[position] = None if gone else "alice"
+        events = relay.events(start.position)
+        seen = await collect(events, lambda got: {e.position for e in got} >= set(named))
+        await events.aclose()
+    assert {e.position: e.answerer for e in seen if e.position in named} == named
+    assert all(e.answerer != "mallory" for e in seen)
+    await store.aclose()
+    await relay.aclose()
+
+
 async def test_a_resolved_entry_the_store_does_not_bear_out_settles_nothing(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:

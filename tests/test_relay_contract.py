@@ -8,8 +8,10 @@ has a store another hand can write, a ``Hand``) in ``make_backend``.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
@@ -25,6 +27,8 @@ from interaction import (
     ask,
     provide,
 )
+from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl, verify
+from interaction.decisions import MAX_NAME
 from interaction.postgres_relay import PostgresRelay
 from interaction.redis_relay import RedisRelay
 from interaction.relay import (
@@ -322,6 +326,97 @@ async def test_dismiss_cancels_the_ask_once(backend: RelayBackend) -> None:
     with pytest.raises(UserInteractionError) as late:
         await backend.submit(requested.id, Answer([Item("pkg", ["npm"])]))
     assert late.value.code == NOT_PENDING
+
+
+UNTRUSTED_NAME = "\x1b]0;pwned\x07" + "x" * 300
+"""A name no page's user has: its control characters are escaped and it is cut."""
+SHOWN_NAME = ("\\x1b]0;pwned\\x07" + "x" * 300)[:MAX_NAME] + "…"
+THE_ASKERS_OWN = "the-askers-own"
+
+
+def audited(path: Path) -> list[tuple[Any, ...]]:
+    records = [json.loads(line) for _, line in read_jsonl(path)]
+    assert verify(read_jsonl(path))[0] == []
+    return [(r["outcome"], r["decidedBy"], r["answerer"]) for r in records]
+
+
+async def test_the_answerer_reaches_the_askers_audit_and_every_event_reader(
+    backends: Backends, tmp_path: Path
+) -> None:
+    """Answered or dismissed through another process's relay on the same store, the
+    asker's audit names who did it, and so do the ``resolved`` events every reader sees;
+    an answer by nobody named leaves the audit's own answerer."""
+    asking = await backends.make()
+    taking = await backends.reader(asking)
+    start = (await taking.snapshot()).position
+    path = tmp_path / "audit.jsonl"
+    log = JsonlAuditLog(path)
+    npm = Answer([Item("pkg", ["npm"])])
+    with provide(AuditProvider(asking, log, answerer=THE_ASKERS_OWN)):
+        task, requested = await begin(taking)
+        assert (await taking.submit(requested.id, npm, answerer="alice")) == npm
+        assert await asyncio.wait_for(task, WAIT) == npm
+        task, requested = await begin(taking)
+        await taking.dismiss(requested.id, answerer="bob")
+        with pytest.raises(UserInteractionError) as dismissed:
+            await asyncio.wait_for(task, WAIT)
+        assert dismissed.value.code == ErrorCode.ASK_CANCELLED
+        task, requested = await begin(taking)
+        await taking.submit(requested.id, npm, answerer=UNTRUSTED_NAME)
+        assert await asyncio.wait_for(task, WAIT) == npm
+        task, requested = await begin(taking)
+        await taking.submit(requested.id, npm)
+        assert await asyncio.wait_for(task, WAIT) == npm
+    log.close()
+    assert audited(path) == [
+        ("answered", "human", "alice"),
+        ("cancelled", "human", "bob"),
+        ("answered", "human", SHOWN_NAME),
+        ("answered", "human", THE_ASKERS_OWN),
+    ]
+    for reader in (taking, asking, await backends.reader(asking)):
+        events = reader.events(start)
+        seen = await take(events, 8)
+        await events.aclose()
+        resolved = [(e.outcome, e.answerer) for e in seen if e.kind == "resolved"]
+        assert resolved == [
+            ("answered", "alice"),
+            ("cancelled", "bob"),
+            ("answered", SHOWN_NAME),
+            ("answered", None),
+        ]
+
+
+async def test_a_restarted_keyed_asker_names_who_settled_it_meanwhile(
+    shared: Backends, tmp_path: Path
+) -> None:
+    """Keyed questions answered and dismissed while their asker was away: the asker that
+    takes them up again gets the outcome at once, and its audit names who settled each."""
+    first = await shared.make()
+    deploy = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="deploy-1")
+    back = AskUserQuestionRequest([AskUserQuestionItem("q", "Roll back?")], key="back-1")
+    with provide(first):
+        events = first.events((await first.snapshot()).position)
+        tasks = [asyncio.create_task(ask(deploy)), asyncio.create_task(ask(back))]
+        shown = await take(events, 2)
+        await events.aclose()
+    await first.aclose()  # the asker stops; its keyed questions wait for it
+    for task in tasks:
+        with pytest.raises(UserInteractionError):
+            await task
+    ids = {e.question.request.questions[0].question: e.id for e in shown if e.question}
+    page = await shared.make()
+    await page.submit(ids["Deploy?"], Answer([Item("q", custom="yes")]), answerer="alice")
+    await page.dismiss(ids["Roll back?"], answerer="bob")
+    path = tmp_path / "audit.jsonl"
+    log = JsonlAuditLog(path)
+    with provide(AuditProvider(await shared.make(), log, answerer=THE_ASKERS_OWN)):
+        assert (await ask(deploy)).answers == (Item("q", custom="yes"),)
+        with pytest.raises(UserInteractionError) as dismissed:
+            await ask(back)
+        assert dismissed.value.code == ErrorCode.ASK_CANCELLED
+    log.close()
+    assert audited(path) == [("answered", "human", "alice"), ("cancelled", "human", "bob")]
 
 
 @pytest.mark.parametrize("by_timeout", [False, True])

@@ -859,13 +859,15 @@ class FlakyRelay:
         self._check()
         return await self.inner.lookup(question_id)
 
-    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
         self._check()
-        return await self.inner.submit(question_id, answer)
+        return await self.inner.submit(question_id, answer, answerer=answerer)
 
-    async def dismiss(self, question_id: str) -> None:
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         self._check()
-        await self.inner.dismiss(question_id)
+        await self.inner.dismiss(question_id, answerer=answerer)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -21,6 +21,7 @@ from ._core import (
     cancelled_error,
     with_provenance,
 )
+from .decisions import Decision, answerer_name, listening, report_decision
 from .relay import STALE_POSITION, RelayEvent, local_host, not_pending_error
 from .wire import decode_answer, decode_request
 
@@ -78,6 +79,18 @@ class Waiter:
     request: AskUserQuestionRequest
     future: asyncio.Future[AskUserQuestionAnswer]
     published: bool = False  # the store took the ask: the question exists there
+    answerer: str | None = None  # who answered or dismissed it, as the store names them
+
+    def settled_by(self, answerer: str | None) -> None:
+        """The store names who settled the question (untrusted: kept as
+        :func:`~interaction.decisions.answerer_name` keeps it)."""
+        self.answerer = answerer_name(answerer)
+
+    def report(self) -> None:
+        """Tell an audit around the relay who decided, in the asker's own context (an ask
+        settled by nobody named reports nothing: the audit's own ``answerer`` stands)."""
+        if self.answerer is not None and listening():
+            report_decision(Decision("human", self.answerer))
 
 
 class LocalWaiters:
@@ -106,13 +119,18 @@ class LocalWaiters:
             if (not only or i in only) and any(w.published for w in waiters)
         ]
 
-    def wake(self, question_id: str, state: str | None, answer: str) -> None:
-        """Settle the waiters of a question by its stored ``state`` (None: lost)."""
+    def wake(
+        self, question_id: str, state: str | None, answer: str, answerer: str | None = None
+    ) -> None:
+        """Settle the waiters of a question by its stored ``state`` (None: lost) and the
+        ``answerer`` it names."""
         if state == "pending":
             return
         for waiter in self.by_id.pop(question_id, []):
             if waiter.future.done():
                 continue
+            if state in ("answered", "cancelled"):
+                waiter.settled_by(answerer)
             if state is None:
                 lost = RuntimeError(f"question {question_id!r} was lost")
                 waiter.future.set_exception(self._unavailable(lost))

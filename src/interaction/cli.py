@@ -906,12 +906,18 @@ def _main(argv: Sequence[str] | None) -> int:
 def _wrapped(
     provider: UserInteractionProvider, args: argparse.Namespace
 ) -> UserInteractionProvider:
-    """The provider inside the rules of ``--rules`` and the audit of ``--audit``."""
+    """The provider inside the rules of ``--rules`` and the audit of ``--audit``.
+
+    A terminal's answer is this OS user's. An answer through a shared relay (``--redis``,
+    ``--postgres``) was given on a page, maybe on another host: the relay names the page's
+    user who gave it, and an answer by nobody named names nobody (never this OS user).
+    """
     from .audit import AuditProvider, JsonlAuditLog, os_user
     from .policies import JsonFileRuleStore, PolicyProvider
 
     source = args.source or "cli"
-    user = os_user()
+    shared = args.redis is not None or args.postgres is not None
+    user = None if shared else os_user()
     if args.rules is not None:
         store = JsonFileRuleStore(args.rules, key=env_key("INTERACTION_RULES_KEY"))
         provider = PolicyProvider(provider, store, source=source, answerer=user)

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_NAME",
     "DecidedBy",
     "Decision",
+    "answerer_name",
     "collect_decisions",
     "listening",
     "peer_decision",
@@ -60,17 +61,22 @@ def report_decision(decision: Decision) -> None:
         notes.append(decision)
 
 
+def answerer_name(name: object) -> str | None:
+    """``name``, untrusted text naming a person (a peer's own name, a web user's name read
+    back from a shared relay's store), as a record may keep it: stripped, with its control
+    characters escaped, cut to :data:`MAX_NAME` characters (with "…"); anything but a
+    non-blank string names nobody (None)."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    shown = escape_controls(name.strip(), keep_newlines=False)
+    return shown if len(shown) <= MAX_NAME else shown[:MAX_NAME] + "…"
+
+
 def peer_decision(name: object) -> Decision:
     """A person decided through a remote peer that calls itself ``name`` (an MCP or ACP
-    client's name from its handshake, an A2A server's authenticated caller).
-
-    The name is untrusted: it is kept stripped, with its control characters escaped, and
-    cut to :data:`MAX_NAME` characters; anything but a non-blank string names nobody.
-    """
-    if not isinstance(name, str) or not name.strip():
-        return Decision("human")
-    shown = escape_controls(name.strip(), keep_newlines=False)
-    return Decision("human", shown if len(shown) <= MAX_NAME else shown[:MAX_NAME] + "…")
+    client's name from its handshake, an A2A server's authenticated caller); the name is
+    kept as :func:`answerer_name` keeps it."""
+    return Decision("human", answerer_name(name))
 
 
 @contextmanager

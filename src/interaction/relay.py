@@ -13,7 +13,9 @@ are interchangeable: :meth:`~RelayBackend.ask` (the provider), an atomic
 :meth:`~RelayBackend.dismiss` (cancel), :meth:`~RelayBackend.lookup` and
 :meth:`~RelayBackend.aclose`. Positions are opaque strings, usable as SSE event ids; a
 position the relay can no longer replay from raises ``STALE_POSITION``: take a fresh
-snapshot.
+snapshot. An answer or dismissal may name its ``answerer`` (a named web user): every
+backend keeps the name with the question, tells it in the ``resolved`` event, and reports
+it to the asker (an :class:`~interaction.audit.AuditProvider` around the relay records it).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ._core import (
     check_request,
     with_provenance,
 )
-from .decisions import Decision, listening, report_decision
+from .decisions import Decision, answerer_name, listening, report_decision
 
 __all__ = [
     "NOT_PENDING",
@@ -148,7 +150,8 @@ class PendingQuestion:
 
 @dataclass(frozen=True, slots=True)
 class RelayEvent:
-    """``requested`` (with the question) or ``resolved`` (with its outcome).
+    """``requested`` (with the question) or ``resolved`` (with its outcome, and the
+    ``answerer`` who answered or dismissed it when they were named).
 
     ``position`` is where the event stands in the relay's total order (an opaque string,
     usable as an SSE event id); events replayed by :meth:`Relay.subscribe` for questions
@@ -160,6 +163,7 @@ class RelayEvent:
     question: PendingQuestion | None = None
     outcome: Outcome | None = None
     position: str = field(default="", compare=False)
+    answerer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +210,19 @@ class RelayBackend(Protocol):
         """The question if it is pending, else None."""
         ...
 
-    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
-        """Settle with ``answer``, checked against the stored request; first valid wins."""
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
+        """Settle with ``answer``, checked against the stored request; first valid wins.
+
+        ``answerer`` names who answered (a named web user; untrusted text, kept as
+        :func:`~interaction.decisions.answerer_name` keeps it): the ``resolved`` event
+        says it, and the asker reports it as who decided, on whichever process it asks.
+        """
         ...
 
-    async def dismiss(self, question_id: str) -> None:
-        """Settle as cancelled: the asker gets ``ASK_CANCELLED``."""
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
+        """Settle as cancelled: the asker gets ``ASK_CANCELLED`` (``answerer``: who did)."""
         ...
 
     async def aclose(self) -> None:
@@ -372,18 +383,18 @@ class Relay:
         entry = self._take(question_id)
         checked = check_answer(entry.question.request, answer)
         del self._pending[question_id]
-        entry.answerer = answerer
+        entry.answerer = answerer_name(answerer)
         entry.future.set_result(checked)
-        self._publish("resolved", question_id, outcome="answered")
+        self._publish("resolved", question_id, outcome="answered", answerer=entry.answerer)
         return checked
 
     def cancel(self, question_id: str, *, answerer: str | None = None) -> None:
         """Dismiss a question: its asker gets ``ASK_CANCELLED`` (``answerer``: who did)."""
         entry = self._take(question_id)
         del self._pending[question_id]
-        entry.answerer = answerer
+        entry.answerer = answerer_name(answerer)
         entry.future.set_exception(cancelled_error())
-        self._publish("resolved", question_id, outcome="cancelled")
+        self._publish("resolved", question_id, outcome="cancelled", answerer=entry.answerer)
 
     def subscribe(self) -> Subscription:
         """A new subscription, which first receives every pending question."""
@@ -473,9 +484,12 @@ class Relay:
         question_id: str,
         question: PendingQuestion | None = None,
         outcome: Outcome | None = None,
+        answerer: str | None = None,
     ) -> None:
         self._sequence += 1
-        event = RelayEvent(kind, question_id, question, outcome, position=self.position)
+        event = RelayEvent(
+            kind, question_id, question, outcome, position=self.position, answerer=answerer
+        )
         self._history.append(event)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

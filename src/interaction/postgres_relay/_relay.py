@@ -35,6 +35,7 @@ from .._shared_relay import (
     stale,
     stamped,
 )
+from ..decisions import answerer_name
 from ..relay import (
     RELAY_FULL,
     RELAY_UNAVAILABLE,
@@ -108,7 +109,7 @@ class PostgresRelay:
         self._db = Connections(url, self.where, connections)
         s = f'"{schema}"'
         self._sql_ask = f"SELECT {s}.ask(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        self._sql_settle = f"SELECT {s}.settle(%s, %s, %s, %s, %s)"
+        self._sql_settle = f"SELECT {s}.settle(%s, %s, %s, %s, %s, %s)"
         self._sql_heartbeat = f"SELECT {s}.heartbeat(%s, %s, %s, %s, %s)"
         self._sql_snapshot = (
             f"SELECT m.epoch, m.last_position, q.id, q.request FROM {s}.meta m"
@@ -116,10 +117,13 @@ class PostgresRelay:
         )
         self._sql_events = (
             "SELECT e.position, e.kind, e.question_id, e.outcome, q.state, q.request,"
-            f" q.answer FROM {s}.events e LEFT JOIN {s}.questions q ON q.id = e.question_id"
+            f" q.answer, q.answerer FROM {s}.events e"
+            f" LEFT JOIN {s}.questions q ON q.id = e.question_id"
             " WHERE e.position > %s ORDER BY e.position LIMIT %s"
         )
-        self._sql_states = f"SELECT id, state, answer FROM {s}.questions WHERE id = ANY(%s)"
+        self._sql_states = (
+            f"SELECT id, state, answer, answerer FROM {s}.questions WHERE id = ANY(%s)"
+        )
         self._sql_question = f"SELECT state, request FROM {s}.questions WHERE id = %s"
         self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
@@ -276,7 +280,7 @@ class PostgresRelay:
 
     def _event(self, row: Row) -> RelayEvent | None:
         """The event of a row of the events table, as its question's row bears it out."""
-        number, kind, question_id, outcome, state, request, _ = row
+        number, kind, question_id, outcome, state, request, _, answerer = row
         position = self._position(number)
         if kind == "requested":
             if request is None:  # gone since (expired), or never asked
@@ -301,7 +305,13 @@ class PostgresRelay:
         told = (state if state in OUTCOMES else "aborted") if state is not None else outcome
         if told not in OUTCOMES:
             return None
-        return RelayEvent("resolved", question_id, outcome=OUTCOMES[told], position=position)
+        return RelayEvent(
+            "resolved",
+            question_id,
+            outcome=OUTCOMES[told],
+            position=position,
+            answerer=answerer_name(answerer),
+        )
 
     def _absorb(self, rows: list[Row]) -> None:
         """Take the rows the tail read: buffer their events, wake the waiters they settle."""
@@ -312,7 +322,7 @@ class PostgresRelay:
                 continue
             self._buffer.add(event)
             if event.kind == "resolved":
-                self._waiters.wake(event.id, row[4], row[6] or "")
+                self._waiters.wake(event.id, row[4], row[6] or "", row[7])
         self._wake_readers()
 
     def _last(self) -> int:
@@ -387,8 +397,10 @@ class PostgresRelay:
             found = {row[0]: row for row in await self._db.run(self._sql_states, [chunk])}
             for question_id in chunk:
                 row = found.get(question_id)
-                state, answer = (None, "") if row is None else (row[1], row[2] or "")
-                self._waiters.wake(question_id, state, answer)
+                if row is None:
+                    self._waiters.wake(question_id, None, "")
+                else:
+                    self._waiters.wake(question_id, row[1], row[2] or "", row[3])
 
     # ------------------------------------------------------------------ the asker's side
 
@@ -422,16 +434,18 @@ class PostgresRelay:
                         f"the relay already holds {self.max_pending} pending questions",
                         RELAY_FULL,
                     )
-                if reply[0] == "answered":  # a restarted asker: the stored answer at once
+                if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
+                    waiter.settled_by(reply[3])
+                    if reply[0] == "cancelled":
+                        raise cancelled_error()
                     return decode_answer(reply[2], request)
-                if reply[0] == "cancelled":
-                    raise cancelled_error()
                 question_id = reply[1]  # attached to the question asked under its key
                 self._waiters.add(question_id, waiter)
                 await self._recheck(question_id)  # settled before we listened?
             return await waiter.future
         finally:
             unlisten()
+            waiter.report()
             self._waiters.drop(question_id, waiter)
             # Not settled by the store (a cancelled wait cancels the future itself, an
             # abort settles it): withdraw, unless a keyed ask ends by anything but its
@@ -467,9 +481,16 @@ class PostgresRelay:
         except UserInteractionError:
             self._withdraw_later.add(question_id)  # the heartbeat tries again
 
-    async def _settle(self, question_id: str, outcome: str, answer: str | None = None) -> list[str]:
-        claim = secrets.token_urlsafe(9)
-        params: list[object] = [question_id, outcome, answer, self._ms(self.settled_ttl), claim]
+    async def _settle(
+        self,
+        question_id: str,
+        outcome: str,
+        answer: str | None = None,
+        answerer: str | None = None,
+    ) -> list[str]:
+        claim, settled_ms = secrets.token_urlsafe(9), self._ms(self.settled_ttl)
+        named = answerer_name(answerer)
+        params: list[object] = [question_id, outcome, answer, settled_ms, claim, named]
         return await self._function(self._sql_settle, params)
 
     # ------------------------------------------------------------------ the clients' side
@@ -548,7 +569,9 @@ class PostgresRelay:
         except UserInteractionError:
             return None
 
-    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
         await self.connect()
         request = self._requests.get(question_id)
         if request is None:
@@ -562,7 +585,7 @@ class PostgresRelay:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
                 raise await self._not_pending_now(question_id) from None
             raise
-        reply = await self._settle(question_id, "answered", dumps(checked))
+        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])
         return checked
@@ -572,9 +595,9 @@ class PostgresRelay:
         rows = await self._db.run(self._sql_question, [question_id])
         return not_pending(question_id, rows[0][0] if rows else "")
 
-    async def dismiss(self, question_id: str) -> None:
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         await self.connect()
-        reply = await self._settle(question_id, "cancelled")
+        reply = await self._settle(question_id, "cancelled", answerer=answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])
 

@@ -13,9 +13,11 @@ runs :func:`statements` in one transaction, under an advisory lock, and records
 The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit
 trail, spent states), so one ``migrate()``, of the relay or of any store, creates them all.
 They are not behind the relay's lock row: each store's change takes its own turn (the rule
-set's row, the audit trail's next ``seq``, a spent nonce's key). Adding them left the
-version at 1: a database migrated before has every table the relay uses, and a store that
-finds its own missing says to run ``migrate()`` again.
+set's row, the audit trail's next ``seq``, a spent nonce's key). A store that finds its own
+tables missing says to run ``migrate()``.
+
+Version 2 added ``questions.answerer`` (who answered or dismissed a question, when the page
+named them) and the ``p_answerer`` argument of ``settle``; rows written before it have none.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Final
 
 __all__ = ["VERSION", "channel", "check_schema", "statements"]
 
-VERSION: Final = 1
+VERSION: Final = 2
 """The schema this module writes; ``meta.version`` records the one a database holds."""
 
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
@@ -73,6 +75,11 @@ def statements(schema: str) -> list[str]:
   settled timestamptz,
   expires timestamptz
 )""",
+        # Version 2: who settled it (rows of version 1 have none), and the settle functions
+        # that take the name (their version 1 forms go first: a call would be ambiguous).
+        f"ALTER TABLE {s}.questions ADD COLUMN IF NOT EXISTS answerer text",
+        f"DROP FUNCTION IF EXISTS {s}.settle(text, text, text, bigint, text)",
+        f"DROP FUNCTION IF EXISTS {s}.settle_one(text, text, text, bigint, text)",
         f"CREATE INDEX IF NOT EXISTS questions_pending ON {s}.questions (position)"
         " WHERE state = 'pending'",
         f"CREATE INDEX IF NOT EXISTS questions_owner ON {s}.questions (owner)"
@@ -115,7 +122,8 @@ BEGIN
 END $$""",
         # Settle one question, if it is pending: the caller holds the meta lock.
         f"""CREATE OR REPLACE FUNCTION {s}.settle_one(
-  p_id text, p_outcome text, p_answer text, p_settled_ms bigint, p_claim text)
+  p_id text, p_outcome text, p_answer text, p_settled_ms bigint, p_claim text,
+  p_answerer text DEFAULT NULL)
 RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE q record; pos bigint; now_ timestamptz := clock_timestamp();
 BEGIN
@@ -126,7 +134,8 @@ BEGIN
     RETURN ARRAY['not_pending', coalesce(q.state, '')];
   END IF;
   UPDATE {s}.questions SET state = p_outcome, answer = p_answer, claim = p_claim,
-    settled = now_, expires = now_ + p_settled_ms * interval '1 millisecond'
+    answerer = p_answerer, settled = now_,
+    expires = now_ + p_settled_ms * interval '1 millisecond'
     WHERE id = p_id;
   UPDATE {s}.meta SET pending = pending - 1;
   pos := {s}.append_event('resolved', p_id, p_outcome);
@@ -162,7 +171,7 @@ BEGIN
     VALUES (p_owner, now_ + p_lease_ms * interval '1 millisecond')
     ON CONFLICT (owner) DO UPDATE SET lease_ends = excluded.lease_ends;
   IF p_key IS NOT NULL THEN
-    SELECT id, state, digest, answer INTO old FROM {s}.questions
+    SELECT id, state, digest, answer, answerer INTO old FROM {s}.questions
       WHERE key = p_key ORDER BY position DESC LIMIT 1;
     IF FOUND THEN
       IF old.digest = p_digest THEN
@@ -170,9 +179,10 @@ BEGIN
           UPDATE {s}.questions SET owner = p_owner WHERE id = old.id;
           RETURN ARRAY['attached', old.id];
         ELSIF old.state = 'answered' THEN
-          RETURN ARRAY['answered', old.id, coalesce(old.answer, '')];
+          RETURN ARRAY['answered', old.id, coalesce(old.answer, ''),
+            coalesce(old.answerer, '')];
         ELSIF old.state = 'cancelled' THEN
-          RETURN ARRAY['cancelled', old.id];
+          RETURN ARRAY['cancelled', old.id, '', coalesce(old.answerer, '')];
         END IF;
       ELSIF old.state = 'pending' THEN  -- replaced by a different question
         PERFORM {s}.settle_one(old.id, 'aborted', NULL, p_settled_ms, NULL);
@@ -189,11 +199,12 @@ BEGIN
   RETURN ARRAY['asked', p_id, pos::text];
 END $$""",
         f"""CREATE OR REPLACE FUNCTION {s}.settle(
-  p_id text, p_outcome text, p_answer text, p_settled_ms bigint, p_claim text)
+  p_id text, p_outcome text, p_answer text, p_settled_ms bigint, p_claim text,
+  p_answerer text)
 RETURNS text[] LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1 FROM {s}.meta FOR UPDATE;
-  RETURN {s}.settle_one(p_id, p_outcome, p_answer, p_settled_ms, p_claim);
+  RETURN {s}.settle_one(p_id, p_outcome, p_answer, p_settled_ms, p_claim, p_answerer);
 END $$""",
         # Refresh (or, at a lease of 0, release) this owner; release the lapsed owners,
         # withdraw the questions whose lifetime ended, drop the settled rows whose time is

@@ -27,6 +27,7 @@ from .._core import (
     request_digest,
 )
 from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stamped
+from ..decisions import answerer_name
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot, end_on_abort
 from ..wire import decode_answer, dumps
 from . import _scripts
@@ -210,16 +211,18 @@ class RedisRelay:
                         f"the relay already holds {self.max_pending} pending questions",
                         RELAY_FULL,
                     )
-                if reply[0] == "answered":  # a restarted asker: the stored answer at once
+                if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
+                    waiter.settled_by(reply[3])
+                    if reply[0] == "cancelled":
+                        raise cancelled_error()
                     return decode_answer(reply[2], request)
-                if reply[0] == "cancelled":
-                    raise cancelled_error()
                 question_id = reply[1]  # attached to the question asked under its key
                 self._waiters.add(question_id, waiter)
                 await self._tail.recheck(question_id)  # settled before we listened?
             return await waiter.future
         finally:
             unlisten()
+            waiter.report()
             self._waiters.drop(question_id, waiter)
             # Not settled by the store (a cancelled wait cancels the future itself, an
             # abort settles it): withdraw, unless a keyed ask ends by anything but its
@@ -250,7 +253,9 @@ class RedisRelay:
         except UserInteractionError:
             self._withdraw_later.add(question_id)  # the heartbeat tries again
 
-    async def _settle(self, question_id: str, outcome: str, answer: str = "") -> list[str]:
+    async def _settle(
+        self, question_id: str, outcome: str, answer: str = "", answerer: str | None = None
+    ) -> list[str]:
         args: list[str | int] = [
             self._base,
             question_id,
@@ -259,6 +264,7 @@ class RedisRelay:
             self._ms(self.settled_ttl),
             self.history,
             secrets.token_urlsafe(9),
+            answerer_name(answerer) or "",
         ]
         return await self._script(self._settle_script, args)
 
@@ -331,7 +337,9 @@ class RedisRelay:
         except UserInteractionError:
             return None
 
-    async def submit(self, question_id: str, answer: object) -> AskUserQuestionAnswer:
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
         await self.connect()
         request = self._tail.requests.get(question_id)
         if request is None:
@@ -345,7 +353,7 @@ class RedisRelay:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
                 raise await self._not_pending_now(question_id) from None
             raise
-        reply = await self._settle(question_id, "answered", dumps(checked))
+        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])
         return checked
@@ -355,9 +363,9 @@ class RedisRelay:
         (state,) = await self._fields(question_id, "state")
         return not_pending(question_id, state or "")
 
-    async def dismiss(self, question_id: str) -> None:
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         await self.connect()
-        reply = await self._settle(question_id, "cancelled")
+        reply = await self._settle(question_id, "cancelled", answerer=answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])
 

@@ -41,7 +41,8 @@ local function notify(owner, id, outcome)
   redis.pcall('XADD', inbox, 'MAXLEN', '~', 1000, '*', 'id', id, 'outcome', outcome)
   redis.pcall('PEXPIREAT', inbox, math.floor(tonumber(lease_end)))
 end
-local function settle(id, outcome, answer, settled_ms, maxlen, claim)
+-- 'answerer' names who answered or dismissed it, when the page named them ('' or nil: nobody).
+local function settle(id, outcome, answer, settled_ms, maxlen, claim, answerer)
   local q = base .. 'q:' .. id
   local found = redis.call('HMGET', q, 'state', 'owner', 'key', 'claim')
   local state, owner, key = found[1], found[2], found[3]
@@ -54,6 +55,7 @@ local function settle(id, outcome, answer, settled_ms, maxlen, claim)
   end
   redis.call('HSET', q, 'state', outcome, 'claim', claim or '')
   if answer ~= '' then redis.call('HSET', q, 'answer', answer) end
+  if answerer and answerer ~= '' then redis.call('HSET', q, 'answerer', answerer) end
   redis.call('PEXPIRE', q, settled_ms)
   redis.call('ZREM', base .. 'pending', id)
   redis.call('ZREM', base .. 'deadlines', id)
@@ -106,7 +108,7 @@ if key ~= '' then
   local old = redis.call('GET', base .. 'key:' .. key)
   if old then
     local q = base .. 'q:' .. old
-    local found = redis.call('HMGET', q, 'state', 'digest', 'answer', 'owner')
+    local found = redis.call('HMGET', q, 'state', 'digest', 'answer', 'owner', 'answerer')
     local state = found[1]
     if state and found[2] == digest then
       if state == 'pending' then
@@ -117,9 +119,9 @@ if key ~= '' then
         redis.call('SADD', base .. 'owned:' .. owner, old)
         return {'attached', old}
       elseif state == 'answered' then
-        return {'answered', old, found[3]}
+        return {'answered', old, found[3], found[5] or ''}
       elseif state == 'cancelled' then
-        return {'cancelled', old}
+        return {'cancelled', old, '', found[5] or ''}
       end
     elseif state == 'pending' then
       settle(old, 'aborted', '', settled_ms, maxlen)  -- replaced by a different question
@@ -145,13 +147,14 @@ return {'asked', id, position}
 """
 )
 
-# ARGV: base, id, outcome, answer ('' for none), settled_ms, maxlen, claim. A claim that
-# already settled it (the client retried a command whose reply was lost) is 'ok' too.
+# ARGV: base, id, outcome, answer ('' for none), settled_ms, maxlen, claim, answerer ('' for
+# nobody named). A claim that already settled it (the client retried a command whose reply
+# was lost) is 'ok' too.
 SETTLE: Final = (
     PRELUDE
     + """
 local position, state, claim = settle(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6],
-  ARGV[7])
+  ARGV[7], ARGV[8])
 if position then return {'ok', position} end
 if state and claim == ARGV[7] then return {'ok', ''} end
 return {'not_pending', state or ''}
@@ -203,13 +206,13 @@ return {#dead, #expired}
 # after its position, each with its question's state and answer; all read at one moment:
 # the tail sends it after its blocking XREAD on the same connection, which the server runs
 # as soon as that read returns, so an entry and the hash that bears it out arrive in one
-# round trip. A requested entry gets the state and the request, a resolved one the state
-# and the answer; an entry that names no question gets false; a key that is no hash, the
-# error's text.
+# round trip. A requested entry gets the state and the request, a resolved one (and an
+# inbox entry) the state, the answer and the answerer; an entry that names no question gets
+# false; a key that is no hash, the error's text.
 READ: Final = """
 local base, count = ARGV[1], tonumber(ARGV[3])
-local function held(id, wanted)
-  local stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', wanted)
+local function held(id, ...)
+  local stored = redis.pcall('HMGET', base .. 'q:' .. id, 'state', ...)
   if type(stored) == 'table' and stored.err then return stored.err end
   return stored
 end
@@ -226,7 +229,8 @@ if ARGV[2] ~= '' then
     local stored = false
     if id and (kind == 'requested' or kind == 'resolved') then
       -- A requested entry needs the request, a resolved one the answer: not both.
-      stored = held(id, kind == 'requested' and 'request' or 'answer')
+      if kind == 'requested' then stored = held(id, 'request')
+      else stored = held(id, 'answer', 'answerer') end
     end
     events[i] = {entry[1], fields, stored}
   end
@@ -241,7 +245,7 @@ if ARGV[4] ~= '' then
     for j = 1, #fields, 2 do
       if fields[j] == 'id' then id = fields[j + 1] end
     end
-    inbox[i] = {entry[1], id, id and held(id, 'answer')}
+    inbox[i] = {entry[1], id, id and held(id, 'answer', 'answerer')}
   end
 end
 return {events, first, inbox}
@@ -249,19 +253,19 @@ return {events, first, inbox}
 
 # KEYS: events (it routes the script to the prefix's slot). ARGV: base, then question ids.
 # The asks a process waits on whose question is not pending any more, as id, state, answer,
-# error quadruples (state false: no such question; error: the key is no hash); the pending
-# ones, nearly all, cost the client nothing to read.
+# answerer, error quintuples (state false: no such question; error: the key is no hash); the
+# pending ones, nearly all, cost the client nothing to read.
 SETTLED: Final = """
 local base = ARGV[1]
 local out = {}
 for i = 2, #ARGV do
-  local found = redis.pcall('HMGET', base .. 'q:' .. ARGV[i], 'state', 'answer')
+  local found = redis.pcall('HMGET', base .. 'q:' .. ARGV[i], 'state', 'answer', 'answerer')
   if type(found) == 'table' and found.err then
     out[#out + 1] = ARGV[i]; out[#out + 1] = false; out[#out + 1] = false
-    out[#out + 1] = found.err
+    out[#out + 1] = false; out[#out + 1] = found.err
   elseif found[1] ~= 'pending' then
     out[#out + 1] = ARGV[i]; out[#out + 1] = found[1]; out[#out + 1] = found[2]
-    out[#out + 1] = false
+    out[#out + 1] = found[3]; out[#out + 1] = false
   end
 end
 return out

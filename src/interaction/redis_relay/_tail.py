@@ -21,6 +21,7 @@ from redis.typing import EncodableT, KeyT, StreamIdT
 
 from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
+from ..decisions import answerer_name
 from ..relay import PendingQuestion, RelayEvent
 from . import _scripts
 from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
@@ -37,8 +38,9 @@ that reloads, or a stream a keep-alive spell ended, opens the next one within th
 
 Checked = tuple[str, Mapping[str, str], str | None]
 """A stream entry as its hash bears it out: position, fields kept, the stored state."""
-Stored = tuple[str | None, str | None, str | None]
-"""What a question's hash holds: its state, request and answer (None: no such field)."""
+Stored = tuple[str | None, str | None, str | None, str | None]
+"""What a question's hash holds: its state, request, answer and answerer (None: no such
+field)."""
 Found = tuple[str, Mapping[str, str], Stored]
 """A stream entry as read: position, fields, and what its question's hash held then."""
 Read = tuple[list[Found], str | None, list[object]]
@@ -130,7 +132,13 @@ class Tail:
         outcome = fields.get("outcome")
         if outcome not in OUTCOMES:
             return None
-        return RelayEvent("resolved", question_id, outcome=OUTCOMES[outcome], position=position)
+        return RelayEvent(
+            "resolved",
+            question_id,
+            outcome=OUTCOMES[outcome],
+            position=position,
+            answerer=answerer_name(fields.get("answerer")),
+        )
 
     def checked(self, found: Sequence[Found]) -> list[Checked]:
         """The entries as the questions' hashes bear them out, with each one's stored state.
@@ -140,11 +148,11 @@ class Tail:
         ``resolved`` for a question still pending) is logged and kept as a bare position,
         so it settles nothing and shows nothing. A ``requested`` entry carries the stored
         request (the scripts' entries name only the question), a ``resolved`` one the
-        stored outcome and answer, never its own.
+        stored outcome, answer and answerer, never its own.
         """
         kinds = ("requested", "resolved")
         checked: list[Checked] = []
-        for position, raw, (state, request, answer) in found:
+        for position, raw, (state, request, answer, answerer) in found:
             fields = self._readable(position, raw)
             kind, question_id = fields.get("kind"), fields.get("id", "")
             if kind not in kinds:  # no script writes one: a position, and nothing more
@@ -165,7 +173,14 @@ class Tail:
                     kept = {**fields, "request": request or ""}
                 elif state is not None:
                     outcome = state if state in OUTCOMES else "aborted"
-                    kept = {**fields, "outcome": outcome, "answer": answer or ""}
+                    kept = {
+                        **fields,
+                        "outcome": outcome,
+                        "answer": answer or "",
+                        "answerer": answerer or "",
+                    }
+                else:  # the hash is gone: nobody is named by the entry's word alone
+                    kept = {k: v for k, v in fields.items() if k != "answerer"}
                 checked.append((position, kept, state))
                 continue
             log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
@@ -221,11 +236,14 @@ class Tail:
         for entry_id, flat, held in reply:
             pairs = zip(flat[::2], flat[1::2], strict=True)  # an entry's fields come in pairs
             fields = {text(k) or "": text(v) or "" for k, v in pairs}
-            stored: Stored = (None, None, None)
+            stored: Stored = (None, None, None, None)
             if isinstance(held, list):
-                state, value = (text(item) for item in held)
-                requested = fields.get("kind") == "requested"
-                stored = (state, value, None) if requested else (state, None, value)
+                if fields.get("kind") == "requested":
+                    state, request = (text(item) for item in held)
+                    stored = (state, request, None, None)
+                else:
+                    state, answer, answerer = (text(item) for item in held)
+                    stored = (state, None, answer, answerer)
             elif held is not None:  # the error's text in its place: WRONGTYPE
                 question_id = fields.get("id", "")
                 log.warning("question %r is not stored as a question: %s", question_id, held)
@@ -256,7 +274,9 @@ class Tail:
                 continue
             self.buffer.add(event)
             if event.kind == "resolved":
-                self._waiters.wake(event.id, state, fields.get("answer", ""))
+                self._waiters.wake(
+                    event.id, state, fields.get("answer", ""), fields.get("answerer")
+                )
         self._wake_readers()
 
     async def deliver(self, first: str | None, inbox: Sequence[object]) -> None:
@@ -279,8 +299,8 @@ class Tail:
                 )
                 continue
             if isinstance(held, list):
-                state, answer = (text(item) for item in held)
-                self._waiters.wake(question_id, state, answer or "")
+                state, answer, answerer = (text(item) for item in held)
+                self._waiters.wake(question_id, state, answer or "", answerer)
             else:  # the error's text in its place: WRONGTYPE
                 log.warning("question %r is not stored as a question: %s", question_id, held)
                 self._waiters.wake(question_id, None, "")
@@ -412,11 +432,13 @@ class Tail:
             script = self._client.eval(_scripts.SETTLED, 1, self._events_key, self._base, *chunk)
             reply: object = await call(self._where, script)
             assert isinstance(reply, list)
-            for index in range(0, len(reply), 4):
-                question_id, state, answer, error = (text(v) for v in reply[index : index + 4])
+            for index in range(0, len(reply), 5):
+                question_id, state, answer, answerer, error = (
+                    text(v) for v in reply[index : index + 5]
+                )
                 if error is not None:
                     log.warning("question %r is not stored as a question: %s", question_id, error)
-                self._waiters.wake(question_id or "", state, answer or "")
+                self._waiters.wake(question_id or "", state, answer or "", answerer)
 
     async def check_position(self, position: str) -> None:
         """``STALE_POSITION`` unless the stream still holds what follows ``position``."""

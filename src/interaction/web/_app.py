@@ -146,7 +146,10 @@ def _event_json(event: RelayEvent) -> str:
     if event.kind == "requested":
         assert event.question is not None
         return _sse("requested", question_json(event.question), position)
-    return _sse("resolved", {"id": event.id, "outcome": event.outcome}, position)
+    resolved: dict[str, object] = {"id": event.id, "outcome": event.outcome}
+    if event.answerer is not None:  # a named user answered or dismissed it, on any host
+        resolved["answerer"] = event.answerer
+    return _sse("resolved", resolved, position)
 
 
 def _snapshot_json(snapshot: RelaySnapshot) -> str:
@@ -774,11 +777,7 @@ class WebApp:
                     return self._not_pending(question_id, await self._why_not_pending(question_id))
                 raise
             typed = as_typed(asked, decoded)
-            user = _user(request)
-            if user is not None and isinstance(self.relay, Relay):
-                checked = await self.relay.submit(question_id, typed, answerer=user)
-            else:
-                checked = await self.relay.submit(question_id, typed)
+            checked = await self.relay.submit(question_id, typed, answerer=_user(request))
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -790,11 +789,7 @@ class WebApp:
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
         try:
-            user = _user(request)
-            if user is not None and isinstance(self.relay, Relay):
-                await self.relay.dismiss(question_id, answerer=user)
-            else:
-                await self.relay.dismiss(question_id)
+            await self.relay.dismiss(question_id, answerer=_user(request))
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -962,11 +957,8 @@ def create_app(
 
 
 def _user(request: Request) -> str | None:
-    """The named user whose token the request carries, if any.
-
-    Only the in-memory :class:`~interaction.relay.Relay` carries the name to the asker
-    (whose audit records it); a shared relay's stores do not hold it.
-    """
+    """The named user whose token the request carries, if any: every relay carries the
+    name to the asker (whose audit records it) and to every page's ``resolved`` event."""
     user = (request.scope.get("state") or {}).get("user")
     return user if isinstance(user, str) else None
 
