@@ -305,6 +305,20 @@ def check_users(users: Mapping[str, str]) -> dict[str, str]:
     return checked
 
 
+def _guarded_headers(scope: Scope) -> tuple[bytes, bytes | None, bytes]:
+    """The Host, Origin and Authorization headers, the last of each (as a dict would keep)."""
+    raw_host, raw_origin, raw_authorization = b"", None, b""
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered == b"host":
+            raw_host = value
+        elif lowered == b"origin":
+            raw_origin = value
+        elif lowered == b"authorization":
+            raw_authorization = value
+    return raw_host, raw_origin, raw_authorization
+
+
 class _Guard:
     """Token, Host and Origin checks before anything else answers, and safe headers after.
 
@@ -335,16 +349,20 @@ class _Guard:
         self.scoped = scoped  # a one-question session's token -> its question id
 
     def _refuse(self, scope: Scope) -> Response | None:
-        # The three headers read here, the last of each as a dict of them all would keep.
-        raw_host, raw_origin, raw_authorization = b"", None, b""
-        for name, value in scope["headers"]:
-            lowered = name.lower()
-            if lowered == b"host":
-                raw_host = value
-            elif lowered == b"origin":
-                raw_origin = value
-            elif lowered == b"authorization":
-                raw_authorization = value
+        """The refusal of a request, or ``None`` to let it through (naming its user, if any)."""
+        raw_host, raw_origin, raw_authorization = _guarded_headers(scope)
+        refusal = self._refuse_place(raw_host, raw_origin)
+        if refusal is not None:
+            return refusal
+        page = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+        if page and scope["path"] in PUBLIC_PATHS:
+            return None
+        if self.scoped is not None and scope["path"] == LINK_PATH:
+            return None  # an answer link carries its own signed, single-use proof
+        return self._refuse_token(scope, raw_authorization)
+
+    def _refuse_place(self, raw_host: bytes, raw_origin: bytes | None) -> Response | None:
+        """A Host this server does not answer for, or another site's Origin."""
         host = raw_host.decode("latin-1")
         if not self.hosts.allows_raw(raw_host):
             return _error(
@@ -360,11 +378,10 @@ class _Guard:
             and origin.lower() not in self.origins
         ):
             return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
-        page = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
-        if page and scope["path"] in PUBLIC_PATHS:
-            return None
-        if self.scoped is not None and scope["path"] == LINK_PATH:
-            return None  # an answer link carries its own signed, single-use proof
+        return None
+
+    def _refuse_token(self, scope: Scope, raw_authorization: bytes) -> Response | None:
+        """No token of this server's (nor a one-question session's); else its user noted."""
         given = raw_authorization.decode("latin-1")
         given = given[7:].strip() if given[:7].lower() == "bearer " else ""
         if not given:
