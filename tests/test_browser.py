@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal, cast
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, Route, expect
 
@@ -295,6 +296,36 @@ async def test_two_tabs_answer_at_once_and_the_loser_is_told_why(
         await loser.get_by_text("No question is waiting.").wait_for()
         assert await loser.evaluate("localStorage.length") == 0  # its draft went with it
         await context.close()
+
+
+async def test_a_named_users_page_says_who_answered_or_dismissed_it(browser: Browser) -> None:
+    relay = Relay()
+    users = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
+    with provide(relay):
+        async with WebServer(relay, users=users) as server:
+            page = await browser.new_page()
+            await page.goto(server.user_url("bob"))
+            notice = page.get_by_test_id("notice")
+            alice = {"Authorization": f"Bearer {users['alice']}"}
+            async with httpx.AsyncClient(base_url=server.base, headers=alice) as api:
+                for action, body, said in (
+                    ("answer", {"answers": [{"id": "pkg", "selected": ["npm"]}]}, "answered"),
+                    ("cancel", None, "dismissed"),
+                ):
+                    task = asking(PKG)
+                    await page.get_by_test_id("question").wait_for()
+                    (pending,) = relay.pending()
+                    response = await api.post(f"/api/questions/{pending.id}/{action}", json=body)
+                    assert response.status_code in (200, 204)
+                    await notice.get_by_text(f"was {said} by alice").wait_for()
+                    assert await notice.inner_text() == f"“Tools” was {said} by alice."
+                    if action == "answer":
+                        assert (await task).answers == (Item("pkg", ["npm"]),)
+                    else:
+                        with pytest.raises(UserInteractionError):
+                            await task
+            await page.close()
+            relay.close()
 
 
 async def test_a_network_error_or_a_5xx_keeps_the_question_and_the_draft(

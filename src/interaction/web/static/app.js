@@ -225,6 +225,12 @@
     cancelled: "was dismissed elsewhere (in another tab or client)",
     aborted: "was withdrawn by the agent",
   };
+  // Who settled it, when the server named them (a named user's page, on any host).
+  const why = (outcome, answerer) => {
+    if (answerer && outcome === "answered") return `was answered by ${answerer}`;
+    if (answerer && outcome === "cancelled") return `was dismissed by ${answerer}`;
+    return WHY[outcome];
+  };
   const titleOf = (entry) => {
     const q = entry && entry.view.questions[0];
     if (!q) return "The question";
@@ -276,6 +282,7 @@
     showError("");
     const { status, data } = await api(path, body);
     const seen = busy.outcome; // a resolved event that came while we waited
+    const seenBy = busy.answerer;
     busy = null;
     if (status >= 200 && status < 300) {
       dropDraft(entry.id);
@@ -288,7 +295,8 @@
       const error = errorOf(data);
       const outcome = error.outcome || seen;
       dropDraft(entry.id);
-      say(`${titleOf(entry)} ${WHY[outcome] || "is no longer waiting for an answer"}; your answer was not used.`, "warning");
+      const by = outcome === seen ? seenBy : undefined;
+      say(`${titleOf(entry)} ${why(outcome, by) || "is no longer waiting for an answer"}; your answer was not used.`, "warning");
       remove(entry.id);
       return;
     }
@@ -963,11 +971,11 @@
       announce(entry);
     });
     events.addEventListener("resolved", (event) => {
-      const { id, outcome } = JSON.parse(event.data);
-      if (busy && busy.id === id) { busy.outcome = outcome; return; } // our own claim decides
+      const { id, outcome, answerer } = JSON.parse(event.data);
+      if (busy && busy.id === id) { Object.assign(busy, { outcome, answerer }); return; } // our own claim decides
       const entry = questions.get(id);
       dropDraft(id);
-      if (entry && id === shown) say(`${titleOf(entry)} ${WHY[outcome] || "is no longer waiting"}.`, "warning");
+      if (entry && id === shown) say(`${titleOf(entry)} ${why(outcome, answerer) || "is no longer waiting"}.`, "warning");
       remove(id);
     });
     events.addEventListener("closing", (event) => {
