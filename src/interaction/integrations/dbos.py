@@ -34,7 +34,7 @@ from typing import Final, Protocol
 
 try:
     from dbos import DBOS, WorkflowSerializationFormat
-    from dbos._error import DBOSNonExistentWorkflowError  # not re-exported by dbos
+    from dbos import error as dbos_error  # DBOS's public name for its errors' module
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'interaction.integrations.dbos needs DBOS: pip install "interaction-seam[dbos]"'
@@ -246,7 +246,7 @@ class _Watch:
                     serialization_type=WorkflowSerializationFormat.PORTABLE,
                 )
                 return
-            except DBOSNonExistentWorkflowError:
+            except dbos_error.DBOSNonExistentWorkflowError:
                 LOGGER.warning("question %s: its workflow no longer exists", self.key)
                 return
             except Exception as error:  # the system database is away: deliver again later
