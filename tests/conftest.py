@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
@@ -26,6 +27,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("interaction")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C's default disposition, even when the suite was started with SIGINT ignored (in
+    the background of a shell without job control, say): the tests that stop a child with
+    Ctrl-C need their children, which inherit an ignored signal, to take it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
