@@ -335,7 +335,9 @@ async def test_a_plan_table_keeps_words_whole_and_scrolls_in_its_own_box(
             assert await table.get_attribute("tabindex") == "0"
             await table.focus()
             await page.keyboard.press("ArrowRight")
-            assert await table.evaluate("t => t.scrollLeft") > 0
+            # Chromium scrolls smoothly from the keyboard: wait for the box to move, however
+            # long a busy machine takes to draw the frames.
+            await page.wait_for_function("t => t.scrollLeft > 0", arg=await table.element_handle())
         await page.evaluate(axe_source)
         found = await page.evaluate(
             """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
