@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import re
 import signal
@@ -371,8 +370,9 @@ def test_the_deploy_pages_file_is_a_config_serve_takes() -> None:
     variables = re.findall(r'_env = "([A-Z_]+)"', text)
     env = {name: f"{name.lower().replace('_', '-')}-0123456789" for name in variables}
     values = file_values(data, serve_parser(), env)
-    assert values["trusted_proxy"] == ["127.0.0.1"]
+    assert values["trusted_proxy"] == ["10.0.0.5"]
     assert values["user_header"] == "X-Forwarded-Email"
     assert values["public_url"] == "https://desk.example.com"
     assert values["redis"] == env["DESK_REDIS_URL"]
-    assert json.dumps(values)  # plain values, as the command line would give
+    assert values["user"] == ["alice@example.com", "bob@example.com", "deploy-bot=DEPLOY_BOT_TOKEN"]
+    assert (values["host"], values["port"], values["max_streams"]) == ("0.0.0.0", 8765, 128)
