@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from interaction import AskUserQuestionRequest, ask, permission_question, provide
+from interaction import AskUserQuestionRequest, ask, cli, permission_question, provide
 from interaction.relay import Relay
 from interaction.web import WebServer
 
@@ -299,3 +299,35 @@ async def test_through_nginx_alice_is_signed_in_and_answers_and_a_forged_header_
             _, err = await child.communicate()
         assert child.returncode == 0, err
     assert ALICE.encode() not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--user", "alice", "--trusted-proxy", PROXY],
+            "--trusted-proxy: say which header names the user: --user-header NAME",
+        ),
+        (
+            ["--user", "alice", "--user-header", HEADER],
+            "--user-header: say which proxy may send it: --trusted-proxy ADDRESS",
+        ),
+        (
+            ["--trusted-proxy", PROXY, "--user-header", HEADER],
+            "--user-header names users: name them with --user NAME",
+        ),
+        (
+            ["--user", "alice", "--trusted-proxy", "proxy.lan", "--user-header", HEADER],
+            "the trusted proxy 'proxy.lan' is not an IP address or a CIDR network",
+        ),
+        (
+            ["--user", "alice", "--trusted-proxy", PROXY, "--user-header", "Host"],
+            "the user header cannot be Host: the server reads it itself",
+        ),
+    ],
+)
+def test_serve_refuses_a_bad_proxy_setting_with_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["serve", "--port", "0", *args]) == 2
+    assert capsys.readouterr().err == f"interaction: {message}\n"
