@@ -17,8 +17,17 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
+from playwright.async_api import Browser
 
-from interaction import AskUserQuestionRequest, ask, cli, permission_question, provide
+from interaction import (
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    ask,
+    cli,
+    permission_question,
+    provide,
+)
+from interaction import AskUserQuestionOption as Option
 from interaction.relay import Relay
 from interaction.web import WebServer
 
@@ -202,6 +211,7 @@ http {{
             proxy_bind {PROXY};
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
             proxy_set_header {HEADER} $remote_user;
             proxy_buffering off;
         }}
@@ -237,7 +247,7 @@ async def test_through_nginx_alice_is_signed_in_and_answers_and_a_forged_header_
 ) -> None:
     config = tmp_path / "interaction.toml"
     config.write_text(
-        f'trusted_proxy = ["{PROXY}"]\nuser_header = "{HEADER}"\n'
+        f'trusted_proxy = ["{PROXY}"]\nuser_header = "{HEADER}"\nallow_host = ["127.0.0.1"]\n'
         '[users.alice]\ntoken_env = "ALICE_TOKEN"\n[users.bob]\n'
     )
     pipe = subprocess.PIPE
@@ -331,3 +341,32 @@ def test_serve_refuses_a_bad_proxy_setting_with_one_line(
 ) -> None:
     assert cli.main(["serve", "--port", "0", *args]) == 2
     assert capsys.readouterr().err == f"interaction: {message}\n"
+
+
+async def test_in_a_browser_through_nginx_alice_sees_herself_signed_in_and_answers(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The page holds no token: the browser signs in to nginx (auth_basic) and the page's
+    requests carry only those credentials, which nginx turns into the header."""
+    question = AskUserQuestionItem(
+        "pkg", "Which package manager?", options=[Option("pnpm"), Option("npm")]
+    )
+    async with proxied_page(hosts=["127.0.0.1"]) as (_, server):  # nginx passes its Host
+        nginx = Nginx(tmp_path, server.port, {"alice": "alice-pw"})
+        await asyncio.to_thread(nginx.start)
+        context = await browser.new_context(
+            http_credentials={"username": "alice", "password": "alice-pw"}
+        )
+        try:
+            page = await context.new_page()
+            await page.goto(f"http://127.0.0.1:{nginx.port}/")
+            await page.get_by_test_id("user").get_by_text("Signed in as alice").wait_for()
+            asking = asyncio.create_task(ask(AskUserQuestionRequest([question])))
+            await page.get_by_text("npm", exact=True).click()
+            await page.get_by_test_id("submit").click()
+            async with asyncio.timeout(WAIT):
+                answer = await asking
+            assert answer.answers[0].selected == ("npm",)
+        finally:
+            await context.close()
+            await asyncio.to_thread(nginx.stop)
