@@ -54,11 +54,10 @@ def refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, *argv
 
 def test_every_serve_flag_has_a_key_named_after_it() -> None:
     keys = config_keys(serve_parser())
-    flags = {
-        name
+    flags = {  # each flag's first long name (a --no-X of --X is the same key's false)
+        next(name for name in action.option_strings if name.startswith("--"))
         for action in serve_parser()._actions
-        for name in action.option_strings
-        if name.startswith("--") and name not in ("--help", "--config")
+        if set(action.option_strings).isdisjoint({"--help", "--config"})
     }
     assert {f"--{key.replace('_', '-')}" for key in keys} == flags
     assert keys["max_streams"].dest == "max_streams"
