@@ -247,7 +247,9 @@ class Desk:
 
 
 @asynccontextmanager
-async def desk(*, bot_token: str | None = None, anonymous: bool = False) -> AsyncIterator[Desk]:
+async def desk(
+    *, bot_token: str | None = None, anonymous: bool = False, on_settle: bool = False
+) -> AsyncIterator[Desk]:
     links = AnswerLinks(secret=b"s" * 32)
     relay = Relay()
     async with slack_stand_in() as slack:
@@ -258,7 +260,8 @@ async def desk(*, bot_token: str | None = None, anonymous: bool = False) -> Asyn
             bot_token=bot_token,
             api_url=f"{slack.base}/api/",
         )
-        channel = SlackNotifier(f"{slack.base}/services/T0/B0/hook", interactive=interactive)
+        hook = f"{slack.base}/services/T0/B0/hook"
+        channel = SlackNotifier(hook, interactive=interactive, on_settle=on_settle)
         with provide(relay):
             async with WebServer(relay, links=links, users=TOKENS, slack=interactive) as server:
                 notifications = Notifications(
@@ -479,7 +482,7 @@ async def test_two_clicks_at_once_settle_exactly_one_answer() -> None:
 
 
 async def test_a_click_after_the_page_answered_is_told_and_the_message_replaced() -> None:
-    async with desk() as d:
+    async with desk(on_settle=True) as d:
         task, _ = await asked(SHIP)
         message = await d.slack.notice()
         (question,) = d.relay.pending()
@@ -490,7 +493,8 @@ async def test_a_click_after_the_page_answered_is_told_and_the_message_replaced(
         )
         assert page.status_code == 200
         assert (await task).answers[0].selected == ("No",)
-        await d.notifications.caught_up()
+        settled = await d.slack.notice()  # the channel heard the settle, and who did it
+        assert settled["text"] == "A question waits: Ship it?: it was answered."
         await d.click(message, ALICE, "Approve")
         await d.interactive.idle()
         _, told = await d.slack.response()

@@ -372,6 +372,9 @@ class SlackInteractivity:
     async def settled(self, question_id: str, outcome: Outcome | None, who: str | None) -> None:
         """A question settled (here, on the page, anywhere): remember how, and replace
         every message a click on it gave a ``response_url`` for."""
+        known = self._decided.get(question_id)
+        if who is None and known is not None and known.outcome == outcome:
+            who = known.who  # an unnamed Slack user this process saw answer
         decided = _Decided(outcome, who)
         self._keep(self._decided, question_id, decided)
         await self._replace(question_id, decided)
