@@ -45,6 +45,7 @@ from interaction.notify import (
     SlackNotifier,
     Step,
 )
+from interaction.notify._config import slack_interactivity, steps_from_specs
 from interaction.notify._slack_interactive import MAX_BODY
 from interaction.relay import Relay
 from interaction.signing import AnswerLinks
@@ -86,6 +87,8 @@ class Slack:
     responses: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     opened: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     urls: int = 0
+    hold: asyncio.Event | None = None  # when set up, each response_url post waits for it
+    held: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def hook(self, request: web.Request) -> web.Response:
         self.notices.put_nowait(json.loads(await request.read()))
@@ -93,6 +96,9 @@ class Slack:
 
     async def respond(self, request: web.Request) -> web.Response:
         self.responses.put_nowait((request.path, json.loads(await request.read())))
+        if self.hold is not None:
+            self.held.set()
+            await self.hold.wait()
         return web.Response(text="ok")
 
     async def views_open(self, request: web.Request) -> web.Response:
@@ -594,6 +600,50 @@ async def test_without_a_signing_secret_there_is_no_route_and_notices_are_links(
                     with pytest.raises(UserInteractionError) as raised:
                         await task
                     assert raised.value.code == "ASK_ABORTED"
+
+
+async def test_stopping_the_server_cancels_the_clicks_being_settled() -> None:
+    async with slack_stand_in() as slack:
+        slack.hold = asyncio.Event()  # Slack takes the post and never answers
+        interactive = SlackInteractivity(SECRET, users={ALICE: "alice"})
+        async with WebServer(Relay(), users=TOKENS, slack=interactive) as server:
+            message = {"text": "x", "blocks": []}
+            action = {"type": "button", "action_id": "interaction.choose.0", "value": "q1"}
+            body = form(block_actions(message, MALLORY, action, slack.response_url()))
+            async with httpx.AsyncClient() as http:
+                response = await http.post(
+                    f"{server.base}/slack/interactivity", content=body, headers=signed(body)
+                )
+            assert response.status_code == 200  # answered before the click is settled
+            await asyncio.wait_for(slack.held.wait(), WAIT)
+        # The server stopped with the post still out: its task was cancelled and awaited.
+        assert not slack.hold.is_set()
+        await asyncio.wait_for(interactive.idle(), 0.5)
+        slack.hold.set()  # the stand-in's handler may end now
+
+
+def test_serve_settings_make_slack_notices_answerable_in_slack() -> None:
+    environ = {
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_BOT_TOKEN": "xoxb-1",
+        "INTERACTION_SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/X",
+    }
+    specs = ["slack@5m"]
+    made = slack_interactivity(specs, ["alice=U01ALICE"], False, ["alice"], environ)
+    assert made is not None
+    assert made.users == {"U01ALICE": "alice"}
+    assert made.modal
+    assert not made.anonymous
+    (step,) = steps_from_specs(specs, environ, slack=made)
+    assert isinstance(step.notifier, SlackNotifier)
+    assert step.notifier.interactive is made
+    # No secret, or no Slack notices: links, as before.
+    assert slack_interactivity(specs, [], False, ["alice"], {}) is None
+    assert slack_interactivity(["email=a@x.org"], [], False, [], environ) is None
+    with pytest.raises(ValueError, match="is not a Slack user id"):
+        slack_interactivity(specs, ["alice=u-lower"], False, ["alice"], environ)
+    with pytest.raises(ValueError, match="mapped twice"):
+        slack_interactivity(specs, ["alice=U1A", "bob=U1A"], False, ["alice", "bob"], environ)
 
 
 # ---------------------------------------------------------------------------- garbage
