@@ -407,6 +407,19 @@ async def test_own_words_through_the_modal() -> None:
         assert replaced["replace_original"] is True
 
 
+async def test_a_free_text_question_has_answer_and_several_questions_keep_the_link() -> None:
+    async with desk(bot_token="xoxb-test-token") as d:
+        free = AskUserQuestionItem("why", "Why did the deploy fail?")
+        task = asyncio.create_task(ask(AskUserQuestionRequest([free])))
+        assert texts(await d.slack.notice()) == ["Answer…"]  # the modal is the whole answer
+        batch = asyncio.create_task(ask(AskUserQuestionRequest([SHIP, PKG])))
+        message = await d.slack.notice()
+        assert texts(message) == ["Answer"]  # on the page, through the answer link
+        assert element(message, "Answer")["url"].startswith(f"{d.server.base}/link?t=")
+        task.cancel()
+        batch.cancel()
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
