@@ -49,7 +49,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import Step
+    from .notify import SlackInteractivity, Step
     from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
@@ -229,6 +229,7 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    slack: SlackInteractivity | None = None
     trusted_proxies: Sequence[str] = ()
     user_header: str | None = None
 
@@ -259,6 +260,7 @@ class _Serving:
             users={user.name: user.token for user in self.users} if self.users else None,
             trusted_proxies=self.trusted_proxies,
             user_header=self.user_header,
+            slack=self.slack,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -409,6 +411,8 @@ def _serve(
     audit: str | None = None,
     trusted_proxies: Sequence[str] = (),
     user_header: str | None = None,
+    slack_users: Sequence[str] = (),
+    slack_anonymous: bool = False,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -427,9 +431,10 @@ def _serve(
             import interaction.redis_relay
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
-        steps = _steps(notify)
         named = _users(users)
         _check_proxy(trusted_proxies, user_header, named)
+        slack = _slack(notify, slack_users, slack_anonymous, named)
+        steps = _steps(notify, slack)
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -459,6 +464,7 @@ def _serve(
         named,
         store,
         audit,
+        slack,
         trusted_proxies=trusted_proxies,
         user_header=user_header,
     )
@@ -500,13 +506,25 @@ def _check_proxy(trusted: Sequence[str], header: str | None, users: Sequence[_Us
     ProxySignIn.of(trusted, header)
 
 
-def _steps(specs: Sequence[str]) -> list[Step]:
+def _steps(specs: Sequence[str], slack: SlackInteractivity | None = None) -> list[Step]:
     """The notification steps of ``--notify`` (none without it: no extra needed then)."""
     if not specs:
         return []
     from .notify._config import steps_from_specs
 
-    return steps_from_specs(specs, os.environ)
+    return steps_from_specs(specs, os.environ, slack=slack)
+
+
+def _slack(
+    specs: Sequence[str], slack_users: Sequence[str], anonymous: bool, named: Sequence[_User]
+) -> SlackInteractivity | None:
+    """Answering in Slack (``--notify slack`` with ``SLACK_SIGNING_SECRET``), if on."""
+    if not specs and not slack_users and not anonymous:
+        return None
+    from .notify._config import slack_interactivity
+
+    names = [user.name for user in named]
+    return slack_interactivity(specs, slack_users, anonymous, names, os.environ)
 
 
 def _why(exc: OSError) -> str:
@@ -609,6 +627,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="NAME[=VARIABLE]",
         help="a person with a token of their own, named in the audit when they answer"
         " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--slack-user",
+        action="append",
+        default=[],
+        metavar="NAME=SLACK_ID",
+        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
+        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
+    )
+    serve.add_argument(
+        "--slack-anonymous",
+        action="store_true",
+        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
     )
     serve.add_argument(
         "--rules",
@@ -929,6 +960,8 @@ def _main(argv: Sequence[str] | None) -> int:
             audit=args.audit,
             trusted_proxies=args.trusted_proxy,
             user_header=args.user_header,
+            slack_users=args.slack_user,
+            slack_anonymous=args.slack_anonymous,
         )
     if args.command == "rules":
         return run_rules(args)
