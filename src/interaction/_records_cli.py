@@ -107,7 +107,7 @@ def _store(args: argparse.Namespace) -> tuple[_Store, Callable[[], object] | Non
         if key is None:
             raise _Refused(f"--redis needs the rules key in ${RULES_KEY_ENV}")
         try:
-            from .redis_rules import RedisRuleStore
+            from .redis import RedisRuleStore
         except ImportError as exc:
             raise _Refused(str(exc)) from None
         try:
@@ -264,7 +264,7 @@ def _lines(args: argparse.Namespace) -> tuple[Callable[[], Iterator[tuple[str, b
     """A reader of the log's lines, and whether it may start past record 1."""
     if args.redis is not None:
         try:
-            from .redis_audit import RedisAuditLog
+            from .redis import RedisAuditLog
         except ImportError as exc:
             raise _Refused(str(exc)) from None
 

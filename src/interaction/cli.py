@@ -51,8 +51,8 @@ from .wire import answer_schema, decode_request, dumps, request_schema
 if TYPE_CHECKING:
     from .notify import Step
     from .policies import RuleStore
-    from .postgres_relay import PostgresRelay
-    from .redis_relay import RedisRelay
+    from .postgres import PostgresRelay
+    from .redis import RedisRelay
     from .relay import RelayBackend
     from .web import WebServer
 
@@ -321,7 +321,7 @@ async def _serve_shared(
     store; ``migrate`` creates the Postgres relay's tables first."""
     try:
         if migrate:
-            from .postgres_relay import PostgresRelay
+            from .postgres import PostgresRelay
 
             if isinstance(relay, PostgresRelay):
                 await relay.migrate()
@@ -351,7 +351,7 @@ def _masked_url(url: str) -> str:
 
 def _redis_relay(url: str, prefix: str) -> RedisRelay:
     """The relay of ``--redis URL``; a bad URL or prefix is a ValueError that says so."""
-    from .redis_relay import RedisRelay
+    from .redis import RedisRelay
 
     try:
         return RedisRelay(url, prefix=prefix)
@@ -367,7 +367,7 @@ def _redis_relay(url: str, prefix: str) -> RedisRelay:
 def _postgres_relay(url: str, schema: str) -> PostgresRelay:
     """The relay of ``--postgres URL``; a bad URL or schema is a ValueError that says so
     (without the URL, which may hold a password)."""
-    from .postgres_relay import PostgresRelay
+    from .postgres import PostgresRelay
 
     try:
         return PostgresRelay(url, schema=schema)
@@ -411,9 +411,9 @@ def _serve(
         import interaction.web
 
         if redis_url is not None:
-            import interaction.redis_relay
+            import interaction.redis
         if postgres_url is not None:
-            import interaction.postgres_relay  # noqa: F401
+            import interaction.postgres  # noqa: F401
         steps = _steps(notify)
         named = _users(users)
         if public_url is not None:

@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from ._audit import PostgresAuditLog as PostgresAuditLog
+from ._relay import PostgresRelay as PostgresRelay
 from ._rules import PostgresRuleStore as PostgresRuleStore
 from ._spent import PostgresSpentStore as PostgresSpentStore
 
-__all__ = ["PostgresAuditLog", "PostgresRuleStore", "PostgresSpentStore"]
+__all__ = ["PostgresAuditLog", "PostgresRelay", "PostgresRuleStore", "PostgresSpentStore"]

@@ -21,6 +21,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         ' pip install "interaction-seam[postgres]" (the interaction[postgres] extra)'
     ) from exc
 
-from ._relay import PostgresRelay as PostgresRelay
+from ..postgres import PostgresRelay as PostgresRelay
 
 __all__ = ["PostgresRelay"]

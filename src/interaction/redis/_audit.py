@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from .audit import AUDIT_FAILED, GENESIS, AuditLogError, AuditRecord, chained
+from ..audit import AUDIT_FAILED, GENESIS, AuditLogError, AuditRecord, chained
 
 __all__ = ["RedisAuditLog"]
 

@@ -17,7 +17,7 @@ import math
 import time
 from typing import Final
 
-from .spent import SpentStoreUnavailable
+from ..spent import SpentStoreUnavailable
 
 __all__ = ["CLOCK_SKEW", "RedisSpentStore"]
 

@@ -21,6 +21,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         " (the interaction[redis] extra)"
     ) from exc
 
+from ._audit import RedisAuditLog as RedisAuditLog
 from ._relay import RedisRelay as RedisRelay
+from ._rules import RedisRuleStore as RedisRuleStore
+from ._spent import RedisSpentStore as RedisSpentStore
 
-__all__ = ["RedisRelay"]
+__all__ = ["RedisAuditLog", "RedisRelay", "RedisRuleStore", "RedisSpentStore"]

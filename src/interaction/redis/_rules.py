@@ -27,8 +27,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 import re
 from typing import Final
 
-from ._rule_manifest import MAX_ATTEMPTS, ManifestRuleStore, SignedSet, Snapshot
-from .policies import RULE_STORE_UNAVAILABLE, RuleStoreError
+from .._rule_manifest import MAX_ATTEMPTS, ManifestRuleStore, SignedSet, Snapshot
+from ..policies import RULE_STORE_UNAVAILABLE, RuleStoreError
 
 __all__ = ["MAX_ATTEMPTS", "MIN_KEY_BYTES", "RedisRuleStore"]
 
