@@ -1,4 +1,4 @@
-"""What the shared relays (``redis_relay``, ``postgres_relay``) have in common, without a
+"""What the shared relays (``redis``, ``postgres``) have in common, without a
 third-party import: each process's own waiting asks, woken by a question's stored state,
 and the buffer of recent events its tail has read, which its event iterators replay.
 """

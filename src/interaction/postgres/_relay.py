@@ -62,7 +62,7 @@ class PostgresRelay:
     """A :class:`~interaction.relay.RelayBackend` whose questions live in PostgreSQL.
 
     Every process built with the same database and ``schema`` shares the questions, as
-    with :class:`~interaction.redis_relay.RedisRelay`. ``url`` is a libpq URL or
+    with :class:`~interaction.redis.RedisRelay`. ``url`` is a libpq URL or
     connection string (``postgresql://user@host:5432/db``; the password from the URL,
     ``PGPASSWORD`` or ``~/.pgpass``). Create the tables once with :meth:`migrate`.
 

@@ -8,18 +8,12 @@ to, so hosts appending at once each retry on the new head and the chain stays on
 
 from __future__ import annotations
 
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        'interaction.redis_audit needs the redis client: pip install "interaction-seam[redis]"'
-        " (the interaction[redis] extra)"
-    ) from exc
-
 import re
 from collections.abc import Mapping
 from typing import Final
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from ..audit import AUDIT_FAILED, GENESIS, AuditLogError, AuditRecord, chained
 

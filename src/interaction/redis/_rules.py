@@ -15,17 +15,11 @@ wins.
 
 from __future__ import annotations
 
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        'interaction.redis_rules needs the redis client: pip install "interaction-seam[redis]"'
-        " (the interaction[redis] extra)"
-    ) from exc
-
 import re
 from typing import Final
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from .._rule_manifest import MAX_ATTEMPTS, ManifestRuleStore, SignedSet, Snapshot
 from ..policies import RULE_STORE_UNAVAILABLE, RuleStoreError

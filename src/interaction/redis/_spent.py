@@ -4,18 +4,12 @@ bridge (``interaction.mcp.RedisSpentStore``) and the AG-UI endpoint use it."""
 
 from __future__ import annotations
 
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        "interaction.redis_spent.RedisSpentStore needs the redis client:"
-        ' pip install "interaction-seam[redis]"'
-    ) from exc
-
 import math
 import time
 from typing import Final
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from ..spent import SpentStoreUnavailable
 
