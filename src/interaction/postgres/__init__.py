@@ -16,10 +16,11 @@ PostgreSQL needs no other engine.
   of the hash chain (docs/audit.md).
 - :class:`PostgresSpentStore`: a :class:`~interaction.spent.SpentStateStore` for the MCP
   bridge and the AG-UI endpoint (docs/mcp.md).
+- :class:`PostgresUsedLinks`: a :class:`~interaction.signing.UsedLinkStore`, the answer
+  links' single-use set (docs/notify.md).
 
-Each takes a libpq URL and the ``schema`` option of
-:class:`PostgresRelay`; the ``migrate()`` of any of them (or
-of the relay) creates every table of the schema, once.
+Each takes a libpq URL and a ``schema`` (``interaction`` by default); the ``migrate()`` of
+any of them creates every table of the schema, once.
 """
 
 try:
@@ -31,8 +32,15 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from ._audit import PostgresAuditLog as PostgresAuditLog
+from ._links import PostgresUsedLinks as PostgresUsedLinks
 from ._relay import PostgresRelay as PostgresRelay
 from ._rules import PostgresRuleStore as PostgresRuleStore
 from ._spent import PostgresSpentStore as PostgresSpentStore
 
-__all__ = ["PostgresAuditLog", "PostgresRelay", "PostgresRuleStore", "PostgresSpentStore"]
+__all__ = [
+    "PostgresAuditLog",
+    "PostgresRelay",
+    "PostgresRuleStore",
+    "PostgresSpentStore",
+    "PostgresUsedLinks",
+]

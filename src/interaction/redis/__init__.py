@@ -15,6 +15,8 @@ needs no other engine.
 - :class:`RedisAuditLog`: an :class:`~interaction.audit.AuditLog` in a Stream (docs/audit.md).
 - :class:`RedisSpentStore`: a :class:`~interaction.spent.SpentStateStore` for the MCP
   bridge and the AG-UI endpoint (docs/mcp.md).
+- :class:`RedisUsedLinks`: a :class:`~interaction.signing.UsedLinkStore`, the answer
+  links' single-use set (docs/notify.md).
 """
 
 try:
@@ -26,8 +28,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from ._audit import RedisAuditLog as RedisAuditLog
+from ._links import RedisUsedLinks as RedisUsedLinks
 from ._relay import RedisRelay as RedisRelay
 from ._rules import RedisRuleStore as RedisRuleStore
 from ._spent import RedisSpentStore as RedisSpentStore
 
-__all__ = ["RedisAuditLog", "RedisRelay", "RedisRuleStore", "RedisSpentStore"]
+__all__ = ["RedisAuditLog", "RedisRelay", "RedisRuleStore", "RedisSpentStore", "RedisUsedLinks"]

@@ -4,22 +4,13 @@ bridge (``interaction.mcp.RedisSpentStore``) and the AG-UI endpoint use it."""
 
 from __future__ import annotations
 
-import math
-import time
-from typing import Final
-
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
-
 from ..spent import SpentStoreUnavailable
+from ._nonces import CLOCK_SKEW, NonceKeys
 
 __all__ = ["CLOCK_SKEW", "RedisSpentStore"]
 
-CLOCK_SKEW: Final = 60.0
-"""Seconds a spent nonce is kept past its state's expiry, for workers whose clocks differ."""
 
-
-class RedisSpentStore:
+class RedisSpentStore(NonceKeys):
     """Spent nonces in Redis (or Valkey): ``SET <prefix>:<nonce> 1 NX PX <ms>``.
 
     ``SET NX`` is atomic in the server, so of two workers redeeming one state at once
@@ -34,29 +25,13 @@ class RedisSpentStore:
     def __init__(
         self, url: str, *, prefix: str = "interaction:mcp:spent", timeout: float = 5.0
     ) -> None:
-        if not prefix:
-            raise ValueError("the prefix must be non-empty")
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise ValueError("the timeout must be a positive number of seconds")
-        # from_url raises ValueError for a URL that is not redis://, rediss:// or unix://.
-        self._client = aioredis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
+        super().__init__(
+            url,
+            prefix=prefix,
+            timeout=timeout,
+            what="spent-state store",
+            failed=SpentStoreUnavailable,
         )
-        kwargs = self._client.connection_pool.connection_kwargs
-        self.where = str(kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}")
-        """Where the store is (host:port or socket path, never credentials), for messages."""
-        self.prefix = prefix
 
     async def spend(self, nonce: str, expires_at: float) -> bool:
-        ttl_ms = max(1, math.ceil((expires_at - time.time() + CLOCK_SKEW) * 1000))
-        try:
-            fresh = await self._client.set(f"{self.prefix}:{nonce}", b"1", nx=True, px=ttl_ms)
-        except RedisError as exc:
-            raise SpentStoreUnavailable(
-                f"the spent-state store at {self.where} cannot be used: {type(exc).__name__}"
-            ) from None
-        return bool(fresh)
-
-    async def aclose(self) -> None:
-        """Close the store's connections (it reconnects if used again)."""
-        await self._client.aclose()
+        return await self._add(nonce, expires_at)
