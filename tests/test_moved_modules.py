@@ -65,7 +65,7 @@ def test_the_old_names_keep_their_constants() -> None:
     assert spent.CLOCK_SKEW == interaction.redis._spent.CLOCK_SKEW
 
 
-def test_each_engine_package_names_its_extra() -> None:
+def test_each_engine_package_names_its_extra_and_holds_every_store() -> None:
     assert import_error_without("redis", "interaction.redis") == (
         'interaction.redis needs the redis client: pip install "interaction-seam[redis]"'
         " (the interaction[redis] extra)"
@@ -75,4 +75,12 @@ def test_each_engine_package_names_its_extra() -> None:
         "PostgresRelay",
         "PostgresRuleStore",
         "PostgresSpentStore",
+        "PostgresUsedLinks",
+    ]
+    assert interaction.redis.__all__ == [
+        "RedisAuditLog",
+        "RedisRelay",
+        "RedisRuleStore",
+        "RedisSpentStore",
+        "RedisUsedLinks",
     ]
