@@ -16,6 +16,12 @@ position the relay can no longer replay from raises ``STALE_POSITION``: take a f
 snapshot. An answer or dismissal may name its ``answerer`` (a named web user): every
 backend keeps the name with the question, tells it in the ``resolved`` event, and reports
 it to the asker (an :class:`~interaction.audit.AuditProvider` around the relay records it).
+
+A relay made with a :class:`~interaction.Team` refuses a claim on a question assigned to
+others (``NOT_ASSIGNED``, :func:`~interaction.may_answer`), and one without names each
+assignee a user. A question with a quorum collects approvals (each an ``approved`` event
+with the question and its :attr:`PendingQuestion.approvals`) and settles as approved with
+the last one; one decline or dismissal by an assignee settles it at once.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from typing import Final, Literal, Protocol, runtime_checkable
 from ._core import (
     DISPOSED_MESSAGE,
     MAX_PROVENANCE_TEXT,
+    NOT_ASSIGNED,
+    Approval,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
@@ -46,6 +54,7 @@ from ._core import (
 from .decisions import Decision, answerer_name, listening, report_decision
 
 __all__ = [
+    "NOT_ASSIGNED",
     "NOT_PENDING",
     "RELAY_FULL",
     "RELAY_UNAVAILABLE",
@@ -142,23 +151,27 @@ def not_pending_error(question_id: str, *, withdrawn: bool = False) -> UserInter
 
 @dataclass(frozen=True, slots=True)
 class PendingQuestion:
-    """A request waiting for an answer, under its relay id."""
+    """A request waiting for an answer, under its relay id, with the ``approvals`` given
+    so far when its assignment has a quorum (oldest first, one per assignee)."""
 
     id: str
     request: AskUserQuestionRequest
+    approvals: tuple[Approval, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class RelayEvent:
-    """``requested`` (with the question) or ``resolved`` (with its outcome, and the
-    ``answerer`` who answered or dismissed it when they were named).
+    """``requested`` (with the question), ``approved`` (an assignee approved a quorum
+    question that still waits: the question with its approvals so far, and the
+    ``answerer`` who approved) or ``resolved`` (with its outcome, and the ``answerer`` who
+    answered or dismissed it when they were named).
 
     ``position`` is where the event stands in the relay's total order (an opaque string,
     usable as an SSE event id); events replayed by :meth:`Relay.subscribe` for questions
     already pending have none (``""``). Equality leaves it out.
     """
 
-    kind: Literal["requested", "resolved"]
+    kind: Literal["requested", "approved", "resolved"]
     id: str
     question: PendingQuestion | None = None
     outcome: Outcome | None = None
