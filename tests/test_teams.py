@@ -41,6 +41,8 @@ from interaction import (
     provide,
 )
 from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl
+from interaction.integrations import AssignByTool
+from interaction.integrations._common import approval_item, ask_approval, ask_approvals
 from interaction.policies import JsonFileRuleStore
 from interaction.relay import Relay, RelayEvent
 from interaction.web import WebServer
@@ -494,3 +496,37 @@ def test_ask_refuses_a_bad_assignment_in_one_line(
     question.write_text(json.dumps(encode_request(AskUserQuestionRequest([DEPLOY]))))
     done = run("ask", str(question), "--plain", *flags)
     assert (done.returncode, done.stderr) == (2, f"interaction: {line} (BAD_REQUEST)\n")
+
+
+# ---------------------------------------------------------------------- the integrations
+
+
+async def test_assign_by_tool_assigns_each_tools_approvals_for_every_integration() -> None:
+    relay = Relay(team=TEAM)
+    desk = AssignByTool(relay, {"Bash": Assignment(["ops"], 2)})
+    events = relay.events(relay.position)
+    bash = approval_item("Bash", {"command": "make deploy"})
+    verdict = asyncio.create_task(ask_approval(bash, tool_name="Bash", provider=desk))
+    requested = await asyncio.wait_for(anext(events), WAIT)
+    assert requested.question is not None
+    assert requested.question.request.assignment == Assignment(["ops"], 2)
+    allow = AskUserQuestionAnswer([AskUserQuestionAnswerItem("permission", ["Allow"])])
+    relay.answer(requested.id, allow, answerer="alice")
+    assert refusal(relay.answer, requested.id, allow, answerer="dave")[0] == NOT_ASSIGNED
+    relay.answer(requested.id, allow, answerer="carol")
+    assert (await verdict).allowed
+    read = approval_item("Read", {"path": "README.md"})
+    unmapped = asyncio.create_task(ask_approval(read, tool_name="Read", provider=desk))
+    while (event := await asyncio.wait_for(anext(events), WAIT)).kind != "requested":
+        pass
+    assert event.question is not None
+    assert event.question.request.assignment is None  # a tool it does not map: anyone
+    relay.answer(event.id, allow)
+    assert (await unmapped).allowed
+    await events.aclose()
+    batch = [(approval_item("Bash", {}, id=f"c{i}"), "Bash") for i in range(2)]
+    denied = await ask_approvals(batch, provider=desk)  # a quorum is for one question
+    assert [(v.allowed, v.code) for v in denied] == [(False, ErrorCode.BAD_REQUEST)] * 2
+    with pytest.raises(UserInteractionError) as bad:
+        AssignByTool(relay, {"Bash": Assignment(["ops"], 0)})
+    assert bad.value.message == "assignment.quorum: must be at least 1, got 0"
