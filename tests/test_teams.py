@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,7 +47,7 @@ from interaction.integrations._common import approval_item, ask_approval, ask_ap
 from interaction.policies import JsonFileRuleStore
 from interaction.relay import Relay, RelayEvent
 from interaction.web import WebServer
-from interaction.wire import decode_request, encode_request
+from interaction.wire import REQUEST_SCHEMA, decode_request, encode_request
 
 from .relay_helpers import take
 from .web_helpers import sse
@@ -412,6 +413,7 @@ def test_an_assignment_goes_over_the_wire_and_back_unchanged(
     request = deploy(*to, quorum=quorum)
     encoded = encode_request(request)
     assert encoded["assignment"] == {"to": to, **({} if quorum is None else {"quorum": quorum})}
+    jsonschema.Draft202012Validator(REQUEST_SCHEMA).validate(encoded)
     for decoded in (decode_request(encoded), decode_request(json.dumps(encoded))):
         assert decoded.assignment == request.assignment
 
