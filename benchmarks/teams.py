@@ -51,6 +51,9 @@ def _host(url: str, prefix: str) -> tuple[subprocess.Popen[bytes], str]:
     base = ""
     for _ in TOKENS:  # one line per user: "interaction: NAME answers at BASE/#token=$VAR"
         line = child.stderr.readline().decode()
+        if " answers at http" not in line:
+            child.terminate()
+            raise RuntimeError(f"interaction serve said: {line.strip()}")
         base = line.partition(" answers at ")[2].split("/#")[0]
     return child, base
 
