@@ -113,6 +113,8 @@ async def quorum_over_redis(url: str, number: int, repeat: int) -> tuple[float, 
             alice.stream("GET", "/api/events") as events,
         ):
             lines = aiter(events.aiter_lines())
+            while "snapshot" not in await anext(lines):  # asked from now on: requested events
+                pass
             measured: list[Callable[[], Awaitable[float]]] = [
                 lambda: _quorum_trips(lines, alice, bob, number),
                 lambda: _plain_pairs(lines, alice, number),
