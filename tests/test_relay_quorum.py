@@ -8,6 +8,7 @@ settles at once; dave is refused on every host and from Python."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import secrets
@@ -240,3 +241,31 @@ async def test_a_decline_on_host_b_settles_at_once_and_dave_is_refused_everywher
 
 def _answer(label: str) -> AskUserQuestionAnswer:
     return AskUserQuestionAnswer([AskUserQuestionAnswerItem("deploy", [label])])
+
+
+async def test_a_restarted_keyed_asker_audits_the_approvals_it_missed(
+    store: Store, tmp_path: Path
+) -> None:
+    if store.kind == "postgres":
+        await PostgresRelay(store.url, schema=store.space).migrate()
+    keyed = dataclasses.replace(QUORUM, key="deploy-7")
+    first, desk, again = store.relay(), store.relay(TEAM), store.relay()
+    log = JsonlAuditLog(tmp_path / "audit.jsonl")
+    try:
+        events = desk.events((await desk.snapshot()).position)
+        with provide(first):
+            task = asyncio.create_task(ask(keyed))
+            requested = await asyncio.wait_for(anext(events), WAIT)
+            await events.aclose()
+            for approver in ("carol", "alice"):
+                await desk.submit(requested.id, _answer("Allow"), answerer=approver)
+            assert await asyncio.wait_for(task, WAIT) == _answer("Allow")
+        with provide(AuditProvider(again, log)):  # the asker, restarted: answered at once
+            assert await asyncio.wait_for(ask(keyed), WAIT) == _answer("Allow")
+    finally:
+        for relay in (first, desk, again):
+            await relay.aclose()
+        log.close()
+    (record,) = records(tmp_path / "audit.jsonl")
+    assert [x["user"] for x in record["approvals"]] == ["carol", "alice"]
+    assert record["answerer"] == "alice"

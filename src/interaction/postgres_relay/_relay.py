@@ -457,6 +457,7 @@ class PostgresRelay:
                         RELAY_FULL,
                     )
                 if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
+                    question_id = reply[1]  # (its approvals, if any, are read from there)
                     waiter.settled_by(reply[3])
                     if reply[0] == "cancelled":
                         raise cancelled_error()
