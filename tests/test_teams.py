@@ -550,3 +550,20 @@ async def test_an_answer_taken_elsewhere_goes_through_the_same_checks() -> None:
         assert await app.answer_as(question, body, "alice") == (202, "", "1 of 2 approved: alice")
         assert await app.answer_as(question, body, "bob") == (200, "", "")
         assert await task == ALLOW
+
+
+def test_the_config_file_gives_the_team_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "interaction.toml"
+    config.write_text(
+        '[users.alice]\n[users.bob]\n[groups]\nops = ["alice", "dave"]\n', encoding="utf-8"
+    )
+    done = run("serve", "--port", "0", "--config", str(config))
+    assert (done.returncode, done.stderr) == (
+        2,
+        "interaction: team: group ops: dave is not a user\n",
+    )
+    config.write_text(
+        'see_all = ["bob"]\n[users.alice]\n[groups]\nops = ["alice"]\n', encoding="utf-8"
+    )
+    done = run("serve", "--port", "0", "--config", str(config))
+    assert (done.returncode, done.stderr) == (2, "interaction: team: see_all: bob is not a user\n")

@@ -27,6 +27,7 @@ from ._app import (
     DEFAULT_MAX_STREAMS,
     LOOPBACK_NAMES,
     SECURITY_HEADERS,
+    ProxySignIn,
     WebApp,
     check_limit,
     check_users,
@@ -391,6 +392,19 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def _proxy(
+    trusted: tuple[str, ...], header: str | None, users: Mapping[str, str] | None
+) -> ProxySignIn | None:
+    """The sign-in of ``trusted_proxies`` and ``user_header``, given both or neither."""
+    if header is None:
+        if trusted:
+            raise ValueError("trusted_proxies take the user from a header: give user_header")
+        return None
+    if users is None:
+        raise ValueError("user_header names users: give users (name -> token) too")
+    return ProxySignIn.of(trusted, header)
+
+
 class WebServer:
     """Serves a relay's page and API; :attr:`url` (with the token) is known once started.
 
@@ -416,6 +430,10 @@ class WebServer:
     questions assigned to them or to nobody (its ``see_all`` users see all), and a claim
     on one assigned to others is ``403 NOT_ASSIGNED``; with ``rules_by`` only its
     assignees may add or revoke rules (docs/teams.md).
+    ``user_header`` (``"X-Forwarded-Email"``) signs users in through an authenticating
+    reverse proxy at one of ``trusted_proxies`` (IP addresses or CIDR networks): a request
+    whose peer is one of them is the user whose name the header holds, exactly; the header
+    from any other peer, or naming no user, is ``401`` (docs/deploy.md).
 
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
@@ -438,6 +456,8 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        trusted_proxies: Iterable[str] = (),
+        user_header: str | None = None,
         slack: SlackInteractivity | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
@@ -445,6 +465,7 @@ class WebServer:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
+        self.proxy = _proxy(tuple(trusted_proxies), user_header, self.users)
         self.team = team_of(relay, team, self.users)
         self.rules_by = rules_by
         self.relay = relay
@@ -539,6 +560,7 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            proxy=self.proxy,
             slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
@@ -551,6 +573,9 @@ class WebServer:
             log_level="warning",
             lifespan="off",
             http=_Protocol,
+            # The peer is the TCP peer: a trusted proxy is told by it (ProxySignIn), so no
+            # X-Forwarded-For may rewrite it.
+            proxy_headers=False,
             timeout_keep_alive=math.ceil(self.request_timeout),
         )
         limits = _Limits(self.max_connections, self.request_timeout)

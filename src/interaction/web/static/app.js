@@ -16,7 +16,11 @@
     else token = sessionStorage.getItem(TOKEN_KEY) || "";
   } catch (_) { /* storage off: the token lives in memory only */ }
   if (linked) history.replaceState(null, "", location.pathname);
-  const authorization = () => ({ Authorization: "Bearer " + token });
+  // Without a token (signed in by an authenticating proxy, docs/deploy.md), no
+  // Authorization header, and this origin's credentials go instead: they are the proxy's
+  // (its session cookie, its Basic sign-in). With a token, no credentials ever go.
+  const authorization = () => (token ? { Authorization: "Bearer " + token } : {});
+  const credentials = () => (token ? "omit" : "same-origin");
   // relay id -> {id, request, planReview, view}: the page draws only `view`, the display
   // model the server built (model text escaped, the recommended badge split off, the
   // plan's approve option first and marked primary, the one wording for "Other").
@@ -254,7 +258,7 @@
         method: body === undefined ? "GET" : "POST",
         headers: { "Content-Type": "application/json", ...authorization() },
         body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: "omit",
+        credentials: credentials(),
       });
       const text = await response.text();
       let data = null;
@@ -743,7 +747,7 @@
           const headers = { Accept: "text/event-stream", ...authorization() };
           if (this.lastEventId) headers["Last-Event-ID"] = this.lastEventId;
           response = await fetch(this.url, {
-            headers, cache: "no-store", credentials: "omit", signal: this.controller.signal,
+            headers, cache: "no-store", credentials: credentials(), signal: this.controller.signal,
           });
         } catch (_) { /* the network: retried below */ }
         if (this.readyState === 2) return;
