@@ -46,6 +46,7 @@ EXPECTED_PAGES = {
     "notify.md",
     "durable.md",
     "deploy.md",
+    "teams.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 CONTINUES = "continues the example above"

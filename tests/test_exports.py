@@ -24,6 +24,7 @@ CORE_MODULES = {
     "_helpers",
     "_presentation",
     "_provenance",
+    "_team",
     "_registry",
     "_suspend",
     "_sync",
@@ -36,6 +37,7 @@ CORE_MODULES = {
 # with ask(). Anything else an in-tree UI needs must be public, so an outside UI has it too.
 INTERNAL_ONLY = {
     "DISPOSED_MESSAGE",
+    "MAX_ASSIGNEES",
     "MAX_PROVENANCE_TEXT",
     "MISMATCH_MESSAGE",
     "SURROGATE",
@@ -55,6 +57,13 @@ INTERNAL_ONLY = {
     "thaw",
     "with_provider",
     "with_provider_sync",
+    "approves",
+    "check_assignment",
+    "check_assignment_in",
+    "not_assigned_error",
+    "now_utc",
+    "is_name",
+    "may_settle",
 }
 
 

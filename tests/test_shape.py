@@ -22,6 +22,7 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     PlanReviewIntent,
     Provenance,
@@ -69,7 +70,8 @@ MULTI = AskUserQuestionItem(
     detail="why",
 )
 PROVENANCE = Provenance("bot", "build-7", "run-1", "deploy", datetime(2026, 1, 2, tzinfo=UTC))
-REQUEST = AskUserQuestionRequest([ITEM, MULTI], provenance=PROVENANCE)
+ASSIGNMENT = Assignment(["ops", "alice"])
+REQUEST = AskUserQuestionRequest([ITEM, MULTI], provenance=PROVENANCE, assignment=ASSIGNMENT)
 ANSWER = AskUserQuestionAnswer(
     [
         AskUserQuestionAnswerItem("pkg", selected=["npm"]),
@@ -131,6 +133,7 @@ def test_the_codec_carries_every_field_both_ways() -> None:
     for decoded in (wire.decode_request(json.dumps(encoded)), wire.decode_request(encoded)):
         assert decoded == REQUEST  # the fast decode, then the detailed one
         assert decoded.provenance == PROVENANCE  # not part of ==
+        assert decoded.assignment == ASSIGNMENT  # nor this
     assert wire.decode_answer(wire.dumps(ANSWER), REQUEST) == ANSWER
 
 

@@ -24,6 +24,7 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     PlanReviewIntent,
     PlanVerdict,
     Provenance,
@@ -53,8 +54,8 @@ SAMPLES: dict[type, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
         ("ci", "CI?", "detail", "CI", (OPTION,), True, PlanReviewIntent("npm")),
     ),
     AskUserQuestionRequest: (
-        ((), None, None, None, None),
-        ((AskUserQuestionItem("a", "q"),), None, None, "k", Provenance("bot")),
+        ((), None, None, None, None, None),
+        ((AskUserQuestionItem("a", "q"),), None, None, "k", Provenance("bot"), Assignment(["a"])),
     ),
     AskUserQuestionAnswerItem: (("pkg", (), None), ("ci", ("npm",), "mine")),
     AskUserQuestionAnswer: (((),), (ANSWER.answers,)),

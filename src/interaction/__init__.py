@@ -13,6 +13,8 @@ from ._agents import current_agents as current_agents
 from ._agents import provide_agents as provide_agents
 from ._answer_checks import check_answer as check_answer
 from ._ask import ask as ask
+from ._errors import BAD_TEAM as BAD_TEAM
+from ._errors import NOT_ASSIGNED as NOT_ASSIGNED
 from ._errors import ErrorCode as ErrorCode
 from ._errors import HarnessError as HarnessError
 from ._errors import UserInteractionError as UserInteractionError
@@ -50,6 +52,10 @@ from ._sync import choose_many_sync as choose_many_sync
 from ._sync import choose_sync as choose_sync
 from ._sync import confirm_sync as confirm_sync
 from ._sync import review_plan_sync as review_plan_sync
+from ._team import Approval as Approval
+from ._team import Assignment as Assignment
+from ._team import Team as Team
+from ._team import may_answer as may_answer
 from ._text_policy import label_key as label_key
 from ._types import AskUserQuestionAnswer as AskUserQuestionAnswer
 from ._types import AskUserQuestionAnswerItem as AskUserQuestionAnswerItem
@@ -66,12 +72,15 @@ from ._types import UserInteractionProvider as UserInteractionProvider
 __version__ = "0.1.0"
 
 __all__ = [
+    "BAD_TEAM",
+    "NOT_ASSIGNED",
     "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "AbortController",
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "Approval",
     "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
@@ -79,6 +88,7 @@ __all__ = [
     "AskUserQuestionItem",
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
+    "Assignment",
     "ErrorCode",
     "HarnessError",
     "JSONValue",
@@ -90,6 +100,7 @@ __all__ = [
     "Provenance",
     "ResumedAnswer",
     "Resumption",
+    "Team",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -114,6 +125,7 @@ __all__ = [
     "escape_controls",
     "is_plan_review",
     "label_key",
+    "may_answer",
     "permission_question",
     "permission_verdict",
     "provide",

@@ -18,6 +18,10 @@ internal tools the codec, the tool and the relay share with ``ask()``:
   a fresh one), for the extras' sync forms (``run_tool_sync``, the sync framework tools);
 - ``questions_from_json``: checked questions straight from parsed wire JSON in one pass,
   or ``None`` when the detailed decode must look closer;
+- ``check_assignment``, ``check_assignment_in``, ``approves``, ``not_assigned_error`` and
+  ``now_utc``: an assignment's checks without and with a team, whether an answer approves
+  a quorum question, the ``NOT_ASSIGNED`` refusal and an approval's time, for the codec,
+  the relays and the web app;
 - ``check_provenance`` and ``MAX_PROVENANCE_TEXT``: the provenance check ``ask()`` makes,
   for the codec that reads one off the wire, and its length bound;
 - ``SURROGATE``: the pattern of lone surrogates, which no JSON encoder can write;
@@ -43,8 +47,10 @@ from ._agents import Agent, AgentRegistry, LiveAgents, current_agents, provide_a
 from ._answer_checks import check_answer
 from ._ask import ask, ask_with
 from ._errors import (
+    BAD_TEAM,
     DISPOSED_MESSAGE,
     MISMATCH_MESSAGE,
+    NOT_ASSIGNED,
     ErrorCode,
     HarnessError,
     UserInteractionError,
@@ -93,6 +99,20 @@ from ._sync import (
     confirm_sync,
     review_plan_sync,
 )
+from ._team import (
+    MAX_ASSIGNEES,
+    Approval,
+    Assignment,
+    Team,
+    approves,
+    check_assignment,
+    check_assignment_in,
+    is_name,
+    may_answer,
+    may_settle,
+    not_assigned_error,
+    now_utc,
+)
 from ._text_policy import SURROGATE, label_key
 from ._types import (
     AskUserQuestionAnswer,
@@ -111,9 +131,12 @@ from ._types import (
 )
 
 __all__ = [
+    "BAD_TEAM",
     "DISPOSED_MESSAGE",
+    "MAX_ASSIGNEES",
     "MAX_PROVENANCE_TEXT",
     "MISMATCH_MESSAGE",
+    "NOT_ASSIGNED",
     "OTHER_LABEL",
     "RECOMMENDED_SUFFIX",
     "SURROGATE",
@@ -121,6 +144,7 @@ __all__ = [
     "AbortSignal",
     "Agent",
     "AgentRegistry",
+    "Approval",
     "AskSuspended",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
@@ -128,6 +152,7 @@ __all__ = [
     "AskUserQuestionItem",
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
+    "Assignment",
     "ErrorCode",
     "HarnessError",
     "JSONValue",
@@ -139,12 +164,14 @@ __all__ = [
     "Provenance",
     "ResumedAnswer",
     "Resumption",
+    "Team",
     "UnknownIntent",
     "UserInteractionError",
     "UserInteractionProvider",
     "__version__",
     "aborted_error",
     "answer_item",
+    "approves",
     "as_plain",
     "ask",
     "ask_permission",
@@ -155,6 +182,8 @@ __all__ = [
     "call_sync",
     "cancelled_error",
     "check_answer",
+    "check_assignment",
+    "check_assignment_in",
     "check_caller",
     "check_provenance",
     "check_questions",
@@ -169,9 +198,14 @@ __all__ = [
     "current_provider",
     "escape_controls",
     "fault",
+    "is_name",
     "is_plan_review",
     "json_type",
     "label_key",
+    "may_answer",
+    "may_settle",
+    "not_assigned_error",
+    "now_utc",
     "permission_question",
     "permission_verdict",
     "problem_of",

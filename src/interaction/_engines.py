@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
+from ._core import Team
 from .policies import Rule, RuleStore
 
 if TYPE_CHECKING:
@@ -106,16 +107,21 @@ class EngineStores:
 
 
 def engine_stores(
-    engine: Engine, *, rules_key: bytes | None = None, audit_key: bytes | None = None
+    engine: Engine,
+    *,
+    rules_key: bytes | None = None,
+    audit_key: bytes | None = None,
+    team: Team | None = None,
 ) -> EngineStores:
     """Every store on ``engine``; ``rules_key`` signs the rules and ``audit_key`` the
-    audit chain. ``ImportError`` naming the extra when its driver is missing;
-    ``ValueError`` naming the flag for a URL, prefix or schema it cannot take (never
-    printing the URL, which may hold a password)."""
+    audit chain, and the relay refuses answers from anyone ``team`` does not assign.
+    ``ImportError`` naming the extra when its driver is missing; ``ValueError`` naming
+    the flag for a URL, prefix or schema it cannot take (never printing the URL, which
+    may hold a password)."""
     with _flagged(engine):
         if engine.kind == "redis":
-            return _redis(engine, rules_key, audit_key)
-        return _postgres(engine, rules_key, audit_key)
+            return _redis(engine, rules_key, audit_key, team)
+        return _postgres(engine, rules_key, audit_key, team)
 
 
 def engine_relay(engine: Engine) -> RedisRelay | PostgresRelay:
@@ -153,11 +159,13 @@ def _flagged(engine: Engine) -> Iterator[None]:
         ) from None
 
 
-def _redis(engine: Engine, rules_key: bytes | None, audit_key: bytes | None) -> EngineStores:
+def _redis(
+    engine: Engine, rules_key: bytes | None, audit_key: bytes | None, team: Team | None
+) -> EngineStores:
     from .redis import RedisAuditLog, RedisRelay, RedisRuleStore, RedisSpentStore, RedisUsedLinks
 
     url, prefix = engine.url, engine.space
-    relay = RedisRelay(url, prefix=prefix)
+    relay = RedisRelay(url, prefix=prefix, team=team)
     rules = None if rules_key is None else RedisRuleStore(url, key=rules_key, prefix=prefix)
     audit = RedisAuditLog(url, prefix=prefix, key=audit_key)
     spent = RedisSpentStore(url, prefix=f"{prefix}:mcp:spent")
@@ -166,7 +174,9 @@ def _redis(engine: Engine, rules_key: bytes | None, audit_key: bytes | None) -> 
     return EngineStores(engine, relay, rules, audit, spent, links, closing)
 
 
-def _postgres(engine: Engine, rules_key: bytes | None, audit_key: bytes | None) -> EngineStores:
+def _postgres(
+    engine: Engine, rules_key: bytes | None, audit_key: bytes | None, team: Team | None
+) -> EngineStores:
     from .postgres import (
         PostgresAuditLog,
         PostgresRelay,
@@ -176,7 +186,7 @@ def _postgres(engine: Engine, rules_key: bytes | None, audit_key: bytes | None) 
     )
 
     url, schema = engine.url, engine.space
-    relay = PostgresRelay(url, schema=schema)
+    relay = PostgresRelay(url, schema=schema, team=team)
     rules = None if rules_key is None else PostgresRuleStore(url, key=rules_key, schema=schema)
     audit = PostgresAuditLog(url, schema=schema, key=audit_key)
     spent = PostgresSpentStore(url, schema=schema)

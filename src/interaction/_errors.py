@@ -24,6 +24,13 @@ built per fault, ``"<path>: <problem>"`` by :func:`fault`):
     BAD_ANSWER          -, or MISMATCH_MESSAGE for a resumed ask whose question changed
     PROVIDER_FAILED     "the user-interaction provider failed: <Type>: <text>"
     ASK_SUSPENDED       SUSPENDED_MESSAGE (carried by ``AskSuspended``)
+
+Two codes beside the enum, for who may answer (``_team.py``)::
+
+    NOT_ASSIGNED        - (an answer, dismissal or rule change by someone the question
+                        is not assigned to; HTTP 403 on the page)
+    BAD_TEAM            - (``team: <problem>``, a directory of users and groups that
+                        cannot be used)
 """
 
 from __future__ import annotations
@@ -31,7 +38,14 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-__all__ = ["ErrorCode", "HarnessError", "UserInteractionError"]
+__all__ = ["BAD_TEAM", "NOT_ASSIGNED", "ErrorCode", "HarnessError", "UserInteractionError"]
+
+NOT_ASSIGNED: Final = "NOT_ASSIGNED"
+"""Code of the refusal of an answer, dismissal or rule change by someone the question is
+not assigned to (and of an unnamed one on an assigned question)."""
+BAD_TEAM: Final = "BAD_TEAM"
+"""Code of a :class:`~interaction.Team` that cannot be used (a group with no members, a
+member who is no user, a name given twice)."""
 
 
 class ErrorCode(enum.StrEnum):

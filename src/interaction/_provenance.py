@@ -15,7 +15,7 @@ escaped (``interaction.display``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
@@ -107,7 +107,7 @@ def with_provenance(
     What the asker said wins: a seam that knows where a request comes from (a relay its
     host, a CLI its ``--source``, an integration its subagent) fills only the gaps. The
     same request comes back when nothing changes; otherwise a copy with the same
-    questions, agent, signal and key.
+    questions, agent, signal, key and assignment.
     """
     given = request.provenance
     current = Provenance() if given is None else given
@@ -120,4 +120,4 @@ def with_provenance(
     )
     if filled == current:
         return request
-    return type(request)(request.questions, request.agent, request.signal, request.key, filled)
+    return replace(request, provenance=filled)

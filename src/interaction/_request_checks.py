@@ -22,6 +22,7 @@ from ._errors import (
     type_name,
 )
 from ._provenance import check_provenance
+from ._team import check_assignment
 from ._text_policy import UNSAFE, UNSAFE_EXCEPT_LINES, check_text, is_blank, label_key
 from ._types import (
     AskUserQuestionItem,
@@ -432,9 +433,9 @@ def check_request(request: object) -> AskUserQuestionRequest:
     """Make every check ``ask()`` makes before it reaches a provider, in the same order.
 
     That is: an already aborted signal, the resume key, the provenance, no question, agent
-    admission (only when an agent is supplied), structure, intents. Returns ``request``
-    unchanged; the provider check is not made, so a relay or provider may call this on a
-    request it received.
+    admission (only when an agent is supplied), structure, intents, the assignment. Returns
+    ``request`` unchanged; the provider check is not made, so a relay or provider may call
+    this on a request it received.
     """
     if type(request) is not AskUserQuestionRequest:
         raise bad_request(
@@ -464,4 +465,6 @@ def check_request(request: object) -> AskUserQuestionRequest:
         for item in questions:
             if item.intent is not None:
                 _check_intent(item)
+    if request.assignment is not None:
+        check_assignment(request)
     return request

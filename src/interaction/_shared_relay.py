@@ -19,13 +19,19 @@ from typing import Final, Literal
 
 from ._core import (
     DISPOSED_MESSAGE,
+    Approval,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Team,
     UserInteractionError,
+    approves,
     cancelled_error,
     check_answer,
+    check_assignment_in,
     check_request,
+    may_answer,
+    not_assigned_error,
     with_provenance,
 )
 from .decisions import Decision, answerer_name, listening, report_decision
@@ -38,7 +44,7 @@ from .relay import (
     local_host,
     not_pending_error,
 )
-from .wire import decode_answer, decode_request, dumps
+from .wire import approvals_from_store, decode_answer, decode_request, dumps
 
 __all__ = [
     "BUFFERED",
@@ -96,6 +102,7 @@ class Waiter:
     future: asyncio.Future[AskUserQuestionAnswer]
     published: bool = False  # the store took the ask: the question exists there
     answerer: str | None = None  # who answered or dismissed it, as the store names them
+    approvals: tuple[Approval, ...] = ()  # a quorum question's, read back once it settled
 
     def settled_by(self, answerer: str | None) -> None:
         """The store names who settled the question (untrusted: kept as
@@ -106,7 +113,7 @@ class Waiter:
         """Tell an audit around the relay who decided, in the asker's own context (an ask
         settled by nobody named reports nothing: the audit's own ``answerer`` stands)."""
         if self.answerer is not None and listening():
-            report_decision(Decision("human", self.answerer))
+            report_decision(Decision("human", self.answerer, approvals=self.approvals))
 
 
 class LocalWaiters:
@@ -285,6 +292,7 @@ class SharedRelay(abc.ABC):
     settled_ttl: float
     lease_ttl: float
     max_pending: int
+    team: Team | None
     _waiters: LocalWaiters
     _requests: RequestCache
 
@@ -320,6 +328,18 @@ class SharedRelay(abc.ABC):
         self, question_id: str, outcome: str, answer: str = "", answerer: str | None = None
     ) -> list[str]:
         """Settle the question if it is pending: ``["ok", ...]`` or ``[other, state]``."""
+
+    @abc.abstractmethod
+    async def _approve(
+        self, question_id: str, approver: str, quorum: int, answer: str
+    ) -> list[str]:
+        """One approval of a quorum question, in one atomic step: ``["approved", ...]``
+        (counted, still waiting), ``["again", ...]`` (that approver had approved),
+        ``["settled", ...]`` (the quorum reached) or ``[other, state]``."""
+
+    @abc.abstractmethod
+    async def _stored_approvals(self, question_id: str) -> str | None:
+        """The approvals stored with a question, as the store keeps them."""
 
     @abc.abstractmethod
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
@@ -379,6 +399,8 @@ class SharedRelay(abc.ABC):
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         check_request(request)
+        if self.team is not None and request.assignment is not None:
+            check_assignment_in(self.team, request)
         await self.connect()
         waiter = Waiter(request, asyncio.get_running_loop().create_future())
         unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
@@ -397,6 +419,7 @@ class SharedRelay(abc.ABC):
                         RELAY_FULL,
                     )
                 if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
+                    question_id = reply[1]  # (its approvals, if any, are read from there)
                     waiter.settled_by(reply[3])
                     if reply[0] == "cancelled":
                         raise cancelled_error()
@@ -407,6 +430,7 @@ class SharedRelay(abc.ABC):
             return await waiter.future
         finally:
             unlisten()
+            await self._read_approvals(question_id, waiter)
             waiter.report()
             self._waiters.drop(question_id, waiter)
             # Not settled by the store (a cancelled wait cancels the future itself, an
@@ -419,6 +443,18 @@ class SharedRelay(abc.ABC):
             if maybe_published and (aborted or (unsettled and request.key is None)):
                 # Withdraw, even while being cancelled: shielded, so it completes.
                 await asyncio.shield(self._withdraw(question_id))
+
+    async def _read_approvals(self, question_id: str, waiter: Waiter) -> None:
+        """For an audit around the relay: the approvals of a quorum question that a named
+        assignee settled, read back from the store (one trip, for those questions only)."""
+        assignment = waiter.request.assignment
+        if assignment is None or assignment.quorum is None or waiter.answerer is None:
+            return
+        if not listening():
+            return
+        with contextlib.suppress(UserInteractionError):
+            stored = await asyncio.shield(self._stored_approvals(question_id))
+            waiter.approvals = approvals_from_store(stored)
 
     async def _withdraw(self, question_id: str) -> None:
         if self._closed:
@@ -441,19 +477,31 @@ class SharedRelay(abc.ABC):
             if question is None:
                 raise await self._not_pending_now(question_id)
             request = question.request
+        if not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         try:
             checked = check_answer(request, answer)  # a bad answer leaves it pending
         except UserInteractionError:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
                 raise await self._not_pending_now(question_id) from None
             raise
-        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
-        if reply[0] != "ok":
+        quorum = None if request.assignment is None else request.assignment.quorum
+        if quorum is not None and answerer is not None and approves(request, checked):
+            reply = await self._approve(question_id, answerer, quorum, dumps(checked))
+        else:
+            reply = await self._settle(question_id, "answered", dumps(checked), answerer)
+        if reply[0] not in ("ok", "settled", "approved", "again"):
             raise not_pending(question_id, reply[1])
         return checked
 
     async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         await self.connect()
+        request = self._requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            request = None if question is None else question.request
+        if request is not None and not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         reply = await self._settle(question_id, "cancelled", answerer=answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])

@@ -15,6 +15,7 @@ from ._abort import AbortSignal
 from ._agents import Agent
 from ._errors import ErrorCode, UserInteractionError, fault, type_name
 from ._provenance import Provenance
+from ._team import Assignment
 from ._text_policy import SURROGATE, UNSAFE, describe_char
 
 __all__ = [
@@ -275,7 +276,10 @@ class AskUserQuestionRequest:
     relay re-attaches a restarted asker by it); all three are process-local, never on the
     wire, and left out of equality. ``provenance`` says where the request comes from: it
     goes on the wire, but it is about the request, not what the human is asked, so it is
-    left out of equality too (and of ``request_digest``).
+    left out of equality too (and of ``request_digest``). ``assignment`` says who may
+    answer it (users and groups) and, for one permission or plan-review question, how many
+    of them must approve (:class:`~interaction.Assignment`); it goes on the wire and is
+    left out of equality for the same reason.
     """
 
     questions: Sequence[AskUserQuestionItem]
@@ -283,6 +287,7 @@ class AskUserQuestionRequest:
     signal: AbortSignal | None = field(default=None, compare=False)
     key: str | None = field(default=None, compare=False)
     provenance: Provenance | None = field(default=None, compare=False)
+    assignment: Assignment | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if type(self.questions) is list:

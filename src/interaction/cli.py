@@ -30,8 +30,10 @@ from ._core import (
     AgentRegistry,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     Provenance,
+    Team,
     UserInteractionError,
     UserInteractionProvider,
     __version__,
@@ -218,6 +220,34 @@ def _users(specs: Sequence[str]) -> list[_User]:
     return users
 
 
+def _team(
+    users: Sequence[_User], groups: Sequence[str], see_all: Sequence[str], rules_by: Sequence[str]
+) -> Team | None:
+    """The team of ``--user``, ``--group NAME=USER,USER``, ``--see-all USER`` and
+    ``--rules-by NAME`` (``None`` without named users); ``ValueError``, one line, otherwise."""
+    if not users:
+        for flag, given in (("--group", groups), ("--see-all", see_all), ("--rules-by", rules_by)):
+            if given:
+                raise ValueError(f"{flag} needs named users (--user NAME)")
+        return None
+    members: dict[str, list[str]] = {}
+    for spec in groups:
+        name, equals, listed = spec.partition("=")
+        if not equals or not name:
+            raise ValueError(f"--group {spec!r}: write NAME=USER,USER (as in ops=alice,bob)")
+        if name in members:
+            raise ValueError(f"--group: {name} is named twice")
+        members[name] = [member.strip() for member in listed.split(",") if member.strip()]
+    try:
+        team = Team([user.name for user in users], members, list(see_all))
+    except UserInteractionError as error:
+        raise ValueError(error.message) from None
+    for name in rules_by:
+        if name not in team.groups and name not in team.users:
+            raise ValueError(f"--rules-by: {name} is no user or group (--user, --group)")
+    return team
+
+
 @dataclass(frozen=True, slots=True)
 class _Serving:
     """How ``serve`` serves: where, for whom, within which limits, and who is told of each
@@ -236,6 +266,8 @@ class _Serving:
     trusted_proxies: Sequence[str] = ()
     user_header: str | None = None
     used_links: UsedLinkStore | None = None
+    team: Team | None = None
+    rules_by: Assignment | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -265,6 +297,8 @@ class _Serving:
             trusted_proxies=self.trusted_proxies,
             user_header=self.user_header,
             slack=self.slack,
+            team=self.team,
+            rules_by=self.rules_by,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -306,7 +340,7 @@ def _given(value: _T | None, default: _T) -> _T:
 async def _serve_demo(serving: _Serving) -> None:
     from .relay import Relay
 
-    relay = Relay()
+    relay = Relay(team=serving.team)
     asker: UserInteractionProvider = relay
     log = None
     if serving.audit is not None:
@@ -376,6 +410,9 @@ def _serve(
     user_header: str | None = None,
     slack_users: Sequence[str] = (),
     slack_anonymous: bool = False,
+    groups: Sequence[str] = (),
+    see_all: Sequence[str] = (),
+    rules_by: Sequence[str] = (),
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -396,6 +433,7 @@ def _serve(
             import interaction.postgres  # noqa: F401
         named = _users(users)
         _check_proxy(trusted_proxies, user_header, named)
+        team = _team(named, groups, see_all, rules_by)
         slack = _slack(notify, slack_users, slack_anonymous, named)
         steps = _steps(notify, slack)
         if public_url is not None:
@@ -430,11 +468,13 @@ def _serve(
         slack,
         trusted_proxies=trusted_proxies,
         user_header=user_header,
+        team=team,
+        rules_by=Assignment(tuple(rules_by)) if rules_by else None,
     )
     engine = _engine(redis_url, prefix, postgres_url, schema)
     try:
         if engine is not None:  # every store on it (the rules keyed) but a --rules file
-            stores = engine_stores(engine, rules_key=env_key("INTERACTION_RULES_KEY"))
+            stores = engine_stores(engine, rules_key=env_key("INTERACTION_RULES_KEY"), team=team)
             rules_store = store if store is not None else stores.rules
             serving = dataclasses.replace(serving, rules=rules_store, used_links=stores.links)
             running = _serve_shared(stores, serving, migrate=migrate)
@@ -499,6 +539,50 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def _assign_flags(ask_: argparse.ArgumentParser) -> None:
+    """``ask``'s flags of who may answer (docs/teams.md)."""
+    ask_.add_argument(
+        "--assign",
+        action="append",
+        metavar="NAME",
+        help="only this user or group may answer (again for more; the page's --user and"
+        " --group names; docs/teams.md)",
+    )
+    ask_.add_argument(
+        "--quorum",
+        type=int,
+        metavar="N",
+        help="a permission or plan-review question settles as approved when N distinct"
+        " assignees approve; one decline settles it at once (needs --assign)",
+    )
+
+
+def _team_flags(serve: argparse.ArgumentParser) -> None:
+    """``serve``'s flags of the team: groups, who sees all, who changes the rules."""
+    serve.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="NAME=USER,USER",
+        help="a group of named users (--user), which a question may be assigned to"
+        " (ask --assign NAME; docs/teams.md)",
+    )
+    serve.add_argument(
+        "--see-all",
+        action="append",
+        default=[],
+        metavar="USER",
+        help="this named user is shown every question, not only those assigned to them",
+    )
+    serve.add_argument(
+        "--rules-by",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this user or group may add or revoke rules on the page (with --rules)",
+    )
+
+
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The command's parser, and each subcommand's by name."""
     parser = argparse.ArgumentParser(
@@ -522,6 +606,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    _assign_flags(ask_)
     shared = ask_.add_mutually_exclusive_group()
     shared.add_argument(
         "--redis",
@@ -578,6 +663,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
     )
+    _team_flags(serve)
     serve.add_argument(
         "--public-url",
         metavar="URL",
@@ -841,7 +927,20 @@ def _with_source(request: AskUserQuestionRequest, source: str | None) -> AskUser
         raise UserInteractionError(
             f"--source: {problem_of(error)}", ErrorCode.BAD_REQUEST
         ) from None
-    return AskUserQuestionRequest(request.questions, provenance=provenance)
+    return dataclasses.replace(request, provenance=provenance)
+
+
+def _with_assignment(
+    request: AskUserQuestionRequest, assign: Sequence[str] | None, quorum: int | None
+) -> AskUserQuestionRequest:
+    """``request`` assigned by ``--assign`` (replacing the file's) and ``--quorum``."""
+    if quorum is not None and not assign:
+        raise UserInteractionError(
+            "--quorum needs --assign (the users or groups who approve)", ErrorCode.BAD_REQUEST
+        )
+    if not assign:
+        return request
+    return dataclasses.replace(request, assignment=Assignment(tuple(assign), quorum))
 
 
 def _timeout(seconds: float | None) -> AbortSignal | None:
@@ -923,6 +1022,9 @@ def _main(argv: Sequence[str] | None) -> int:
             user_header=args.user_header,
             slack_users=args.slack_user,
             slack_anonymous=args.slack_anonymous,
+            groups=args.group,
+            see_all=args.see_all,
+            rules_by=args.rules_by,
         )
     if args.command == "rules":
         return run_rules(args)
@@ -949,10 +1051,9 @@ def _main(argv: Sequence[str] | None) -> int:
             shared = args.redis is not None or args.postgres is not None
             request, answers = _read_request(args.file, terminal=not shared)
             request = _with_source(request, args.source)
+            request = _with_assignment(request, args.assign, args.quorum)
             if signal is not None:
-                request = AskUserQuestionRequest(
-                    request.questions, signal=signal, provenance=request.provenance
-                )
+                request = dataclasses.replace(request, signal=signal)
             relay = _shared_relay(args)
             if relay is not None:
                 answer = _ask_shared(relay, request, args)

@@ -4,7 +4,10 @@ camelCase keys, absent optional fields omitted, ``multiSelect`` omitted when fal
 process-local ``agent``, ``signal`` and ``key`` never go on the wire. A request's
 ``provenance`` travels as the optional extra member ``"provenance"`` (``source``, ``host``,
 ``session``, ``tool``, ``askedAt`` as ISO 8601 UTC to the millisecond), which a
-TypeScript reader that does not know it ignores. Decoding untrusted data raises
+TypeScript reader that does not know it ignores; its ``assignment`` likewise as the
+optional member ``"assignment"``: ``{"to": ["ops", "alice"], "quorum"?: 2}`` (names of
+users and groups, and for one permission or plan-review question the number of distinct
+approvals it needs). A document without either decodes as before. Decoding untrusted data raises
 only :class:`~interaction.UserInteractionError` (``BAD_REQUEST`` for requests, ``BAD_ANSWER``
 for answers) whose message starts with the path of the first fault, also kept as ``path``.
 Unknown keys are ignored; unknown intent kinds decode to ``UnknownIntent`` and encode back
@@ -22,14 +25,17 @@ from datetime import UTC, datetime
 from typing import Final, TypeAlias
 
 from ._core import (
+    MAX_ASSIGNEES,
     MAX_PROVENANCE_TEXT,
     SURROGATE,
+    Approval,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     JSONValue,
     PermissionIntent,
@@ -39,9 +45,11 @@ from ._core import (
     UserInteractionError,
     as_plain,
     check_answer,
+    check_assignment,
     check_provenance,
     check_questions,
     fault,
+    is_name,
     json_type,
     problem_of,
     questions_from_json,
@@ -57,16 +65,21 @@ __all__ = [
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
+    "approvals_from_store",
     "asked_at_text",
     "decode_answer",
+    "decode_assignment",
     "decode_provenance",
     "decode_request",
     "dumps",
     "encode_answer",
+    "encode_approvals",
+    "encode_assignment",
     "encode_provenance",
     "encode_request",
     "json_too_deep",
     "request_schema",
+    "stored_approvals",
 ]
 
 JSONObject: TypeAlias = dict[str, JSONValue]
@@ -158,12 +171,22 @@ def encode_provenance(provenance: Provenance) -> JSONObject:
     return data
 
 
+def encode_assignment(assignment: Assignment) -> JSONObject:
+    """An assignment's wire form: ``{"to": [...], "quorum"?: n}``."""
+    data: JSONObject = {"to": list(assignment.to)}
+    if assignment.quorum is not None:
+        data["quorum"] = assignment.quorum
+    return data
+
+
 def encode_request(request: AskUserQuestionRequest) -> JSONObject:
-    """The request's wire form: ``{"questions": [...], "provenance"?: {...}}`` (no agent,
-    no signal, no key)."""
+    """The request's wire form: ``{"questions": [...], "provenance"?: {...},
+    "assignment"?: {...}}`` (no agent, no signal, no key)."""
     data: JSONObject = {"questions": [_encode_item(item) for item in request.questions]}
     if request.provenance is not None:
         data["provenance"] = encode_provenance(request.provenance)
+    if request.assignment is not None:
+        data["assignment"] = encode_assignment(request.assignment)
     return data
 
 
@@ -439,6 +462,90 @@ def _decode_provenance(d: _Decoder, value: object, path: str) -> Provenance:
     return provenance
 
 
+def _decode_assignment(d: _Decoder, value: object, path: str) -> Assignment:
+    data = d.obj(value, path)
+    if "to" not in data:
+        raise d.fail(f"{path}.to", "is required")
+    raw = d.array(data["to"], f"{path}.to")
+    if len(raw) > MAX_ASSIGNEES:  # bounded before each name is read
+        raise d.fail(f"{path}.to", f"names more than {MAX_ASSIGNEES} users and groups")
+    names: list[str] = []
+    for index, name in enumerate(raw):
+        plain = as_plain(name)
+        if not isinstance(plain, str):
+            raise d.fail(f"{path}.to[{index}]", f"expected a string, got {json_type(plain)}")
+        names.append(plain)
+    quorum = None
+    if "quorum" in data:
+        given = data["quorum"]
+        if type(given) is not int:
+            raise d.fail(f"{path}.quorum", f"expected a whole number, got {json_type(given)}")
+        quorum = given
+    return Assignment(tuple(names), quorum)
+
+
+def decode_assignment(data: object) -> Assignment:
+    """An assignment from its wire form (JSON text, bytes or parsed data): ``BAD_REQUEST``
+    naming the first fault the wire shows (the rest are ``ask()``'s, which needs the
+    questions)."""
+    d = _Decoder(ErrorCode.BAD_REQUEST)
+    return _decode_assignment(d, d.parse(data, "assignment"), "assignment")
+
+
+def _with_assignment(
+    request: AskUserQuestionRequest, root: Mapping[str, object]
+) -> AskUserQuestionRequest:
+    """``request`` with the assignment of its wire form ``root``, checked (BAD_REQUEST)."""
+    if "assignment" not in root:
+        return request
+    d = _Decoder(ErrorCode.BAD_REQUEST)
+    assigned = AskUserQuestionRequest(
+        request.questions,
+        provenance=request.provenance,
+        assignment=_decode_assignment(d, root["assignment"], "assignment"),
+    )
+    check_assignment(assigned)
+    return assigned
+
+
+def encode_approvals(approvals: tuple[Approval, ...]) -> list[JSONValue]:
+    """A quorum question's approvals as pages and the audit show them:
+    ``[{"user": "alice", "at": "...Z"}]``."""
+    return [{"user": a.user, "at": asked_at_text(a.at)} for a in approvals]
+
+
+def stored_approvals(approvals: tuple[Approval, ...]) -> str:
+    """The approvals as a shared relay's store keeps them: ``[["alice", ms], ...]``."""
+    entries = [[a.user, round(a.at.timestamp() * 1000)] for a in approvals]
+    return json.dumps(entries, separators=(",", ":"))
+
+
+def approvals_from_store(text: str | None) -> tuple[Approval, ...]:
+    """The approvals a store keeps (:func:`stored_approvals`'s form); an entry that is not
+    a name and a time (a hand other than the relay's wrote it) is left out."""
+    if not text:
+        return ()
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return ()
+    found: list[Approval] = []
+    for entry in raw if isinstance(raw, list) else ():
+        if (
+            isinstance(entry, list)
+            and len(entry) == 2  # a name and a time
+            and is_name(entry[0])
+            and type(entry[1]) is int
+            and 0 <= entry[1] < MAX_MILLISECONDS
+        ):
+            found.append(Approval(entry[0], datetime.fromtimestamp(entry[1] / 1000, UTC)))
+    return tuple(found)
+
+
+MAX_MILLISECONDS: Final = 253_402_300_800_000
+"""Milliseconds since 1970 of the year 10000, past which no datetime reaches."""
+
+
 def decode_provenance(data: object) -> Provenance:
     """A provenance from its wire form (JSON text, bytes or parsed data): ``BAD_REQUEST``
     naming the first fault, as in a request."""
@@ -468,11 +575,12 @@ def _decode_request(data: object) -> AskUserQuestionRequest:
     parsed = _loads_plain(data) if type(data) is bytes or type(data) is str else data
     if type(parsed) is dict and (fast := questions_from_json(parsed.get("questions"))) is not None:
         if "provenance" not in parsed:
-            return AskUserQuestionRequest(fast)
+            return _with_assignment(AskUserQuestionRequest(fast), parsed)
         d = _Decoder(ErrorCode.BAD_REQUEST)
-        return AskUserQuestionRequest(
+        request = AskUserQuestionRequest(
             fast, provenance=_decode_provenance(d, parsed["provenance"], "provenance")
         )
+        return _with_assignment(request, parsed)
     return _decode_request_in_detail(data)
 
 
@@ -488,7 +596,7 @@ def _decode_request_in_detail(data: object) -> AskUserQuestionRequest:
     provenance = (
         _decode_provenance(d, root["provenance"], "provenance") if "provenance" in root else None
     )
-    return AskUserQuestionRequest(questions, provenance=provenance)
+    return _with_assignment(AskUserQuestionRequest(questions, provenance=provenance), root)
 
 
 def _decode_answer_item(d: _Decoder, value: object, path: str) -> AskUserQuestionAnswerItem:
@@ -608,8 +716,26 @@ REQUEST_SCHEMA: Final[JSONObject] = {
     "properties": {
         "questions": {"type": "array", "items": {"$ref": "#/$defs/question"}},
         "provenance": {"$ref": "#/$defs/provenance"},
+        "assignment": {"$ref": "#/$defs/assignment"},
     },
     "$defs": {
+        "assignment": {
+            "type": "object",
+            "required": ["to"],
+            "properties": {
+                "to": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_ASSIGNEES,
+                    "uniqueItems": True,
+                    "items": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
+                    },
+                },
+                "quorum": {"type": "integer", "minimum": 1},
+            },
+        },
         "provenance": {
             "type": "object",
             "properties": {

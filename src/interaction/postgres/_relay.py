@@ -16,6 +16,7 @@ from .._core import (
     DISPOSED_MESSAGE,
     AskUserQuestionRequest,
     ErrorCode,
+    Team,
     UserInteractionError,
     request_digest,
 )
@@ -38,7 +39,7 @@ from ..relay import (
     RelayEvent,
     RelaySnapshot,
 )
-from ..wire import dumps
+from ..wire import approvals_from_store, dumps
 from . import _schema
 from ._store import Connections, Row, describe, migrate, newer, unavailable
 
@@ -64,7 +65,9 @@ class PostgresRelay(SharedRelay):
     what they mean for the Redis relay. ``listen`` wakes the tail by ``LISTEN``/``NOTIFY``;
     turn it off behind a transaction-pooling PgBouncer (which does not pass notifications
     on), and the tail polls every ``poll_interval`` seconds instead. ``connections`` bounds
-    the pool (one more connection listens).
+    the pool (one more connection listens). ``team`` resolves the groups questions are
+    assigned to, as :class:`~interaction.relay.Relay`'s does; a quorum question's approvals
+    are counted by one function call, a transaction under the schema's lock row.
     """
 
     def __init__(
@@ -80,9 +83,11 @@ class PostgresRelay(SharedRelay):
         listen: bool = True,
         poll_interval: float = 0.5,
         connections: int = 16,
+        team: Team | None = None,
     ) -> None:
         super().__init__()
         _schema.check_schema(schema)
+        self.team = team
         if history < 1 or max_pending < 1 or connections < 1:
             raise ValueError("history, max_pending and connections must be at least 1")
         if not (lease_ttl > 0 and question_ttl > 0 and settled_ttl > 0 and poll_interval > 0):
@@ -105,21 +110,22 @@ class PostgresRelay(SharedRelay):
         s = f'"{schema}"'
         self._sql_ask = f"SELECT {s}.ask(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         self._sql_settle = f"SELECT {s}.settle(%s, %s, %s, %s, %s, %s)"
+        self._sql_approve = f"SELECT {s}.approve(%s, %s, %s, %s, %s, %s)"
         self._sql_heartbeat = f"SELECT {s}.heartbeat(%s, %s, %s, %s, %s)"
         self._sql_snapshot = (
-            f"SELECT m.epoch, m.last_position, q.id, q.request FROM {s}.meta m"
+            f"SELECT m.epoch, m.last_position, q.id, q.request, q.approvals FROM {s}.meta m"
             f" LEFT JOIN {s}.questions q ON q.state = 'pending' ORDER BY q.position"
         )
         self._sql_events = (
             "SELECT e.position, e.kind, e.question_id, e.outcome, q.state, q.request,"
-            f" q.answer, q.answerer FROM {s}.events e"
+            f" q.answer, q.answerer, q.approvals FROM {s}.events e"
             f" LEFT JOIN {s}.questions q ON q.id = e.question_id"
             " WHERE e.position > %s ORDER BY e.position LIMIT %s"
         )
         self._sql_states = (
             f"SELECT id, state, answer, answerer FROM {s}.questions WHERE id = ANY(%s)"
         )
-        self._sql_question = f"SELECT state, request FROM {s}.questions WHERE id = %s"
+        self._sql_question = f"SELECT state, request, approvals FROM {s}.questions WHERE id = %s"
         self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
         self._epoch: str | None = None
@@ -232,10 +238,12 @@ class PostgresRelay(SharedRelay):
 
     def _event(self, row: Row) -> RelayEvent | None:
         """The event of a row of the events table, as its question's row bears it out."""
-        number, kind, question_id, outcome, state, request, _, answerer = row
+        number, kind, question_id, outcome, state, request, _, answerer, approvals = row
         position = self._position(number)
-        if kind == "requested":
+        if kind in {"requested", "approved"}:
             if request is None:  # gone since (expired), or never asked
+                return None
+            if kind == "approved" and state != "pending":  # its resolved event says all
                 return None
             try:
                 decoded = self._requests.remember(question_id, request)
@@ -247,7 +255,15 @@ class PostgresRelay(SharedRelay):
                     error.message,
                 )
                 return None
-            question = PendingQuestion(question_id, decoded)
+            question = PendingQuestion(question_id, decoded, approvals_from_store(approvals))
+            if kind == "approved":  # the approver is in the outcome column
+                return RelayEvent(
+                    "approved",
+                    question_id,
+                    question,
+                    position=position,
+                    answerer=answerer_name(outcome),
+                )
             return RelayEvent("requested", question_id, question, position=position)
         if kind != "resolved":  # no function writes one: a position, and nothing more
             return None
@@ -370,6 +386,17 @@ class PostgresRelay(SharedRelay):
         ]
         return await self._function(self._sql_ask, params)
 
+    async def _stored_approvals(self, question_id: str) -> str | None:
+        rows = await self._db.run(self._sql_question, [question_id])
+        return rows[0][2] if rows else None
+
+    async def _approve(
+        self, question_id: str, approver: str, quorum: int, answer: str
+    ) -> list[str]:
+        claim, settled_ms = secrets.token_urlsafe(9), self._ms(self.settled_ttl)
+        params: list[object] = [question_id, approver, quorum, answer, settled_ms, claim]
+        return await self._function(self._sql_approve, params)
+
     async def _function(self, query: str, params: list[object]) -> list[str]:
         """The text array one of the schema's functions returns."""
         rows = await self._db.run(query, params)
@@ -403,7 +430,7 @@ class PostgresRelay(SharedRelay):
         await self.connect()
         rows = await self._db.run(self._sql_snapshot)
         questions: list[PendingQuestion] = []
-        for _, _, question_id, text in rows:
+        for _, _, question_id, text, approvals in rows:
             if question_id is None:  # no question pending: the meta row alone
                 continue
             try:
@@ -415,7 +442,7 @@ class PostgresRelay(SharedRelay):
                     error.message,
                 )
                 continue
-            questions.append(PendingQuestion(question_id, request))
+            questions.append(PendingQuestion(question_id, request, approvals_from_store(approvals)))
         epoch, last = rows[0][0], rows[0][1]
         if epoch != self._epoch:  # the tables were made anew: positions start again
             self._epoch = epoch
@@ -466,9 +493,10 @@ class PostgresRelay(SharedRelay):
         if not rows or rows[0][0] != "pending":
             return None
         try:
-            return PendingQuestion(question_id, self._requests.remember(question_id, rows[0][1]))
+            request = self._requests.remember(question_id, rows[0][1])
         except UserInteractionError:
             return None
+        return PendingQuestion(question_id, request, approvals_from_store(rows[0][2]))
 
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
         """The ``NOT_PENDING`` error for a question, saying why from its stored state."""

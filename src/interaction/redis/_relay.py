@@ -17,13 +17,14 @@ from redis.exceptions import RedisError
 
 from .._core import (
     AskUserQuestionRequest,
+    Team,
     UserInteractionError,
     request_digest,
 )
 from .._shared_relay import LocalWaiters, SharedRelay, not_pending, replay, stamped
 from ..decisions import answerer_name
 from ..relay import PendingQuestion, RelayEvent, RelaySnapshot
-from ..wire import dumps
+from ..wire import approvals_from_store, dumps
 from . import _scripts
 from ._stream import call, client, entries, readable, strings, text, unavailable
 from ._tail import TAIL_BLOCK_MS, Tail, log
@@ -44,7 +45,9 @@ class RedisRelay(SharedRelay):
     (it refreshes every third of that); ``question_ttl`` is a question's lifetime;
     ``settled_ttl`` how long a settled question is kept, for a restarted keyed asker and
     for late claims. The store is reached on first use (or :meth:`connect`); when it
-    cannot be, every method raises ``RELAY_UNAVAILABLE``.
+    cannot be, every method raises ``RELAY_UNAVAILABLE``. ``team`` resolves the groups
+    questions are assigned to, as :class:`~interaction.relay.Relay`'s does; a quorum
+    question's approvals are counted by one script, atomically across hosts.
     """
 
     def __init__(
@@ -57,8 +60,10 @@ class RedisRelay(SharedRelay):
         lease_ttl: float = 15.0,
         question_ttl: float = 86_400.0,
         settled_ttl: float = 86_400.0,
+        team: Team | None = None,
     ) -> None:
         super().__init__()
+        self.team = team
         if not prefix or any(c in prefix for c in "{}"):
             raise ValueError(f"the prefix must be non-empty, without braces: {prefix!r}")
         if history < 1 or max_pending < 1:
@@ -89,6 +94,7 @@ class RedisRelay(SharedRelay):
         self._keys = keys
         self._ask_script = self._client.register_script(_scripts.ASK)
         self._settle_script = self._client.register_script(_scripts.SETTLE)
+        self._approve_script = self._client.register_script(_scripts.APPROVE)
         self._snapshot_script = self._client.register_script(_scripts.SNAPSHOT)
         self._heartbeat_script = self._client.register_script(_scripts.HEARTBEAT)
         self._waiters = LocalWaiters(self._unavailable)
@@ -149,6 +155,25 @@ class RedisRelay(SharedRelay):
         ]
         return await self._script(self._ask_script, args)
 
+    async def _stored_approvals(self, question_id: str) -> str | None:
+        (stored,) = await self._fields(question_id, "approvals")
+        return stored
+
+    async def _approve(
+        self, question_id: str, approver: str, quorum: int, answer: str
+    ) -> list[str]:
+        args: list[str | int] = [
+            self._base,
+            question_id,
+            approver,
+            quorum,
+            answer,
+            self._ms(self.settled_ttl),
+            self.history,
+            secrets.token_urlsafe(9),
+        ]
+        return await self._script(self._approve_script, args)
+
     async def withdraw_keyed(self, key: str) -> None:
         """Withdraw the pending question asked under resume key ``key``, as its asker's
         signal would (``resolved/aborted``: "withdrawn by the asker"); nothing if none is
@@ -190,7 +215,7 @@ class RedisRelay(SharedRelay):
         await self.connect()
         reply = await self._script(self._snapshot_script, [self._base])
         questions: list[PendingQuestion] = []
-        for index in range(1, len(reply) - 1, 2):
+        for index in range(1, len(reply) - 2, 3):
             question_id = reply[index]
             if not (readable(question_id) and readable(reply[index + 1])):
                 log.warning(
@@ -199,11 +224,9 @@ class RedisRelay(SharedRelay):
                 )
                 continue
             with contextlib.suppress(UserInteractionError):  # an unreadable one is left out
-                questions.append(
-                    PendingQuestion(
-                        question_id, self._tail.requests.remember(question_id, reply[index + 1])
-                    )
-                )
+                request = self._tail.requests.remember(question_id, reply[index + 1])
+                approvals = approvals_from_store(reply[index + 2])
+                questions.append(PendingQuestion(question_id, request, approvals))
         return RelaySnapshot(reply[0], tuple(questions))
 
     async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
@@ -232,13 +255,14 @@ class RedisRelay(SharedRelay):
 
     async def lookup(self, question_id: str) -> PendingQuestion | None:
         await self.connect()
-        state, stored = await self._fields(question_id, "state", "request")
+        state, stored, approvals = await self._fields(question_id, "state", "request", "approvals")
         if state != "pending" or stored is None or not readable(stored):
             return None
         try:
-            return PendingQuestion(question_id, self._tail.requests.remember(question_id, stored))
+            request = self._tail.requests.remember(question_id, stored)
         except UserInteractionError:
             return None
+        return PendingQuestion(question_id, request, approvals_from_store(approvals))
 
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
         """The ``NOT_PENDING`` error for a question, saying why from its stored state."""

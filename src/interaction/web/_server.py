@@ -19,6 +19,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .._core import Assignment, Team
 from ..policies import RuleStore
 from ..relay import RelayBackend
 from ..signing import AnswerLinks
@@ -32,6 +33,7 @@ from ._app import (
     check_users,
     error_body,
     parse_host,
+    team_of,
 )
 
 if TYPE_CHECKING:
@@ -423,7 +425,11 @@ class WebServer:
     ``token``: :meth:`user_url` is a user's link, and an answer or a dismissal made with a
     user's token names the user to the asker's :class:`~interaction.audit.AuditProvider`
     (with the in-memory :class:`~interaction.relay.Relay`). Names are 1-64 letters, digits
-    or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user.
+    or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user. ``team``
+    (:class:`~interaction.Team`, by default the relay's) groups them: each sees the
+    questions assigned to them or to nobody (its ``see_all`` users see all), and a claim
+    on one assigned to others is ``403 NOT_ASSIGNED``; with ``rules_by`` only its
+    assignees may add or revoke rules (docs/teams.md).
     ``user_header`` (``"X-Forwarded-Email"``) signs users in through an authenticating
     reverse proxy at one of ``trusted_proxies`` (IP addresses or CIDR networks): a request
     whose peer is one of them is the user whose name the header holds, exactly; the header
@@ -453,11 +459,15 @@ class WebServer:
         trusted_proxies: Iterable[str] = (),
         user_header: str | None = None,
         slack: SlackInteractivity | None = None,
+        team: Team | None = None,
+        rules_by: Assignment | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
         self.proxy = _proxy(tuple(trusted_proxies), user_header, self.users)
+        self.team = team_of(relay, team, self.users)
+        self.rules_by = rules_by
         self.relay = relay
         self.slack = slack
         self.rules = rules
@@ -552,6 +562,8 @@ class WebServer:
             users=self.users,
             proxy=self.proxy,
             slack=self.slack,
+            team=self.team,
+            rules_by=self.rules_by,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
