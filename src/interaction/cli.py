@@ -31,6 +31,7 @@ from ._core import (
     AskUserQuestionRequest,
     ErrorCode,
     Provenance,
+    Team,
     UserInteractionError,
     UserInteractionProvider,
     __version__,
@@ -49,7 +50,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import Step
+    from .notify import Routing, Step
     from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
@@ -229,6 +230,7 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    routing: Routing | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -241,7 +243,7 @@ class _Serving:
             WebServer,
         )
 
-        links = AnswerLinks() if self.steps else None
+        links = AnswerLinks() if self.steps or self.routing else None
         limits = self.limits
         async with WebServer(
             relay,
@@ -272,13 +274,15 @@ class _Serving:
                     file=sys.stderr,
                     flush=True,
                 )
-            if not self.steps:
+            if not self.steps and self.routing is None:
                 yield server
                 return
             from .notify import Notifications
 
-            base = server.base
-            async with Notifications(relay, self.steps, links=links, public_url=base):
+            base, routing = server.base, self.routing
+            async with Notifications(
+                relay, self.steps, links=links, public_url=base, routing=routing
+            ):
                 yield server
 
 
@@ -396,6 +400,7 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    routes: Sequence[Sequence[str]] = ((), (), ()),
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -416,6 +421,7 @@ def _serve(
             import interaction.postgres_relay  # noqa: F401
         steps = _steps(notify)
         named = _users(users)
+        routing = _routing(routes, [user.name for user in named])
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -435,7 +441,9 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    serving = _Serving(
+        host, port, allow_hosts, limits, steps, public_url, named, store, audit, routing
+    )
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
@@ -465,6 +473,19 @@ def _steps(specs: Sequence[str]) -> list[Step]:
     from .notify._config import steps_from_specs
 
     return steps_from_specs(specs, os.environ)
+
+
+def _routing(routes: Sequence[Sequence[str]], users: Sequence[str]) -> Routing | None:
+    """The routing of ``--notify-user``, ``--notify-group`` and ``--escalate``."""
+    if not any(routes):
+        return None
+    from .notify._config import routing_from_specs
+
+    team = Team(users) if users else None
+    per_user, per_group, escalations = routes
+    return routing_from_specs(
+        users=per_user, groups=per_group, escalations=escalations, environ=os.environ, team=team
+    )
 
 
 def _why(exc: OSError) -> str:
@@ -553,6 +574,28 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL];"
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
+    )
+    serve.add_argument(
+        "--notify-user",
+        action="append",
+        default=[],
+        metavar="NAME:KIND=TARGET",
+        help="a --user's own channel, told of each question assigned to them (repeatable)",
+    )
+    serve.add_argument(
+        "--notify-group",
+        action="append",
+        default=[],
+        metavar="NAME:KIND=TARGET",
+        help="a --group's own channel (without one, its members' are told; repeatable)",
+    )
+    serve.add_argument(
+        "--escalate",
+        action="append",
+        default=[],
+        metavar="FROM@DELAY=TO",
+        help="tell TO (a user or group) DELAY after FROM if the question still waits"
+        " (docs/teams.md)",
     )
     serve.add_argument(
         "--public-url",
@@ -857,6 +900,7 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            routes=(args.notify_user, args.notify_group, args.escalate),
         )
     if args.command == "rules":
         return run_rules(args)
