@@ -42,7 +42,7 @@ from interaction.notify import (
     Step,
     WebhookNotifier,
 )
-from interaction.notify._config import routing_from_specs
+from interaction.notify._config import routing_from_specs, steps_from_specs
 from interaction.relay import PendingQuestion, Relay
 
 from .notify_helpers import WAIT, Recorder, receiving, smtp_server
@@ -394,6 +394,8 @@ def test_specs_become_a_routing() -> None:
     )
     assert routing.team is TEAM
     assert routing_from_specs(environ={}) is None
+    (step,) = steps_from_specs(["slack=OPS_SLACK"], ENV)  # --notify reads a variable too
+    assert step.notifier._url == ENV["OPS_SLACK"]  # type: ignore[attr-defined]
     named = routing_from_specs(escalations=["a@b.org@5m=ops"], environ={})  # a name with @
     assert named is not None
     assert named.escalations == (Escalation("a@b.org", 300.0, "ops"),)
