@@ -62,6 +62,8 @@ INTERNAL_ONLY = {
     "check_assignment_in",
     "not_assigned_error",
     "now_utc",
+    "is_name",
+    "may_settle",
 }
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 from ._core import (
+    Approval,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
@@ -80,6 +81,7 @@ class Waiter:
     future: asyncio.Future[AskUserQuestionAnswer]
     published: bool = False  # the store took the ask: the question exists there
     answerer: str | None = None  # who answered or dismissed it, as the store names them
+    approvals: tuple[Approval, ...] = ()  # a quorum question's, read back once it settled
 
     def settled_by(self, answerer: str | None) -> None:
         """The store names who settled the question (untrusted: kept as
@@ -90,7 +92,7 @@ class Waiter:
         """Tell an audit around the relay who decided, in the asker's own context (an ask
         settled by nobody named reports nothing: the audit's own ``answerer`` stands)."""
         if self.answerer is not None and listening():
-            report_decision(Decision("human", self.answerer))
+            report_decision(Decision("human", self.answerer, approvals=self.approvals))
 
 
 class LocalWaiters:

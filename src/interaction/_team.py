@@ -42,6 +42,7 @@ __all__ = [
     "check_assignment_in",
     "is_name",
     "may_answer",
+    "may_settle",
     "not_assigned_error",
 ]
 
@@ -237,7 +238,8 @@ def check_assignment_in(team: Team, request: AskUserQuestionRequest) -> None:
             raise bad_request(
                 "assignment.quorum",
                 f"needs {quorum} approvers but {', '.join(assignment.to)}"
-                f" {'is' if people == 1 else 'are'} {people}",
+                f" {'stands' if len(assignment.to) == 1 else 'stand'} for {people}"
+                f" {'person' if people == 1 else 'people'}",
             )
 
 
@@ -245,7 +247,11 @@ def may_answer(team: Team | None, user: str | None, request: AskUserQuestionRequ
     """Whether ``user`` may answer, dismiss or make a rule from ``request``: anyone may
     settle an unassigned one; an assigned one only a named assignee (``team`` resolves
     the groups; without one, each name is a user's)."""
-    assignment = request.assignment
+    return may_settle(team, user, request.assignment)
+
+
+def may_settle(team: Team | None, user: str | None, assignment: Assignment | None) -> bool:
+    """:func:`may_answer` for an assignment alone (who may change the rules, say)."""
     if assignment is None:
         return True
     if user is None:

@@ -40,7 +40,13 @@ from ._core import (
     check_answer,
 )
 from .decisions import Decision, collect_decisions
-from .wire import encode_answer, encode_provenance, encode_request
+from .wire import (
+    encode_answer,
+    encode_approvals,
+    encode_assignment,
+    encode_provenance,
+    encode_request,
+)
 
 __all__ = [
     "AUDIT_FAILED",
@@ -194,6 +200,9 @@ class AuditProvider:
             "answerer": None if decision is None else decision.name,
             "rule": None if decision is None else decision.rule,
         }
+        if request.assignment is not None:  # who could answer, and who approved
+            body["assignment"] = encode_assignment(request.assignment)
+            body["approvals"] = encode_approvals(() if decision is None else decision.approvals)
         try:
             await self.log.append(body)
         except AuditLogError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import json
 import math
@@ -29,6 +30,7 @@ from ._core import (
     AgentRegistry,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     Provenance,
     Team,
@@ -216,6 +218,34 @@ def _users(specs: Sequence[str]) -> list[_User]:
     return users
 
 
+def _team(
+    users: Sequence[_User], groups: Sequence[str], see_all: Sequence[str], rules_by: Sequence[str]
+) -> Team | None:
+    """The team of ``--user``, ``--group NAME=USER,USER``, ``--see-all USER`` and
+    ``--rules-by NAME`` (``None`` without named users); ``ValueError``, one line, otherwise."""
+    if not users:
+        for flag, given in (("--group", groups), ("--see-all", see_all), ("--rules-by", rules_by)):
+            if given:
+                raise ValueError(f"{flag} needs named users (--user NAME)")
+        return None
+    members: dict[str, list[str]] = {}
+    for spec in groups:
+        name, equals, listed = spec.partition("=")
+        if not equals or not name:
+            raise ValueError(f"--group {spec!r}: write NAME=USER,USER (as in ops=alice,bob)")
+        if name in members:
+            raise ValueError(f"--group: {name} is named twice")
+        members[name] = [member.strip() for member in listed.split(",") if member.strip()]
+    try:
+        team = Team([user.name for user in users], members, list(see_all))
+    except UserInteractionError as error:
+        raise ValueError(error.message) from None
+    for name in rules_by:
+        if name not in team.groups and name not in team.users:
+            raise ValueError(f"--rules-by: {name} is no user or group (--user, --group)")
+    return team
+
+
 @dataclass(frozen=True, slots=True)
 class _Serving:
     """How ``serve`` serves: where, for whom, within which limits, and who is told of each
@@ -230,6 +260,8 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    team: Team | None = None
+    rules_by: Assignment | None = None
     routing: Routing | None = None
 
     @contextlib.asynccontextmanager
@@ -257,6 +289,8 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            team=self.team,
+            rules_by=self.rules_by,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -293,7 +327,7 @@ def _given(value: _T | None, default: _T) -> _T:
 async def _serve_demo(serving: _Serving) -> None:
     from .relay import Relay
 
-    relay = Relay()
+    relay = Relay(team=serving.team)
     asker: UserInteractionProvider = relay
     log = None
     if serving.audit is not None:
@@ -353,12 +387,12 @@ def _masked_url(url: str) -> str:
     return f"{scheme}{sep}{user}:***@{host}" if colon else f"{scheme}{sep}***@{host}"
 
 
-def _redis_relay(url: str, prefix: str) -> RedisRelay:
+def _redis_relay(url: str, prefix: str, team: Team | None = None) -> RedisRelay:
     """The relay of ``--redis URL``; a bad URL or prefix is a ValueError that says so."""
     from .redis_relay import RedisRelay
 
     try:
-        return RedisRelay(url, prefix=prefix)
+        return RedisRelay(url, prefix=prefix, team=team)
     except ValueError as exc:
         if "prefix" in str(exc):
             raise ValueError(f"--prefix: {exc}") from None
@@ -368,13 +402,13 @@ def _redis_relay(url: str, prefix: str) -> RedisRelay:
         ) from None
 
 
-def _postgres_relay(url: str, schema: str) -> PostgresRelay:
+def _postgres_relay(url: str, schema: str, team: Team | None = None) -> PostgresRelay:
     """The relay of ``--postgres URL``; a bad URL or schema is a ValueError that says so
     (without the URL, which may hold a password)."""
     from .postgres_relay import PostgresRelay
 
     try:
-        return PostgresRelay(url, schema=schema)
+        return PostgresRelay(url, schema=schema, team=team)
     except ValueError as exc:
         if "schema" in str(exc):
             raise ValueError(f"--schema: {exc}") from None
@@ -400,6 +434,9 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    groups: Sequence[str] = (),
+    see_all: Sequence[str] = (),
+    rules_by: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
 ) -> int:
     if migrate and postgres_url is None:
@@ -421,7 +458,8 @@ def _serve(
             import interaction.postgres_relay  # noqa: F401
         steps = _steps(notify)
         named = _users(users)
-        routing = _routing(routes, [user.name for user in named])
+        team = _team(named, groups, see_all, rules_by)
+        routing = _routing(routes, team)
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -441,15 +479,19 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(
-        host, port, allow_hosts, limits, steps, public_url, named, store, audit, routing
+    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    serving = dataclasses.replace(
+        serving,
+        team=team,
+        rules_by=Assignment(tuple(rules_by)) if rules_by else None,
+        routing=routing,
     )
     try:
         if postgres_url is not None:
-            relay = _postgres_relay(postgres_url, schema)
+            relay = _postgres_relay(postgres_url, schema, team)
             running = _serve_shared(relay, serving, migrate=migrate)
         elif redis_url is not None:
-            running = _serve_shared(_redis_relay(redis_url, prefix), serving)
+            running = _serve_shared(_redis_relay(redis_url, prefix, team), serving)
         else:
             running = _serve_demo(serving)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
@@ -475,13 +517,12 @@ def _steps(specs: Sequence[str]) -> list[Step]:
     return steps_from_specs(specs, os.environ)
 
 
-def _routing(routes: Sequence[Sequence[str]], users: Sequence[str]) -> Routing | None:
+def _routing(routes: Sequence[Sequence[str]], team: Team | None) -> Routing | None:
     """The routing of ``--notify-user``, ``--notify-group`` and ``--escalate``."""
     if not any(routes):
         return None
     from .notify._config import routing_from_specs
 
-    team = Team(users) if users else None
     per_user, per_group, escalations = routes
     return routing_from_specs(
         users=per_user, groups=per_group, escalations=escalations, environ=os.environ, team=team
@@ -519,6 +560,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "file", nargs="?", default="-", help="the request JSON file, or - for stdin (default)"
     )
     ask_.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    ask_.add_argument(
+        "--assign",
+        action="append",
+        metavar="NAME",
+        help="only this user or group may answer (again for more; the page's --user and"
+        " --group names; docs/teams.md)",
+    )
+    ask_.add_argument(
+        "--quorum",
+        type=int,
+        metavar="N",
+        help="a permission or plan-review question settles as approved when N distinct"
+        " assignees approve; one decline settles it at once (needs --assign)",
+    )
     shared = ask_.add_mutually_exclusive_group()
     shared.add_argument(
         "--redis",
@@ -575,27 +630,33 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
     )
+    for flag, metavar, said in (  # the routing of questions assigned to someone
+        ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (repeatable)"),
+        ("--notify-group", "NAME:KIND=TARGET", "a --group's own channel (else its members')"),
+        ("--escalate", "FROM@DELAY=TO", "tell TO DELAY after FROM if it still waits"),
+    ):
+        serve.add_argument(flag, action="append", default=[], metavar=metavar, help=said)
     serve.add_argument(
-        "--notify-user",
+        "--group",
         action="append",
         default=[],
-        metavar="NAME:KIND=TARGET",
-        help="a --user's own channel, told of each question assigned to them (repeatable)",
+        metavar="NAME=USER,USER",
+        help="a group of named users (--user), which a question may be assigned to"
+        " (ask --assign NAME; docs/teams.md)",
     )
     serve.add_argument(
-        "--notify-group",
+        "--see-all",
         action="append",
         default=[],
-        metavar="NAME:KIND=TARGET",
-        help="a --group's own channel (without one, its members' are told; repeatable)",
+        metavar="USER",
+        help="this named user is shown every question, not only those assigned to them",
     )
     serve.add_argument(
-        "--escalate",
+        "--rules-by",
         action="append",
         default=[],
-        metavar="FROM@DELAY=TO",
-        help="tell TO (a user or group) DELAY after FROM if the question still waits"
-        " (docs/teams.md)",
+        metavar="NAME",
+        help="only this user or group may add or revoke rules on the page (with --rules)",
     )
     serve.add_argument(
         "--public-url",
@@ -830,7 +891,20 @@ def _with_source(request: AskUserQuestionRequest, source: str | None) -> AskUser
         raise UserInteractionError(
             f"--source: {problem_of(error)}", ErrorCode.BAD_REQUEST
         ) from None
-    return AskUserQuestionRequest(request.questions, provenance=provenance)
+    return dataclasses.replace(request, provenance=provenance)
+
+
+def _with_assignment(
+    request: AskUserQuestionRequest, assign: Sequence[str] | None, quorum: int | None
+) -> AskUserQuestionRequest:
+    """``request`` assigned by ``--assign`` (replacing the file's) and ``--quorum``."""
+    if quorum is not None and not assign:
+        raise UserInteractionError(
+            "--quorum needs --assign (the users or groups who approve)", ErrorCode.BAD_REQUEST
+        )
+    if not assign:
+        return request
+    return dataclasses.replace(request, assignment=Assignment(tuple(assign), quorum))
 
 
 def _timeout(seconds: float | None) -> AbortSignal | None:
@@ -900,6 +974,9 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            groups=args.group,
+            see_all=args.see_all,
+            rules_by=args.rules_by,
             routes=(args.notify_user, args.notify_group, args.escalate),
         )
     if args.command == "rules":
@@ -927,10 +1004,9 @@ def _main(argv: Sequence[str] | None) -> int:
             shared = args.redis is not None or args.postgres is not None
             request, answers = _read_request(args.file, terminal=not shared)
             request = _with_source(request, args.source)
+            request = _with_assignment(request, args.assign, args.quorum)
             if signal is not None:
-                request = AskUserQuestionRequest(
-                    request.questions, signal=signal, provenance=request.provenance
-                )
+                request = dataclasses.replace(request, signal=signal)
             relay = _shared_relay(args)
             if relay is not None:
                 answer = _ask_shared(relay, request, args)

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from ._core import escape_controls
+from ._core import Approval, escape_controls
 
 __all__ = [
     "MAX_NAME",
@@ -39,11 +39,13 @@ DecidedBy: TypeAlias = Literal["human", "policy", "timeout"]
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Who decided: ``by`` what, ``name`` of whom (an OS user, a web user, a client's
-    name), and for a policy the ``rule`` id that answered."""
+    name), for a policy the ``rule`` id that answered, and for a question with a quorum
+    every ``approvals`` it collected (who and when, oldest first)."""
 
     by: DecidedBy
     name: str | None = None
     rule: str | None = None
+    approvals: tuple[Approval, ...] = ()
 
 
 _NOTES: ContextVar[list[Decision] | None] = ContextVar("interaction_decisions", default=None)

@@ -44,11 +44,17 @@ from ._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Team,
     UserInteractionError,
     aborted_error,
+    approves,
     cancelled_error,
     check_answer,
+    check_assignment_in,
     check_request,
+    may_answer,
+    not_assigned_error,
+    now_utc,
     with_provenance,
 )
 from .decisions import Decision, answerer_name, listening, report_decision
@@ -311,13 +317,22 @@ class Relay:
     so one slow subscriber never blocks the askers or the other subscribers; ``history``
     is how many recent events :meth:`events` can replay from. Positions are
     ``"<relay id>.<sequence>"``: one from another relay (a restarted process) is stale.
+    ``team`` resolves the groups questions are assigned to (without one, each assignee is
+    a user's name): an ask naming someone it does not know, or a quorum larger than the
+    people named, is ``BAD_REQUEST``; a claim by someone not assigned, ``NOT_ASSIGNED``.
     """
 
     def __init__(
-        self, *, max_pending: int = 10_000, queue_size: int = 1_000, history: int = 1_000
+        self,
+        *,
+        max_pending: int = 10_000,
+        queue_size: int = 1_000,
+        history: int = 1_000,
+        team: Team | None = None,
     ) -> None:
         if history < 1:
             raise ValueError("history must be at least 1")
+        self.team = team
         self.max_pending = max_pending
         self.queue_size = queue_size
         self._pending: dict[str, _Pending] = {}
@@ -335,6 +350,8 @@ class Relay:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         check_request(request)  # also when called directly, not through ask()
+        if self.team is not None and request.assignment is not None:
+            check_assignment_in(self.team, request)
         # The page says since when a question waits: the relay knows, if the asker did not say.
         request = with_provenance(request, asked_at=datetime.now(UTC))
         if self._closed:
@@ -353,7 +370,9 @@ class Relay:
         finally:
             unlisten()
             if entry.answerer is not None and listening():  # in the asker's own context
-                report_decision(Decision("human", entry.answerer))
+                report_decision(
+                    Decision("human", entry.answerer, approvals=entry.question.approvals)
+                )
             if self._pending.pop(question.id, None) is not None:  # withdrawn: abort or timeout
                 self._withdraw(question.id)
 
@@ -383,6 +402,13 @@ class Relay:
             raise not_pending_error(question_id, withdrawn=True)
         return entry
 
+    def _claim(self, question_id: str, answerer: str | None) -> _Pending:
+        """The pending entry ``answerer`` may settle (``NOT_PENDING``, ``NOT_ASSIGNED``)."""
+        entry = self._take(question_id)
+        if not may_answer(self.team, answerer, entry.question.request):
+            raise not_assigned_error(question_id, answerer)
+        return entry
+
     def answer(
         self, question_id: str, answer: object, *, answerer: str | None = None
     ) -> AskUserQuestionAnswer:
@@ -391,10 +417,24 @@ class Relay:
         An answer that does not fit is refused (``BAD_ANSWER``) and the question stays
         pending; an answer to a question not pending is ``NOT_PENDING``. ``answerer``
         names the person who answered (a named web user): the ask reports it to an
-        :class:`~interaction.audit.AuditProvider` around the relay as who decided.
+        :class:`~interaction.audit.AuditProvider` around the relay as who decided. On a
+        question with a quorum, an approval short of it is recorded (an ``approved``
+        event; the same person twice counts once) and the question stays pending.
         """
-        entry = self._take(question_id)
-        checked = check_answer(entry.question.request, answer)
+        entry = self._claim(question_id, answerer)
+        request = entry.question.request
+        checked = check_answer(request, answer)
+        quorum = None if request.assignment is None else request.assignment.quorum
+        if quorum is not None and answerer is not None and approves(request, checked):
+            approvals = entry.question.approvals
+            if all(a.user != answerer for a in approvals):
+                approvals = (*approvals, Approval(answerer, now_utc()))
+                entry.question = PendingQuestion(question_id, request, approvals)
+                if len(approvals) < quorum:
+                    self._publish("approved", question_id, entry.question, answerer=answerer)
+                    return checked
+            elif len(approvals) < quorum:
+                return checked
         del self._pending[question_id]
         entry.answerer = answerer_name(answerer)
         entry.future.set_result(checked)
@@ -403,7 +443,7 @@ class Relay:
 
     def cancel(self, question_id: str, *, answerer: str | None = None) -> None:
         """Dismiss a question: its asker gets ``ASK_CANCELLED`` (``answerer``: who did)."""
-        entry = self._take(question_id)
+        entry = self._claim(question_id, answerer)
         del self._pending[question_id]
         entry.answerer = answerer_name(answerer)
         entry.future.set_exception(cancelled_error())
@@ -493,7 +533,7 @@ class Relay:
 
     def _publish(
         self,
-        kind: Literal["requested", "resolved"],
+        kind: Literal["requested", "approved", "resolved"],
         question_id: str,
         question: PendingQuestion | None = None,
         outcome: Outcome | None = None,

@@ -28,6 +28,7 @@ from ._core import (
     MAX_ASSIGNEES,
     MAX_PROVENANCE_TEXT,
     SURROGATE,
+    Approval,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
@@ -48,6 +49,7 @@ from ._core import (
     check_provenance,
     check_questions,
     fault,
+    is_name,
     json_type,
     problem_of,
     questions_from_json,
@@ -63,6 +65,7 @@ __all__ = [
     "REQUEST_SCHEMA",
     "JSONObject",
     "answer_schema",
+    "approvals_from_store",
     "asked_at_text",
     "decode_answer",
     "decode_assignment",
@@ -70,11 +73,13 @@ __all__ = [
     "decode_request",
     "dumps",
     "encode_answer",
+    "encode_approvals",
     "encode_assignment",
     "encode_provenance",
     "encode_request",
     "json_too_deep",
     "request_schema",
+    "stored_approvals",
 ]
 
 JSONObject: TypeAlias = dict[str, JSONValue]
@@ -501,6 +506,44 @@ def _with_assignment(
     )
     check_assignment(assigned)
     return assigned
+
+
+def encode_approvals(approvals: tuple[Approval, ...]) -> list[JSONValue]:
+    """A quorum question's approvals as pages and the audit show them:
+    ``[{"user": "alice", "at": "...Z"}]``."""
+    return [{"user": a.user, "at": asked_at_text(a.at)} for a in approvals]
+
+
+def stored_approvals(approvals: tuple[Approval, ...]) -> str:
+    """The approvals as a shared relay's store keeps them: ``[["alice", ms], ...]``."""
+    entries = [[a.user, round(a.at.timestamp() * 1000)] for a in approvals]
+    return json.dumps(entries, separators=(",", ":"))
+
+
+def approvals_from_store(text: str | None) -> tuple[Approval, ...]:
+    """The approvals a store keeps (:func:`stored_approvals`'s form); an entry that is not
+    a name and a time (a hand other than the relay's wrote it) is left out."""
+    if not text:
+        return ()
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return ()
+    found: list[Approval] = []
+    for entry in raw if isinstance(raw, list) else ():
+        if (
+            isinstance(entry, list)
+            and len(entry) == 2  # a name and a time
+            and is_name(entry[0])
+            and type(entry[1]) is int
+            and 0 <= entry[1] < MAX_MILLISECONDS
+        ):
+            found.append(Approval(entry[0], datetime.fromtimestamp(entry[1] / 1000, UTC)))
+    return tuple(found)
+
+
+MAX_MILLISECONDS: Final = 253_402_300_800_000
+"""Milliseconds since 1970 of the year 10000, past which no datetime reaches."""
 
 
 def decode_provenance(data: object) -> Provenance:

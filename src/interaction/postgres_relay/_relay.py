@@ -17,10 +17,15 @@ from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Team,
     UserInteractionError,
+    approves,
     cancelled_error,
     check_answer,
+    check_assignment_in,
     check_request,
+    may_answer,
+    not_assigned_error,
     request_digest,
 )
 from .._shared_relay import (
@@ -35,7 +40,7 @@ from .._shared_relay import (
     stale,
     stamped,
 )
-from ..decisions import answerer_name
+from ..decisions import answerer_name, listening
 from ..relay import (
     RELAY_FULL,
     RELAY_UNAVAILABLE,
@@ -44,7 +49,7 @@ from ..relay import (
     RelaySnapshot,
     end_on_abort,
 )
-from ..wire import decode_answer, dumps
+from ..wire import approvals_from_store, decode_answer, dumps
 from . import _schema
 from ._store import Connections, Row, describe, migrate, newer, unavailable
 
@@ -70,7 +75,9 @@ class PostgresRelay:
     what they mean for the Redis relay. ``listen`` wakes the tail by ``LISTEN``/``NOTIFY``;
     turn it off behind a transaction-pooling PgBouncer (which does not pass notifications
     on), and the tail polls every ``poll_interval`` seconds instead. ``connections`` bounds
-    the pool (one more connection listens).
+    the pool (one more connection listens). ``team`` resolves the groups questions are
+    assigned to, as :class:`~interaction.relay.Relay`'s does; a quorum question's approvals
+    are counted by one function call, a transaction under the schema's lock row.
     """
 
     def __init__(
@@ -86,8 +93,10 @@ class PostgresRelay:
         listen: bool = True,
         poll_interval: float = 0.5,
         connections: int = 16,
+        team: Team | None = None,
     ) -> None:
         _schema.check_schema(schema)
+        self.team = team
         if history < 1 or max_pending < 1 or connections < 1:
             raise ValueError("history, max_pending and connections must be at least 1")
         if not (lease_ttl > 0 and question_ttl > 0 and settled_ttl > 0 and poll_interval > 0):
@@ -110,21 +119,22 @@ class PostgresRelay:
         s = f'"{schema}"'
         self._sql_ask = f"SELECT {s}.ask(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         self._sql_settle = f"SELECT {s}.settle(%s, %s, %s, %s, %s, %s)"
+        self._sql_approve = f"SELECT {s}.approve(%s, %s, %s, %s, %s, %s)"
         self._sql_heartbeat = f"SELECT {s}.heartbeat(%s, %s, %s, %s, %s)"
         self._sql_snapshot = (
-            f"SELECT m.epoch, m.last_position, q.id, q.request FROM {s}.meta m"
+            f"SELECT m.epoch, m.last_position, q.id, q.request, q.approvals FROM {s}.meta m"
             f" LEFT JOIN {s}.questions q ON q.state = 'pending' ORDER BY q.position"
         )
         self._sql_events = (
             "SELECT e.position, e.kind, e.question_id, e.outcome, q.state, q.request,"
-            f" q.answer, q.answerer FROM {s}.events e"
+            f" q.answer, q.answerer, q.approvals FROM {s}.events e"
             f" LEFT JOIN {s}.questions q ON q.id = e.question_id"
             " WHERE e.position > %s ORDER BY e.position LIMIT %s"
         )
         self._sql_states = (
             f"SELECT id, state, answer, answerer FROM {s}.questions WHERE id = ANY(%s)"
         )
-        self._sql_question = f"SELECT state, request FROM {s}.questions WHERE id = %s"
+        self._sql_question = f"SELECT state, request, approvals FROM {s}.questions WHERE id = %s"
         self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
         self._epoch: str | None = None
@@ -280,10 +290,12 @@ class PostgresRelay:
 
     def _event(self, row: Row) -> RelayEvent | None:
         """The event of a row of the events table, as its question's row bears it out."""
-        number, kind, question_id, outcome, state, request, _, answerer = row
+        number, kind, question_id, outcome, state, request, _, answerer, approvals = row
         position = self._position(number)
-        if kind == "requested":
+        if kind in {"requested", "approved"}:
             if request is None:  # gone since (expired), or never asked
+                return None
+            if kind == "approved" and state != "pending":  # its resolved event says all
                 return None
             try:
                 decoded = self._requests.remember(question_id, request)
@@ -295,7 +307,15 @@ class PostgresRelay:
                     error.message,
                 )
                 return None
-            question = PendingQuestion(question_id, decoded)
+            question = PendingQuestion(question_id, decoded, approvals_from_store(approvals))
+            if kind == "approved":  # the approver is in the outcome column
+                return RelayEvent(
+                    "approved",
+                    question_id,
+                    question,
+                    position=position,
+                    answerer=answerer_name(outcome),
+                )
             return RelayEvent("requested", question_id, question, position=position)
         if kind != "resolved":  # no function writes one: a position, and nothing more
             return None
@@ -406,6 +426,8 @@ class PostgresRelay:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         check_request(request)
+        if self.team is not None and request.assignment is not None:
+            check_assignment_in(self.team, request)
         await self.connect()
         waiter = Waiter(request, asyncio.get_running_loop().create_future())
         unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
@@ -445,6 +467,7 @@ class PostgresRelay:
             return await waiter.future
         finally:
             unlisten()
+            await self._read_approvals(question_id, waiter)
             waiter.report()
             self._waiters.drop(question_id, waiter)
             # Not settled by the store (a cancelled wait cancels the future itself, an
@@ -457,6 +480,19 @@ class PostgresRelay:
             if maybe_published and (aborted or (unsettled and request.key is None)):
                 # Withdraw, even while being cancelled: shielded, so it completes.
                 await asyncio.shield(self._withdraw(question_id))
+
+    async def _read_approvals(self, question_id: str, waiter: Waiter) -> None:
+        """For an audit around the relay: the approvals of a quorum question that a named
+        assignee settled, read back from its row (one query, for those questions only)."""
+        assignment = waiter.request.assignment
+        if assignment is None or assignment.quorum is None or waiter.answerer is None:
+            return
+        if not listening():
+            return
+        with contextlib.suppress(UserInteractionError):
+            rows = await asyncio.shield(self._db.run(self._sql_question, [question_id]))
+            if rows:
+                waiter.approvals = approvals_from_store(rows[0][2])
 
     async def _function(self, query: str, params: list[object]) -> list[str]:
         """The text array one of the schema's functions returns."""
@@ -499,7 +535,7 @@ class PostgresRelay:
         await self.connect()
         rows = await self._db.run(self._sql_snapshot)
         questions: list[PendingQuestion] = []
-        for _, _, question_id, text in rows:
+        for _, _, question_id, text, approvals in rows:
             if question_id is None:  # no question pending: the meta row alone
                 continue
             try:
@@ -511,7 +547,7 @@ class PostgresRelay:
                     error.message,
                 )
                 continue
-            questions.append(PendingQuestion(question_id, request))
+            questions.append(PendingQuestion(question_id, request, approvals_from_store(approvals)))
         epoch, last = rows[0][0], rows[0][1]
         if epoch != self._epoch:  # the tables were made anew: positions start again
             self._epoch = epoch
@@ -565,9 +601,10 @@ class PostgresRelay:
         if not rows or rows[0][0] != "pending":
             return None
         try:
-            return PendingQuestion(question_id, self._requests.remember(question_id, rows[0][1]))
+            request = self._requests.remember(question_id, rows[0][1])
         except UserInteractionError:
             return None
+        return PendingQuestion(question_id, request, approvals_from_store(rows[0][2]))
 
     async def submit(
         self, question_id: str, answer: object, *, answerer: str | None = None
@@ -579,14 +616,22 @@ class PostgresRelay:
             if question is None:
                 raise await self._not_pending_now(question_id)
             request = question.request
+        if not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         try:
             checked = check_answer(request, answer)  # a bad answer leaves it pending
         except UserInteractionError:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
                 raise await self._not_pending_now(question_id) from None
             raise
-        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
-        if reply[0] != "ok":
+        quorum = None if request.assignment is None else request.assignment.quorum
+        if quorum is not None and answerer is not None and approves(request, checked):
+            claim, settled_ms = secrets.token_urlsafe(9), self._ms(self.settled_ttl)
+            params: list[object] = [question_id, answerer, quorum, dumps(checked), settled_ms]
+            reply = await self._function(self._sql_approve, [*params, claim])
+        else:
+            reply = await self._settle(question_id, "answered", dumps(checked), answerer)
+        if reply[0] not in ("ok", "settled", "approved", "again"):
             raise not_pending(question_id, reply[1])
         return checked
 
@@ -597,6 +642,12 @@ class PostgresRelay:
 
     async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         await self.connect()
+        request = self._requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            request = None if question is None else question.request
+        if request is not None and not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         reply = await self._settle(question_id, "cancelled", answerer=answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])

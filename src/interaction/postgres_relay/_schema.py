@@ -18,6 +18,10 @@ tables missing says to run ``migrate()``.
 
 Version 2 added ``questions.answerer`` (who answered or dismissed a question, when the page
 named them) and the ``p_answerer`` argument of ``settle``; rows written before it have none.
+It also holds ``questions.approvals`` (a quorum question's approvals, ``[[name, ms], ...]``)
+and ``approve``, which counts one approval under the meta lock; a database migrated by an
+earlier build of version 2 gets them at the next ``migrate()`` (every statement is
+idempotent).
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ def statements(schema: str) -> list[str]:
         # Version 2: who settled it (rows of version 1 have none), and the settle functions
         # that take the name (their version 1 forms go first: a call would be ambiguous).
         f"ALTER TABLE {s}.questions ADD COLUMN IF NOT EXISTS answerer text",
+        f"ALTER TABLE {s}.questions ADD COLUMN IF NOT EXISTS approvals text",
         f"DROP FUNCTION IF EXISTS {s}.settle(text, text, text, bigint, text)",
         f"DROP FUNCTION IF EXISTS {s}.settle_one(text, text, text, bigint, text)",
         f"CREATE INDEX IF NOT EXISTS questions_pending ON {s}.questions (position)"
@@ -205,6 +210,37 @@ RETURNS text[] LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1 FROM {s}.meta FOR UPDATE;
   RETURN {s}.settle_one(p_id, p_outcome, p_answer, p_settled_ms, p_claim, p_answerer);
+END $$""",
+        # One approval of a quorum question, under the meta lock (so two hosts' approvals
+        # take turns and exactly one settles it): the approver joins the row's approvals
+        # once; the approval that makes the quorum settles it as answered, any other
+        # appends an 'approved' event naming the approver (in the outcome column).
+        f"""CREATE OR REPLACE FUNCTION {s}.approve(
+  p_id text, p_approver text, p_quorum integer, p_answer text, p_settled_ms bigint,
+  p_claim text)
+RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE q record; list jsonb; pos bigint; settled text[];
+BEGIN
+  PERFORM 1 FROM {s}.meta FOR UPDATE;
+  SELECT state, claim, approvals INTO q FROM {s}.questions WHERE id = p_id;
+  IF NOT FOUND THEN RETURN ARRAY['not_pending', '']; END IF;
+  IF q.state IS DISTINCT FROM 'pending' THEN
+    IF q.claim = p_claim THEN RETURN ARRAY['ok', '']; END IF;
+    RETURN ARRAY['not_pending', coalesce(q.state, '')];
+  END IF;
+  list := coalesce(q.approvals::jsonb, '[]'::jsonb);
+  IF EXISTS (SELECT 1 FROM jsonb_array_elements(list) e WHERE e->>0 = p_approver) THEN
+    RETURN ARRAY['again', '', list::text];
+  END IF;
+  list := list || jsonb_build_array(jsonb_build_array(p_approver,
+    floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint));
+  UPDATE {s}.questions SET approvals = list::text WHERE id = p_id;
+  IF jsonb_array_length(list) >= p_quorum THEN
+    settled := {s}.settle_one(p_id, 'answered', p_answer, p_settled_ms, p_claim, p_approver);
+    RETURN ARRAY['settled', settled[2], list::text];
+  END IF;
+  pos := {s}.append_event('approved', p_id, p_approver);
+  RETURN ARRAY['approved', pos::text, list::text];
 END $$""",
         # Refresh (or, at a lease of 0, release) this owner; release the lapsed owners,
         # withdraw the questions whose lifetime ended, drop the settled rows whose time is

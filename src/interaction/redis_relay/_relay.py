@@ -20,16 +20,21 @@ from .._core import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
+    Team,
     UserInteractionError,
+    approves,
     cancelled_error,
     check_answer,
+    check_assignment_in,
     check_request,
+    may_answer,
+    not_assigned_error,
     request_digest,
 )
 from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stamped
-from ..decisions import answerer_name
+from ..decisions import answerer_name, listening
 from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot, end_on_abort
-from ..wire import decode_answer, dumps
+from ..wire import approvals_from_store, decode_answer, dumps
 from . import _scripts
 from ._stream import call, client, entries, readable, strings, text, unavailable
 from ._tail import TAIL_BLOCK_MS, Tail, log
@@ -50,7 +55,9 @@ class RedisRelay:
     (it refreshes every third of that); ``question_ttl`` is a question's lifetime;
     ``settled_ttl`` how long a settled question is kept, for a restarted keyed asker and
     for late claims. The store is reached on first use (or :meth:`connect`); when it
-    cannot be, every method raises ``RELAY_UNAVAILABLE``.
+    cannot be, every method raises ``RELAY_UNAVAILABLE``. ``team`` resolves the groups
+    questions are assigned to, as :class:`~interaction.relay.Relay`'s does; a quorum
+    question's approvals are counted by one script, atomically across hosts.
     """
 
     def __init__(
@@ -63,7 +70,9 @@ class RedisRelay:
         lease_ttl: float = 15.0,
         question_ttl: float = 86_400.0,
         settled_ttl: float = 86_400.0,
+        team: Team | None = None,
     ) -> None:
+        self.team = team
         if not prefix or any(c in prefix for c in "{}"):
             raise ValueError(f"the prefix must be non-empty, without braces: {prefix!r}")
         if history < 1 or max_pending < 1:
@@ -94,6 +103,7 @@ class RedisRelay:
         self._keys = keys
         self._ask_script = self._client.register_script(_scripts.ASK)
         self._settle_script = self._client.register_script(_scripts.SETTLE)
+        self._approve_script = self._client.register_script(_scripts.APPROVE)
         self._snapshot_script = self._client.register_script(_scripts.SNAPSHOT)
         self._heartbeat_script = self._client.register_script(_scripts.HEARTBEAT)
         self._waiters = LocalWaiters(self._unavailable)
@@ -181,6 +191,8 @@ class RedisRelay:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         check_request(request)
+        if self.team is not None and request.assignment is not None:
+            check_assignment_in(self.team, request)
         await self.connect()
         waiter = Waiter(request, asyncio.get_running_loop().create_future())
         unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
@@ -222,6 +234,7 @@ class RedisRelay:
             return await waiter.future
         finally:
             unlisten()
+            await self._read_approvals(question_id, waiter)
             waiter.report()
             self._waiters.drop(question_id, waiter)
             # Not settled by the store (a cancelled wait cancels the future itself, an
@@ -234,6 +247,18 @@ class RedisRelay:
             if maybe_published and (aborted or (unsettled and request.key is None)):
                 # Withdraw, even while being cancelled: shielded, so it completes.
                 await asyncio.shield(self._withdraw(question_id))
+
+    async def _read_approvals(self, question_id: str, waiter: Waiter) -> None:
+        """For an audit around the relay: the approvals of a quorum question that a named
+        assignee settled, read back from its hash (one trip, for those questions only)."""
+        assignment = waiter.request.assignment
+        if assignment is None or assignment.quorum is None or waiter.answerer is None:
+            return
+        if not listening():
+            return
+        with contextlib.suppress(UserInteractionError):
+            (stored,) = await asyncio.shield(self._fields(question_id, "approvals"))
+            waiter.approvals = approvals_from_store(stored)
 
     async def withdraw_keyed(self, key: str) -> None:
         """Withdraw the pending question asked under resume key ``key``, as its asker's
@@ -284,7 +309,7 @@ class RedisRelay:
         await self.connect()
         reply = await self._script(self._snapshot_script, [self._base])
         questions: list[PendingQuestion] = []
-        for index in range(1, len(reply) - 1, 2):
+        for index in range(1, len(reply) - 2, 3):
             question_id = reply[index]
             if not (readable(question_id) and readable(reply[index + 1])):
                 log.warning(
@@ -293,11 +318,9 @@ class RedisRelay:
                 )
                 continue
             with contextlib.suppress(UserInteractionError):  # an unreadable one is left out
-                questions.append(
-                    PendingQuestion(
-                        question_id, self._tail.requests.remember(question_id, reply[index + 1])
-                    )
-                )
+                request = self._tail.requests.remember(question_id, reply[index + 1])
+                approvals = approvals_from_store(reply[index + 2])
+                questions.append(PendingQuestion(question_id, request, approvals))
         return RelaySnapshot(reply[0], tuple(questions))
 
     def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
@@ -329,13 +352,14 @@ class RedisRelay:
 
     async def lookup(self, question_id: str) -> PendingQuestion | None:
         await self.connect()
-        state, stored = await self._fields(question_id, "state", "request")
+        state, stored, approvals = await self._fields(question_id, "state", "request", "approvals")
         if state != "pending" or stored is None or not readable(stored):
             return None
         try:
-            return PendingQuestion(question_id, self._tail.requests.remember(question_id, stored))
+            request = self._tail.requests.remember(question_id, stored)
         except UserInteractionError:
             return None
+        return PendingQuestion(question_id, request, approvals_from_store(approvals))
 
     async def submit(
         self, question_id: str, answer: object, *, answerer: str | None = None
@@ -347,16 +371,38 @@ class RedisRelay:
             if question is None:
                 raise await self._not_pending_now(question_id)
             request = question.request
+        if not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         try:
             checked = check_answer(request, answer)  # a bad answer leaves it pending
         except UserInteractionError:
             if await self.lookup(question_id) is None:  # not pending any more, in fact
                 raise await self._not_pending_now(question_id) from None
             raise
-        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
-        if reply[0] != "ok":
+        quorum = None if request.assignment is None else request.assignment.quorum
+        if quorum is not None and answerer is not None and approves(request, checked):
+            reply = await self._approve(question_id, answerer, quorum, dumps(checked))
+        else:
+            reply = await self._settle(question_id, "answered", dumps(checked), answerer)
+        if reply[0] not in ("ok", "settled", "approved", "again"):
             raise not_pending(question_id, reply[1])
         return checked
+
+    async def _approve(
+        self, question_id: str, approver: str, quorum: int, answer: str
+    ) -> list[str]:
+        """One approval of a quorum question (the ``APPROVE`` script)."""
+        args: list[str | int] = [
+            self._base,
+            question_id,
+            approver,
+            quorum,
+            answer,
+            self._ms(self.settled_ttl),
+            self.history,
+            secrets.token_urlsafe(9),
+        ]
+        return await self._script(self._approve_script, args)
 
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
         """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
@@ -365,6 +411,12 @@ class RedisRelay:
 
     async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
         await self.connect()
+        request = self._tail.requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            request = None if question is None else question.request
+        if request is not None and not may_answer(self.team, answerer, request):
+            raise not_assigned_error(question_id, answerer)
         reply = await self._settle(question_id, "cancelled", answerer=answerer)
         if reply[0] != "ok":
             raise not_pending(question_id, reply[1])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ASK", "HEARTBEAT", "READ", "SETTLE", "SETTLED", "SNAPSHOT"]
+__all__ = ["APPROVE", "ASK", "HEARTBEAT", "READ", "SETTLE", "SETTLED", "SNAPSHOT"]
 
 PRELUDE: Final = """
 local base = ARGV[1]
@@ -161,19 +161,54 @@ return {'not_pending', state or ''}
 """
 )
 
-# ARGV: base. Returns the last position, then id, request, id, request... of the questions
-# whose hash says pending (the hash is the truth, whatever the sorted set still holds).
+# ARGV: base, id, approver, quorum, answer, settled_ms, maxlen, claim. One approval of a
+# question with a quorum, in one step whatever the other hosts do: the approver is added to
+# the hash's 'approvals' ([[name, ms], ...], once per name); the approval that makes the
+# quorum settles the question as answered with 'answer' (and names its approver), any other
+# appends an 'approved' entry. Replies: {'settled', position, approvals}, {'approved',
+# position, approvals}, {'again', '', approvals} (this approver had approved already),
+# {'ok', ''} (a retried claim that settled it), {'not_pending', state}.
+APPROVE: Final = (
+    PRELUDE
+    + """
+local id, approver, quorum = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local q = base .. 'q:' .. id
+local found = redis.call('HMGET', q, 'state', 'approvals', 'claim')
+if found[1] ~= 'pending' then
+  if found[1] and found[3] == ARGV[8] then return {'ok', ''} end
+  return {'not_pending', found[1] or ''}
+end
+local approvals = {}
+if found[2] and found[2] ~= '' then approvals = cjson.decode(found[2]) end
+for _, entry in ipairs(approvals) do
+  if entry[1] == approver then return {'again', '', found[2]} end
+end
+approvals[#approvals + 1] = {approver, now_ms()}
+local stored = cjson.encode(approvals)
+redis.call('HSET', q, 'approvals', stored)
+if #approvals >= quorum then
+  local position = settle(id, 'answered', ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8], approver)
+  return {'settled', position, stored}
+end
+return {'approved', append(ARGV[7], 'kind', 'approved', 'id', id, 'answerer', approver), stored}
+"""
+)
+
+# ARGV: base. Returns the last position, then id, request, approvals ('' for none)... of
+# the questions whose hash says pending (the hash is the truth, whatever the sorted set
+# still holds).
 SNAPSHOT: Final = """
 local base = ARGV[1]
 local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
 local out = {'0-0'}
 if last[1] then out[1] = last[1][1] end
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local found = redis.call('HMGET', base .. 'q:' .. id, 'state', 'request')
+  local found = redis.call('HMGET', base .. 'q:' .. id, 'state', 'request', 'approvals')
   local request = found[2]
   if found[1] == 'pending' and request then
     out[#out + 1] = id
     out[#out + 1] = request
+    out[#out + 1] = found[3] or ''
   end
 end
 return out
@@ -227,9 +262,11 @@ if ARGV[2] ~= '' then
       end
     end
     local stored = false
-    if id and (kind == 'requested' or kind == 'resolved') then
-      -- A requested entry needs the request, a resolved one the answer: not both.
+    if id and (kind == 'requested' or kind == 'resolved' or kind == 'approved') then
+      -- A requested entry needs the request, a resolved one the answer: not both; an
+      -- approved one the request and the approvals.
       if kind == 'requested' then stored = held(id, 'request')
+      elseif kind == 'approved' then stored = held(id, 'request', 'approvals')
       else stored = held(id, 'answer', 'answerer') end
     end
     events[i] = {entry[1], fields, stored}

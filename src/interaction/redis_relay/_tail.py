@@ -23,6 +23,7 @@ from .._core import UserInteractionError
 from .._shared_relay import OUTCOMES, EventBuffer, LocalWaiters, RequestCache, stale
 from ..decisions import answerer_name
 from ..relay import PendingQuestion, RelayEvent
+from ..wire import approvals_from_store
 from . import _scripts
 from ._stream import StreamState, call, entries, key_of, readable, text, unavailable
 
@@ -122,12 +123,19 @@ class Tail:
 
     def event(self, position: str, fields: Mapping[str, str]) -> RelayEvent | None:
         question_id = fields.get("id", "")
-        if fields.get("kind") == "requested":
+        kind = fields.get("kind")
+        if kind in {"requested", "approved"}:
             try:
                 request = self.requests.remember(question_id, fields.get("request", ""))
             except UserInteractionError:  # not a request: nothing a client could show
                 return None
-            question = PendingQuestion(question_id, request)
+            approvals = approvals_from_store(fields.get("approvals"))
+            question = PendingQuestion(question_id, request, approvals)
+            if kind == "approved":
+                approver = answerer_name(fields.get("answerer"))
+                return RelayEvent(
+                    "approved", question_id, question, position=position, answerer=approver
+                )
             return RelayEvent("requested", question_id, question, position=position)
         outcome = fields.get("outcome")
         if outcome not in OUTCOMES:
@@ -150,7 +158,7 @@ class Tail:
         request (the scripts' entries name only the question), a ``resolved`` one the
         stored outcome, answer and answerer, never its own.
         """
-        kinds = ("requested", "resolved")
+        kinds = ("requested", "resolved", "approved")
         checked: list[Checked] = []
         for position, raw, (state, request, answer, answerer) in found:
             fields = self._readable(position, raw)
@@ -160,6 +168,11 @@ class Tail:
                 continue
             if kind == "requested" and request is None:  # gone since (or never asked)
                 checked.append((position, {}, None))
+                continue
+            if kind == "approved":  # shown while it waits; once settled, its resolved says all
+                shown = state == "pending" and request is not None and readable(request)
+                approved = {**fields, "request": request or "", "approvals": answer or ""}
+                checked.append((position, approved if shown else {}, None))
                 continue
             if kind == "requested" and request != fields.get("request", request):
                 why = "was not asked with that request"
@@ -241,6 +254,9 @@ class Tail:
                 if fields.get("kind") == "requested":
                     state, request = (text(item) for item in held)
                     stored = (state, request, None, None)
+                elif fields.get("kind") == "approved":  # the approvals in the answer's place
+                    state, request, approvals = (text(item) for item in held)
+                    stored = (state, request, approvals, None)
                 else:
                     state, answer, answerer = (text(item) for item in held)
                     stored = (state, None, answer, answerer)

@@ -36,11 +36,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._core import (
+    BAD_TEAM,
+    NOT_ASSIGNED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
+    Team,
     UserInteractionError,
     answer_item,
+    may_answer,
+    may_settle,
+    not_assigned_error,
 )
 from ..display import present
 from ..policies import RuleStore
@@ -56,10 +63,10 @@ from ..relay import (
     not_pending_error,
 )
 from ..signing import AnswerLinks
-from ..wire import decode_answer, encode_answer, encode_request
+from ..wire import decode_answer, encode_answer, encode_approvals, encode_request
 from ._rules import rule_routes
 
-__all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
+__all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host", "team_of"]
 
 _ASSETS: Final = resources.files("interaction.web") / "static"
 MAX_BODY: Final = 1 << 20
@@ -96,6 +103,7 @@ _ANSWER_JSON: Final = json.JSONEncoder(
 # Status codes of the relay's and the app's error codes.
 _STATUS: Final = {
     NOT_PENDING: 409,
+    NOT_ASSIGNED: 403,
     RELAY_UNAVAILABLE: 503,
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
@@ -114,12 +122,16 @@ def question_json(question: PendingQuestion) -> dict[str, object]:
     (:meth:`interaction.display.RequestView.to_json`), which is all the page draws.
     """
     view = present(question.request)
-    return {
+    shown: dict[str, object] = {
         "id": question.id,
         "request": encode_request(question.request),
         "planReview": view.plan_review,
         "view": view.to_json(),
     }
+    assignment = question.request.assignment
+    if assignment is not None and assignment.quorum is not None:
+        shown["approvals"] = encode_approvals(question.approvals)
+    return shown
 
 
 def as_typed(
@@ -143,9 +155,9 @@ def _sse(kind: str, data: object, event_id: str | None = None) -> str:
 
 def _event_json(event: RelayEvent) -> str:
     position = event.position or None
-    if event.kind == "requested":
+    if event.kind != "resolved":  # requested, or approved: the question as it stands
         assert event.question is not None
-        return _sse("requested", question_json(event.question), position)
+        return _sse(event.kind, question_json(event.question), position)
     resolved: dict[str, object] = {"id": event.id, "outcome": event.outcome}
     if event.answerer is not None:  # a named user answered or dismissed it, on any host
         resolved["answerer"] = event.answerer
@@ -497,12 +509,16 @@ class WebApp:
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
         users: Mapping[str, str] | None = None,
+        team: Team | None = None,
+        rules_by: Assignment | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
         self.relay = relay
         self.token = token
         self.users = None if users is None else check_users(users)
+        self.team = team_of(relay, team, self.users)
+        self.rules_by = rules_by
         self.max_streams = check_limit("max_streams", max_streams)
         self.links = links
         # A one-question session: selector -> (verifier, question id, end).
@@ -538,7 +554,7 @@ class WebApp:
             Route("/api/ping", self.ping, methods=["POST"]),
             Route("/api/me", self.me),
             *(Route(path, self.shell_file) for path in SHELL_FILES),
-            *(rule_routes(rules) if rules is not None else []),
+            *(rule_routes(rules, self._may_change_rules) if rules is not None else []),
             Route(LINK_PATH, self.link, methods=["GET"]),
             Route(LINK_PATH, self.open_link, methods=["POST"]),
         ]
@@ -551,6 +567,26 @@ class WebApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
+
+    # ------------------------------------------------------------------ who sees what
+
+    def _sees(self, user: str | None, question: PendingQuestion) -> bool:
+        """Whether ``user`` is shown ``question``: one assigned to nobody or to them, and
+        every one to the unnamed token and the team's ``see_all`` users."""
+        request = question.request
+        if request.assignment is None or user is None:
+            return True
+        if self.team is not None and user in self.team.see_all:
+            return True
+        return may_answer(self.team, user, request)
+
+    def _sees_everything(self, user: str | None) -> bool:
+        return user is None or (self.team is not None and user in self.team.see_all)
+
+    def _may_change_rules(self, user: str | None) -> bool:
+        """Whether ``user`` may add or revoke a rule: anyone with a token, or with
+        ``rules_by`` only its assignees (the check :func:`may_answer` makes)."""
+        return may_settle(self.team, user, self.rules_by)
 
     # ------------------------------------------------------------------ errors
 
@@ -751,7 +787,10 @@ class WebApp:
             snapshot = await self.relay.snapshot()
         except UserInteractionError as error:
             return _error(_STATUS.get(error.code, 400), error.code, error.message)
-        shown = [q for q in snapshot.questions if only is None or q.id == only]
+        user = _user(request)
+        shown = [
+            q for q in snapshot.questions if (only is None or q.id == only) and self._sees(user, q)
+        ]
         return JSONResponse({"questions": [question_json(q) for q in shown]})
 
     async def _read_text(self, request: Request) -> str:
@@ -794,7 +833,17 @@ class WebApp:
                     return self._not_pending(question_id, await self._why_not_pending(question_id))
                 raise
             typed = as_typed(asked, decoded)
-            checked = await self.relay.submit(question_id, typed, answerer=_user(request))
+            user = _user(request)
+            if not may_answer(self.team, user, asked):
+                raise not_assigned_error(question_id, user)
+            checked = await self.relay.submit(question_id, typed, answerer=user)
+            quorum = None if asked.assignment is None else asked.assignment.quorum
+            if quorum is not None and (still := await self.relay.lookup(question_id)):
+                # An approval short of the quorum: recorded, and the question waits on.
+                approvals = encode_approvals(still.approvals)
+                return JSONResponse(
+                    {"pending": True, "quorum": quorum, "approvals": approvals}, status_code=202
+                )
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -834,13 +883,17 @@ class WebApp:
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._streams.add(stop)
         last = request.headers.get("last-event-id", "").strip() or None
-        stream = self._stream(last, stop, _only(request)[0])
+        stream = self._stream(last, stop, _only(request)[0], _user(request))
         return _EventStream(stream, lambda: self._streams.discard(stop))
 
     # ------------------------------------------------------------------ the stream
 
     async def _stream(
-        self, last_event_id: str | None, stop: asyncio.Future[None], only: str | None
+        self,
+        last_event_id: str | None,
+        stop: asyncio.Future[None],
+        only: str | None,
+        user: str | None = None,
     ) -> AsyncIterator[str]:
         """A snapshot of what is pending, then the events, with keep-alives in between.
 
@@ -856,8 +909,12 @@ class WebApp:
             while True:
                 if position is None:
                     snapshot = await self.relay.snapshot()
-                    if only is not None:
-                        shown = tuple(q for q in snapshot.questions if q.id == only)
+                    if only is not None or not self._sees_everything(user):
+                        shown = tuple(
+                            q
+                            for q in snapshot.questions
+                            if (only is None or q.id == only) and self._sees(user, q)
+                        )
                         snapshot = RelaySnapshot(snapshot.position, shown)
                     for question in snapshot.questions:
                         self._shown(question)
@@ -865,7 +922,8 @@ class WebApp:
                     head = ""
                     position = snapshot.position
                 try:
-                    async with contextlib.aclosing(self._follow(position, stop, only)) as texts:
+                    following = self._follow(position, stop, only, user)
+                    async with contextlib.aclosing(following) as texts:
                         async for text in texts:
                             yield head + text
                             head = ""
@@ -879,7 +937,11 @@ class WebApp:
             self._streams.discard(stop)
 
     async def _follow(
-        self, position: str, stop: asyncio.Future[None], only: str | None = None
+        self,
+        position: str,
+        stop: asyncio.Future[None],
+        only: str | None = None,
+        user: str | None = None,
     ) -> AsyncGenerator[str, None]:
         """The events after ``position`` as SSE text, until the relay closes or ``stop``.
 
@@ -932,7 +994,8 @@ class WebApp:
                 if event.position:
                     position = event.position
                 self._learn(event)
-                if only is None or event.id == only:
+                hidden = event.question is not None and not self._sees(user, event.question)
+                if (only is None or event.id == only) and not hidden:
                     yield self._event_text(event)
             yield _sse("closing", {"reason": "stopped"})
         finally:
@@ -957,6 +1020,8 @@ def create_app(
     max_streams: int = DEFAULT_MAX_STREAMS,
     links: AnswerLinks | None = None,
     origins: Collection[str] = (),
+    team: Team | None = None,
+    rules_by: Assignment | None = None,
 ) -> ASGIApp:
     """The app over ``relay``.
 
@@ -966,11 +1031,34 @@ def create_app(
     With ``links``, ``GET /link?t=...`` shows an answer link's page and its button's
     ``POST /link`` redeems the link (docs/notify.md). ``origins`` are further ``Origin``
     values accepted beside ``http://<Host>`` (the ``https://`` origin of a page behind a
-    TLS proxy).
+    TLS proxy). ``team`` (by default the relay's) decides who sees and may settle each
+    question; ``rules_by``, who may change the rules (docs/teams.md).
     """
     return WebApp(
-        relay, token=token, hosts=hosts, max_streams=max_streams, links=links, origins=origins
+        relay,
+        token=token,
+        hosts=hosts,
+        max_streams=max_streams,
+        links=links,
+        origins=origins,
+        team=team,
+        rules_by=rules_by,
     )
+
+
+def team_of(relay: RelayBackend, team: Team | None, users: Mapping[str, str] | None) -> Team | None:
+    """The app's team: ``team``, else the relay's (``BAD_TEAM`` when both are given and
+    differ, or when a user of the team has no token here)."""
+    relays = getattr(relay, "team", None)
+    relays = relays if isinstance(relays, Team) else None
+    if team is not None and relays is not None and team != relays:
+        raise UserInteractionError("team: the app's team is not its relay's", BAD_TEAM)
+    chosen = team if team is not None else relays
+    if chosen is not None and users is not None:
+        for name in chosen.users:
+            if name not in users:
+                raise UserInteractionError(f"team: user {name} has no token here", BAD_TEAM)
+    return chosen
 
 
 def _user(request: Request) -> str | None:

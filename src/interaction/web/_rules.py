@@ -9,13 +9,14 @@ Behind the same token as the rest of the API. A rule added here is made by
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._core import UserInteractionError
+from .._core import NOT_ASSIGNED, UserInteractionError
 from ..policies import RuleStore, RuleStoreError, new_rule, rule_to_json
 
 __all__ = ["MAX_RULE_BODY", "rule_routes"]
@@ -33,8 +34,22 @@ def _refused(error: UserInteractionError) -> JSONResponse:
     return _error(status, error.code, error.message)
 
 
-def rule_routes(store: RuleStore) -> list[Route]:
-    """``GET /api/rules``, ``POST /api/rules`` and ``POST /api/rules/{id}/revoke``."""
+def _user(request: Request) -> str | None:
+    user = (request.scope.get("state") or {}).get("user")
+    return user if isinstance(user, str) else None
+
+
+def _not_allowed(user: str | None) -> JSONResponse:
+    who = "someone unnamed" if user is None else repr(user)
+    message = f"the rules are assigned to others: {who} may not change them"
+    return _error(403, NOT_ASSIGNED, message)
+
+
+def rule_routes(
+    store: RuleStore, may_change: Callable[[str | None], bool] = lambda user: True
+) -> list[Route]:
+    """``GET /api/rules``, ``POST /api/rules`` and ``POST /api/rules/{id}/revoke``; an
+    add or revoke by a user ``may_change`` refuses is ``403 NOT_ASSIGNED``."""
 
     async def listing(request: Request) -> Response:
         try:
@@ -44,6 +59,8 @@ def rule_routes(store: RuleStore) -> list[Route]:
         return JSONResponse({"rules": [rule_to_json(rule) for rule in rules]})
 
     async def add(request: Request) -> Response:
+        if not may_change(_user(request)):
+            return _not_allowed(_user(request))
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
@@ -58,7 +75,7 @@ def rule_routes(store: RuleStore) -> list[Route]:
         effect, source = data.get("effect", "allow"), data.get("source")
         if effect not in ("allow", "deny") or not (source is None or isinstance(source, str)):
             return _error(400, "BAD_REQUEST", "effect is allow or deny; source is text")
-        user = (request.scope.get("state") or {}).get("user")
+        user = _user(request)
         by = "web" if user is None else f"web:{user}"
         try:
             rule = new_rule(data["spec"], effect, source=source or None, created_by=by)
@@ -68,6 +85,8 @@ def rule_routes(store: RuleStore) -> list[Route]:
         return JSONResponse(rule_to_json(rule), status_code=201)
 
     async def revoke(request: Request) -> Response:
+        if not may_change(_user(request)):
+            return _not_allowed(_user(request))
         try:
             found = await store.revoke(request.path_params["id"])
         except UserInteractionError as error:

@@ -19,6 +19,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .._core import Assignment, Team
 from ..policies import RuleStore
 from ..relay import RelayBackend
 from ..signing import AnswerLinks
@@ -31,6 +32,7 @@ from ._app import (
     check_users,
     error_body,
     parse_host,
+    team_of,
 )
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
@@ -406,7 +408,11 @@ class WebServer:
     ``token``: :meth:`user_url` is a user's link, and an answer or a dismissal made with a
     user's token names the user to the asker's :class:`~interaction.audit.AuditProvider`
     (with the in-memory :class:`~interaction.relay.Relay`). Names are 1-64 letters, digits
-    or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user.
+    or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user. ``team``
+    (:class:`~interaction.Team`, by default the relay's) groups them: each sees the
+    questions assigned to them or to nobody (its ``see_all`` users see all), and a claim
+    on one assigned to others is ``403 NOT_ASSIGNED``; with ``rules_by`` only its
+    assignees may add or revoke rules (docs/teams.md).
 
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
@@ -429,10 +435,14 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        team: Team | None = None,
+        rules_by: Assignment | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
+        self.team = team_of(relay, team, self.users)
+        self.rules_by = rules_by
         self.relay = relay
         self.rules = rules
         self.links = links
@@ -524,6 +534,8 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            team=self.team,
+            rules_by=self.rules_by,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that

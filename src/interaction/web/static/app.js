@@ -284,6 +284,13 @@
     const seen = busy.outcome; // a resolved event that came while we waited
     const seenBy = busy.answerer;
     busy = null;
+    if (status === 202 && data && data.pending) { // an approval short of the quorum: it waits on
+      entry.approvals = data.approvals;
+      setBusy(false);
+      say(`Your approval is recorded: ${approvalsText(data.approvals, data.quorum)}.`);
+      render();
+      return;
+    }
     if (status >= 200 && status < 300) {
       dropDraft(entry.id);
       const skipped = body && body.answers && body.answers.every((a) => !a.selected.length && a.custom === undefined);
@@ -341,6 +348,14 @@
     // "deploy-bot on build-7 · session 42 · tool deploy · asked 3 min ago", as summary() says it
     parts.forEach((part, n) => { if (n) line.append(n === 1 && p.source && p.host ? " " : " · "); line.append(part); });
     return line;
+  };
+  // ---- a quorum question's approvals so far: "1 of 2 approved: alice" (names set as text)
+  const approvalsText = (approvals, quorum) =>
+    `${approvals.length} of ${quorum} approved` + (approvals.length ? ": " + approvals.map((a) => a.user).join(", ") : "");
+  const approvalsLine = (entry) => {
+    const assignment = entry.request.assignment;
+    if (!assignment || !assignment.quorum || !entry.approvals) return null;
+    return el("p", { class: "approvals", "data-testid": "approvals", text: approvalsText(entry.approvals, assignment.quorum) });
   };
   const refreshAges = () => {
     for (const time of document.querySelectorAll("time[datetime]")) {
@@ -441,6 +456,7 @@
     const card = el("section", { class: "card plan", "data-testid": "plan-review", "aria-labelledby": titleId },
       el("p", { class: "progress", text: "Plan review" + (q.header ? " · " + q.header : "") }),
       provenanceLine(entry.view),
+      approvalsLine(entry),
       el("h2", { class: "question", id: titleId, text: q.question }),
       plan,
       scrollHint(plan));
@@ -550,6 +566,7 @@
       el("p", { class: "progress", "data-testid": "progress", text: place || "Question" }),
       batchStrip(entry, draft, index),
       provenanceLine(entry.view),
+      approvalsLine(entry),
       el("h2", { class: "question", "data-testid": "question-text", id: titleId, text: q.question }),
       q.permission ? el("p", { class: "permission-input", "data-testid": "permission" },
         el("span", { class: "tool", text: q.permission.tool }),
@@ -969,6 +986,13 @@
       questions.set(entry.id, entry);
       if (!shown) render(); else updateQueue();
       announce(entry);
+    });
+    events.addEventListener("approved", (event) => {
+      const entry = JSON.parse(event.data);
+      if (!questions.has(entry.id)) return;
+      questions.set(entry.id, entry);
+      if (busy) return;
+      if (entry.id === shown) render(); else updateQueue();
     });
     events.addEventListener("resolved", (event) => {
       const { id, outcome, answerer } = JSON.parse(event.data);
