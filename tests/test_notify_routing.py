@@ -26,6 +26,7 @@ from interaction import (
     Team,
     UserInteractionError,
     ask,
+    permission_question,
     provide,
 )
 from interaction.notify import (
@@ -43,9 +44,13 @@ from interaction.notify import (
     WebhookNotifier,
 )
 from interaction.notify._config import routing_from_specs, steps_from_specs
-from interaction.relay import PendingQuestion, Relay
+from interaction.redis_relay import RedisRelay
+from interaction.relay import PendingQuestion, Relay, RelayBackend
 
 from .notify_helpers import WAIT, Recorder, receiving, smtp_server
+from .redis_server import RedisServer, redis_server
+
+__all__ = ["redis_server"]  # a fixture
 
 TEAM = Team(users=["alice", "bob", "carol", "oncall"], groups={"ops": ["alice", "bob"]})
 PKG = AskUserQuestionItem("pkg", "Which package manager?", options=[AskUserQuestionOption("npm")])
@@ -58,7 +63,7 @@ MINUTE = 60.0
 async def routed(
     routing: Routing, clock: ManualClock, steps: Sequence[Step] = (), **options: object
 ) -> AsyncIterator[tuple[Relay, Notifications]]:
-    relay = Relay()
+    relay = Relay(team=TEAM)
     with provide(relay):
         notifications = Notifications(relay, steps, routing=routing, clock=clock, **options)  # type: ignore[arg-type]
         async with notifications:
@@ -104,12 +109,12 @@ async def test_assignees_are_reached_by_their_own_channels_and_nobody_else() -> 
     async with routed(routing, clock, [Step(everyone)]) as (relay, notifications):
         to_ops, question = await asked(relay, clock, "ops")
         assert await slack.next_attempt() == "pending"  # ops has a channel: that one
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="alice")
         await to_ops
         assert await slack.next_attempt() == "settled"
         to_alice, question = await asked(relay, clock, "alice")
         assert await mail.next_attempt() == "pending"
-        relay.cancel(question.id)
+        relay.cancel(question.id, answerer="alice")
         with pytest.raises(UserInteractionError):
             await to_alice
         assert await mail.next_attempt() == "settled"
@@ -132,7 +137,7 @@ async def test_a_group_without_a_channel_is_reached_through_each_member_once() -
         task, question = await asked(relay, clock, "ops", "alice")  # alice twice over: told once
         assert await alices.next_attempt() == "pending"
         assert await bobs.next_attempt() == "pending"
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="alice")
         await task
         assert await alices.next_attempt() == "settled"
         assert await bobs.next_attempt() == "settled"
@@ -154,6 +159,21 @@ def test_reach_leaves_out_who_approved_and_says_whom_a_group_channel_waits_for()
     assert channel.reach(["ops"], approved=set()) == [Reach(slack, "ops", ("alice", "bob"))]
     # Without a team, every name is a user's.
     assert Routing({"ops": [slack]}).reach(["ops"], approved={"ops"}) == []
+
+
+def test_assignees_another_assignee_escalates_to_wait_their_turn() -> None:
+    routing = Routing(
+        escalations=[
+            Escalation("ops", 60, "oncall"),
+            Escalation("oncall", 60, "carol"),
+            Escalation("alice", 60, "alice"),  # a reminder holds nobody back
+        ]
+    )
+    assert routing.first(["ops", "oncall", "carol"]) == ("ops",)
+    assert routing.first(["oncall", "carol"]) == ("oncall",)
+    assert routing.first(["carol", "alice"]) == ("carol", "alice")
+    looping = Routing(escalations=[Escalation("a", 60, "b"), Escalation("b", 60, "a")])
+    assert looping.first(["a", "b"]) == ("a", "b")  # each waits for the other: both at once
 
 
 def test_a_routing_refuses_what_it_cannot_mean() -> None:
@@ -179,7 +199,8 @@ async def test_ops_first_then_on_call_after_30_minutes_and_nothing_once_it_settl
         TEAM,
     )
     async with routed(routing, clock) as (relay, notifications):
-        task, question = await asked(relay, clock, "ops")
+        # oncall may answer too, but ops escalates to oncall: ops first.
+        task, question = await asked(relay, clock, "ops", "oncall")
         assert await slack.next_attempt() == "pending"
         await clock.until_sleeping()
         clock.advance(30 * MINUTE - 1)
@@ -187,7 +208,7 @@ async def test_ops_first_then_on_call_after_30_minutes_and_nothing_once_it_settl
         clock.advance(1)  # 30 minutes and it still waits: the on-call user
         assert await pager.next_attempt() == "pending"
         await clock.until_sleeping()  # carol's turn would come an hour later
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="oncall")
         await task
         assert await slack.next_attempt() == "settled"
         assert await pager.next_attempt() == "settled"
@@ -213,7 +234,7 @@ async def test_an_escalation_to_its_own_source_reminds_until_it_settles() -> Non
             clock.advance(60 * MINUTE)
             assert await slack.next_attempt() == "pending"
         await clock.until_sleeping()  # the fourth reminder waits its hour
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="alice")
         await task
         assert await slack.next_attempt() == "settled"
         await notifications.caught_up()
@@ -247,7 +268,7 @@ async def test_escalations_keep_one_timer_per_name_however_the_chain_loops() -> 
         assert await ops.next_attempt() == "pending"
         await clock.until_sleeping()
         assert clock.sleeping == 1
-        relay.cancel(question.id)
+        relay.cancel(question.id, answerer="bob")
         with pytest.raises(UserInteractionError):
             await task
         assert await ops.next_attempt() == "settled"
@@ -262,7 +283,7 @@ async def test_a_question_waiting_before_the_start_escalates_counting_from_its_a
     routing = Routing(
         {"ops": [slack], "oncall": [pager]}, [Escalation("ops", 30 * MINUTE, "oncall")], TEAM
     )
-    relay = Relay()
+    relay = Relay(team=TEAM)
     with provide(relay):
         task, _ = await asked(relay, clock, "ops")
         clock.advance(20 * MINUTE)  # it waited 20 minutes before notifications started
@@ -289,7 +310,7 @@ async def test_steps_still_run_for_every_question_beside_the_routes() -> None:
         task, question = await asked(relay, clock, "alice")
         assert await audit_hook.next_attempt() == "pending"
         assert await alices.next_attempt() == "pending"
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="alice")
         await task
         await notifications.caught_up()
     assert (audit_hook.told[0][1].step, audit_hook.told[0][1].to) == (0, None)
@@ -316,11 +337,137 @@ async def test_a_failing_channel_never_affects_the_ask_nor_the_other_channels() 
         await clock.until_sleeping(2)  # alice's retry and the escalation
         clock.advance(5 * MINUTE)  # the retries come and go; the escalation comes on time
         assert await pager.next_attempt() == "pending"
-        relay.answer(question.id, ANSWER)
+        relay.answer(question.id, ANSWER, answerer="alice")
         assert await task == ANSWER
         assert await pager.next_attempt() == "settled"
         await notifications.caught_up()
     assert (refused.attempts, down.told, refused.told) == (1, [], [])
+
+
+# ---------------------------------------------------------------------------- quorum
+
+APPROVE = AskUserQuestionAnswer([AskUserQuestionAnswerItem("permission", ["Allow"])])
+
+
+def deploy(clock: ManualClock, *to: str, quorum: int) -> AskUserQuestionRequest:
+    """A production deploy that ``quorum`` of ``to`` must approve."""
+    return AskUserQuestionRequest(
+        [permission_question("Bash", "./deploy production", allow_always=None)],
+        provenance=Provenance(source="deploy-bot", asked_at=clock.now()),
+        assignment=Assignment(to, quorum),
+    )
+
+
+async def asking(
+    relay: RelayBackend, request: AskUserQuestionRequest
+) -> tuple[asyncio.Task[AskUserQuestionAnswer], PendingQuestion]:
+    """Ask ``request`` through ``relay`` itself, once it is pending there."""
+    events = relay.events((await relay.snapshot()).position)
+    task = asyncio.create_task(relay.ask(request))
+    async with asyncio.timeout(WAIT):
+        async for event in events:
+            if event.kind == "requested" and event.question is not None:
+                await events.aclose()
+                return task, event.question
+    raise AssertionError("the relay closed")
+
+
+async def test_a_quorum_question_reminds_only_who_has_not_approved_yet() -> None:
+    clock = ManualClock()
+    alices, bobs, carols = Recorder("alice's"), Recorder("bob's"), Recorder("carol's")
+    routing = Routing(
+        {"alice": [alices], "bob": [bobs], "carol": [carols]},
+        [Escalation("ops", 60 * MINUTE, "ops"), Escalation("carol", 60 * MINUTE, "carol")],
+        TEAM,
+    )
+    async with routed(routing, clock) as (relay, notifications):
+        task, question = await asking(relay, deploy(clock, "ops", "carol", quorum=3))
+        assert [await r.next_attempt() for r in (alices, bobs, carols)] == ["pending"] * 3
+        relay.answer(question.id, APPROVE, answerer="alice")
+        relay.answer(question.id, APPROVE, answerer="carol")
+        await clock.until_sleeping(2)
+        clock.advance(60 * MINUTE)  # the hour's reminders: bob alone still has to approve
+        assert await bobs.next_attempt() == "pending"
+        await clock.until_sleeping(2)  # the next hour's, set going before bob's was sent
+        clock.advance(60 * MINUTE)
+        assert await bobs.next_attempt() == "pending"
+        await clock.until_sleeping(2)
+        relay.answer(question.id, APPROVE, answerer="bob")  # the third: approved
+        assert await task == APPROVE
+        assert [await r.next_attempt() for r in (alices, bobs, carols)] == ["settled"] * 3
+        await notifications.caught_up()
+        assert clock.sleeping == 0
+    assert recipients(alices) == [
+        ("pending", "alice", ("alice",)),
+        ("settled", "alice", ("alice",)),
+    ]
+    assert recipients(bobs) == [
+        ("pending", "bob", ("bob",)),
+        ("pending", "bob", ("bob",)),
+        ("pending", "bob", ("bob",)),
+        ("settled", "bob", ("bob",)),
+    ]
+    assert [notice.step for _, notice, _ in bobs.told] == [0, 1, 2, 2]  # none for carol
+    assert carols.kinds() == ["pending", "settled"]
+
+
+async def test_a_group_channel_says_whom_it_awaits_and_a_decline_stops_it_all() -> None:
+    clock = ManualClock()
+    slack = Recorder("ops slack")
+    routing = Routing({"ops": [slack]}, [Escalation("ops", 30 * MINUTE, "ops")], TEAM)
+    async with routed(routing, clock) as (relay, notifications):
+        task, question = await asking(relay, deploy(clock, "ops", quorum=2))
+        assert await slack.next_attempt() == "pending"
+        relay.answer(question.id, APPROVE, answerer="bob")
+        await clock.until_sleeping()
+        clock.advance(30 * MINUTE)
+        assert await slack.next_attempt() == "pending"
+        await clock.until_sleeping()
+        declined = AskUserQuestionAnswer([AskUserQuestionAnswerItem("permission", ["Deny"])])
+        relay.answer(question.id, declined, answerer="alice")  # one decline settles it
+        assert await task == declined
+        assert await slack.next_attempt() == "settled"
+        await notifications.caught_up()
+        assert clock.sleeping == 0
+    assert recipients(slack) == [
+        ("pending", "ops", ("alice", "bob")),
+        ("pending", "ops", ("alice",)),
+        ("settled", "ops", ("alice",)),
+    ]
+
+
+async def test_approvals_given_on_another_host_are_read_when_each_notice_is_due(
+    redis_server: RedisServer,
+) -> None:
+    clock = ManualClock()
+    prefix = "routing-" + os.urandom(4).hex()
+    notifying = RedisRelay(redis_server.url, prefix=prefix, team=TEAM)  # host A
+    answering = RedisRelay(redis_server.url, prefix=prefix, team=TEAM)  # host B
+    alices, bobs = Recorder("alice's"), Recorder("bob's")
+    routing = Routing(
+        {"alice": [alices], "bob": [bobs]}, [Escalation("ops", 60 * MINUTE, "ops")], TEAM
+    )
+    try:
+        async with Notifications(notifying, [], routing=routing, clock=clock) as notifications:
+            task, question = await asking(answering, deploy(clock, "ops", quorum=2))
+            assert await alices.next_attempt() == "pending"
+            assert await bobs.next_attempt() == "pending"
+            await answering.submit(question.id, APPROVE, answerer="alice")  # on host B
+            await notifications.caught_up()
+            await clock.until_sleeping()
+            clock.advance(60 * MINUTE)
+            assert await bobs.next_attempt() == "pending"
+            await answering.submit(question.id, APPROVE, answerer="bob")
+            assert await task == APPROVE
+            assert await alices.next_attempt() == "settled"
+            assert await bobs.next_attempt() == "settled"
+            await notifications.caught_up()
+            assert clock.sleeping == 0
+        assert alices.kinds() == ["pending", "settled"]
+        assert recipients(bobs)[1] == ("pending", "bob", ("bob",))
+    finally:
+        await notifying.aclose()
+        await answering.aclose()
 
 
 # ---------------------------------------------------------------------------- real receivers
@@ -360,7 +507,7 @@ async def test_alice_by_mail_ops_on_slack_and_on_call_by_webhook_for_real() -> N
                 sent = (await hook.next_call()).json()
                 assert (sent["event"], sent["to"], sent["awaiting"]) == ("pending", "oncall", [])
                 for question in relay.pending():
-                    relay.answer(question.id, ANSWER)
+                    relay.answer(question.id, ANSWER, answerer="alice")
                 await asyncio.gather(to_alice, to_ops)
                 settled = (await hook.next_call()).json()
                 assert (settled["event"], settled["id"]) == ("settled", ops_question.id)
@@ -368,6 +515,49 @@ async def test_alice_by_mail_ops_on_slack_and_on_call_by_webhook_for_real() -> N
                 assert clock.sleeping == 0
             assert len(slack_stand_in.calls) == 1
             assert mailbox.messages.empty()
+
+
+async def test_a_quorum_over_slack_and_a_webhook_names_who_is_still_awaited() -> None:
+    clock = ManualClock()
+    async with (
+        receiving(path="/services/T0/B0/secret") as slack_stand_in,
+        receiving() as hook,
+    ):
+        channels: dict[str, list[Notifier]] = {
+            "ops": [SlackNotifier(slack_stand_in.url)],
+            "oncall": [WebhookNotifier(hook.url, SECRET)],
+        }
+        escalations = [
+            Escalation("ops", 30 * MINUTE, "ops"),
+            Escalation("ops", 30 * MINUTE, "oncall"),
+        ]
+        routing = Routing(channels, escalations, TEAM)
+        async with routed(routing, clock) as (relay, notifications):
+            task, question = await asking(relay, deploy(clock, "ops", "oncall", quorum=2))
+            first = (await slack_stand_in.next_call()).json()
+            assert first["blocks"][1]["elements"][0]["text"] == (
+                "For ops: awaiting approval from alice, bob"
+            )
+            relay.answer(question.id, APPROVE, answerer="alice")
+            await clock.until_sleeping(2)
+            clock.advance(30 * MINUTE)
+            again = (await slack_stand_in.next_call()).json()
+            assert again["blocks"][1]["elements"][0]["text"] == (
+                "For ops: awaiting approval from bob"
+            )
+            paged = (await hook.next_call()).json()
+            assert (paged["event"], paged["to"], paged["awaiting"]) == (
+                "pending",
+                "oncall",
+                ["oncall"],
+            )
+            relay.answer(question.id, APPROVE, answerer="oncall")  # the second: approved
+            assert await task == APPROVE
+            settled = (await hook.next_call()).json()
+            assert (settled["event"], settled["outcome"]) == ("settled", "answered")
+            await notifications.caught_up()
+            assert clock.sleeping == 0
+        assert len(slack_stand_in.calls) == 2
 
 
 # ---------------------------------------------------------------------------- configuration

@@ -351,7 +351,7 @@ class Notifications:
         assignment = question.request.assignment
         if self.routing is not None and assignment is not None:
             since = self.clock.now() if asked is None else min(asked, self.clock.now())
-            names = tuple(assignment.to)
+            names = self.routing.first(assignment.to)
             self._run_for(tracked, self._reach(tracked, self.routing, names, since))
 
     def _run_for(self, tracked: _Tracked, work: Coroutine[None, None, None]) -> None:

@@ -110,6 +110,13 @@ class Routing:
                         found.append(Reach(notifier, owner, said))
         return found
 
+    def first(self, assignees: Sequence[str]) -> tuple[str, ...]:
+        """Whom a question assigned to ``assignees`` reaches when it is asked: each
+        assignee but those another assignee escalates to (assigned to ops and oncall,
+        with ops escalating to oncall: ops first), or all of them when that leaves none."""
+        later = {e.to for e in self.escalations if e.source in assignees and e.source != e.to}
+        return tuple(name for name in assignees if name not in later) or tuple(assignees)
+
     def after(self, name: str) -> list[Escalation]:
         """The escalations from ``name``."""
         return [escalation for escalation in self.escalations if escalation.source == name]

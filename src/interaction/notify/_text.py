@@ -53,9 +53,9 @@ def lines_of(question: QuestionView) -> list[str]:
 
 def recipient_of(notice: Notice) -> str | None:
     """Whom a routed notice is for, and for a quorum question who has yet to approve:
-    ``For ops: waiting for bob's approval``; ``None`` for a notice of the steps."""
+    ``For ops: awaiting approval from bob``; ``None`` for a notice of the steps."""
     if notice.to is None:
         return None
     if not notice.awaiting:
         return f"For {notice.to}"
-    return f"For {notice.to}: waiting for {', '.join(notice.awaiting)}'s approval"
+    return f"For {notice.to}: awaiting approval from {', '.join(notice.awaiting)}"
