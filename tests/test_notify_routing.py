@@ -8,6 +8,7 @@ import asyncio
 import email.message
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -47,6 +48,7 @@ from interaction.notify._config import routing_from_specs, steps_from_specs
 from interaction.redis_relay import RedisRelay
 from interaction.relay import PendingQuestion, Relay, RelayBackend
 
+from . import loopback
 from .notify_helpers import WAIT, Recorder, receiving, smtp_server
 from .redis_server import RedisServer, redis_server
 
@@ -695,3 +697,40 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
 def test_serve_refuses_a_bad_route_at_start_with_one_line(args: list[str], line: str) -> None:
     result = serve(*args)
     assert (result.returncode, result.stderr) == (2, f"interaction: {line}\n")
+
+
+async def test_serve_routes_a_question_assigned_to_a_group_to_its_webhook(
+    redis_server: RedisServer,
+) -> None:
+    prefix = "serve-routing-" + os.urandom(4).hex()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERACTION_")}
+    env |= {"INTERACTION_WEBHOOK_SECRET": SECRET, "ALICE_T": "a" * 32, "BOB_T": "b" * 32}
+    team = Team(users=["alice", "bob"], groups={"ops": ["alice", "bob"]})
+    asker = RedisRelay(redis_server.url, prefix=prefix, team=team)
+    async with receiving() as hook:
+        group = ["--group", "ops=alice,bob", "--notify-group", f"ops:webhook={hook.url}"]
+        async with loopback.serve(
+            *("--redis", redis_server.url, "--prefix", prefix),
+            *("--user", "alice=ALICE_T", "--user", "bob=BOB_T", *group),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        ) as child:
+            try:
+                request = AskUserQuestionRequest([PKG], assignment=Assignment(["ops"]))
+                task = asyncio.create_task(asker.ask(request))
+                sent = (await hook.next_call()).json()
+                assert (sent["event"], sent["to"], sent["awaiting"]) == ("pending", "ops", [])
+                await asker.dismiss(sent["id"], answerer="bob")
+                with pytest.raises(UserInteractionError):
+                    await task
+                settled = (await hook.next_call()).json()
+                assert (settled["event"], settled["outcome"]) == ("settled", "cancelled")
+            finally:
+                child.send_signal(signal.SIGINT)
+                async with asyncio.timeout(WAIT):
+                    said = (await child.stderr.read()).decode() if child.stderr else ""
+                    await child.wait()
+                await asker.aclose()
+    assert "Traceback" not in said
+    assert SECRET not in said
