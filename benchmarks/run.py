@@ -10,7 +10,8 @@ Every ratio compares subjects measured in the same run, taking turns round by ro
 medians of rounds (``timing.py``).
 
 Each area is one file beside this one, which reads on its own: ``core.py``, ``web.py``,
-``terminal.py``, ``redis_relay.py``, ``pages.py``, ``policies.py``, ``postgres.py``. To add an area:
+``terminal.py``, ``redis_relay.py``, ``pages.py``, ``policies.py``, ``postgres.py``,
+``teams.py``. To add an area:
 
 1. write ``benchmarks/<area>.py`` with a module docstring saying what each of its cases
    measures, a ``TITLE`` string, and ``def measure(quick: bool) -> list[Row]``, built from
@@ -44,7 +45,7 @@ from timing import Row, table
 
 import interaction
 
-AREAS = ("core", "web", "terminal", "redis_relay", "pages", "policies", "postgres")
+AREAS = ("core", "web", "terminal", "redis_relay", "pages", "policies", "postgres", "teams")
 """Every area, in the order a full run measures them."""
 
 RESULTS = Path(__file__).with_name("RESULTS.md")

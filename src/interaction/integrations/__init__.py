@@ -18,6 +18,11 @@
   delivered with ``DBOS.send`` (docs/durable.md).
 
 This package imports no framework: import the module you need. See docs/integrations.md.
+:class:`AssignByTool` wraps the provider every integration asks through, so a deployment
+assigns each tool's approvals to a group (``Bash`` to ``ops``, with a quorum), whatever
+the framework (docs/teams.md).
 """
 
-__all__: list[str] = []
+from ._common import AssignByTool
+
+__all__ = ["AssignByTool"]

@@ -8,9 +8,10 @@ and ``Deny``. Anything but an allow option denies: ``Deny``, an answer of the us
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 from uuid import UUID
@@ -24,6 +25,7 @@ from .._core import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     HarnessError,
     PermissionIntent,
@@ -34,6 +36,7 @@ from .._core import (
     check_caller,
     check_provenance,
     check_questions,
+    check_request,
     escape_controls,
     short_repr,
     with_provenance,
@@ -47,6 +50,7 @@ __all__ = [
     "ALWAYS_DENY",
     "DENY",
     "STOPPED",
+    "AssignByTool",
     "Verdict",
     "approval_item",
     "ask_approval",
@@ -76,6 +80,48 @@ STOPPED: Final = frozenset({ErrorCode.ASK_CANCELLED, ErrorCode.ASK_TIMEOUT, Erro
 """The codes of an ask that ended without an answer: a dismissal, a timeout, an abort."""
 MAX_DETAIL: Final = 4000
 """How many characters of a tool's input a permission question shows."""
+
+
+class AssignByTool:
+    """A provider that assigns each approval to who may answer it, by its tool.
+
+    ``assignments`` maps a tool's name (a :class:`~interaction.PermissionIntent`'s
+    ``tool``: ``Bash``, ``deploy``) to an :class:`~interaction.Assignment`; a request whose
+    permission questions all name one mapped tool, and that has no assignment of its own,
+    is passed to ``inner`` with that one. Anything else passes unchanged. Put it outside an
+    :class:`~interaction.audit.AuditProvider`, so the audit records the assignment. A
+    quorum applies to one question: a batch of several calls of a tool with a quorum is
+    refused (``BAD_REQUEST``), which every integration takes as a denial. A mapping that
+    ``ask()`` would refuse is a ``UserInteractionError`` here, when it is built.
+    """
+
+    def __init__(
+        self, inner: UserInteractionProvider, assignments: Mapping[str, Assignment]
+    ) -> None:
+        self.inner = inner
+        self.assignments = dict(assignments)
+        for tool, assignment in self.assignments.items():
+            probe = AskUserQuestionRequest(
+                [approval_item(tool, {})], assignment=assignment
+            )
+            check_request(probe)
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        return await self.inner.ask(self.assigned(request))
+
+    def assigned(self, request: AskUserQuestionRequest) -> AskUserQuestionRequest:
+        """``request`` with the assignment of its one tool, if it is mapped."""
+        if request.assignment is not None:
+            return request
+        tools = {
+            q.intent.tool if isinstance(q.intent, PermissionIntent) else None
+            for q in request.questions
+        }
+        tool = tools.pop() if len(tools) == 1 else None
+        assignment = None if tool is None else self.assignments.get(tool)
+        if assignment is None:
+            return request
+        return dataclasses.replace(request, assignment=assignment)
 
 
 def is_suspension(error: HarnessError) -> bool:
