@@ -13,7 +13,9 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from urllib.parse import unquote
 
+import httpx
 import pytest
 
 from interaction import (
@@ -47,6 +49,8 @@ from interaction.notify import (
 from interaction.notify._config import routing_from_specs, steps_from_specs
 from interaction.redis_relay import RedisRelay
 from interaction.relay import PendingQuestion, Relay, RelayBackend
+from interaction.signing import AnswerLinks
+from interaction.web import WebServer
 
 from . import loopback
 from .notify_helpers import WAIT, Recorder, receiving, smtp_server
@@ -560,6 +564,68 @@ async def test_a_quorum_over_slack_and_a_webhook_names_who_is_still_awaited() ->
             await notifications.caught_up()
             assert clock.sleeping == 0
         assert len(slack_stand_in.calls) == 2
+
+
+async def test_a_link_sent_to_alice_answers_as_alice_and_one_to_a_group_as_nobody() -> None:
+    clock = ManualClock()
+    links = AnswerLinks(secret=b"s" * 32)
+    alices, slack = Recorder("alice's"), Recorder("ops slack")
+    routing = Routing({"alice": [alices], "ops": [slack]}, team=TEAM)
+    users = {name: name[0] * 32 for name in TEAM.users}
+    relay = Relay(team=TEAM)
+    with provide(relay):
+        async with WebServer(relay, links=links, users=users, team=TEAM) as server:
+            notifications = Notifications(
+                relay, [], routing=routing, links=links, public_url=server.base, clock=clock
+            )
+            async with notifications, httpx.AsyncClient(base_url=server.base) as http:
+                to_alice, for_alice = await asked(relay, clock, "alice")
+                to_ops, for_ops = await asked(relay, clock, "ops")
+                assert await alices.next_attempt() == "pending"
+                assert await slack.next_attempt() == "pending"
+                sessions = []
+                for recorder in (alices, slack):
+                    link = recorder.told[0][1].link
+                    assert link is not None
+                    token = unquote(link.partition("?t=")[2])
+                    origin = {"Origin": server.base, "Sec-Fetch-Site": "same-origin"}
+                    opened = await http.post("/link", data={"t": token}, headers=origin)
+                    assert opened.status_code == 303
+                    session = opened.headers["location"].removeprefix("/#token=")
+                    sessions.append({"Authorization": f"Bearer {session}"})
+                me = await http.get("/api/me", headers=sessions[0])
+                assert me.json() == {"user": "alice", "question": for_alice.id}
+                body = {"answers": [{"id": "pkg", "selected": ["npm"]}]}
+                answered = await http.post(
+                    f"/api/questions/{for_alice.id}/answer", json=body, headers=sessions[0]
+                )
+                assert answered.status_code == 200
+                assert await to_alice == ANSWER
+                # The ops channel reaches no one person: its link names nobody, and a
+                # question assigned to ops is answered by someone signed in as one of them.
+                refused = await http.post(
+                    f"/api/questions/{for_ops.id}/answer", json=body, headers=sessions[1]
+                )
+                assert refused.status_code == 403
+                assert refused.json()["error"]["code"] == "NOT_ASSIGNED"
+                relay.cancel(for_ops.id, answerer="bob")
+                with pytest.raises(UserInteractionError):
+                    await to_ops
+        relay.close()
+
+
+def test_a_link_names_its_user_under_the_signature() -> None:
+    links = AnswerLinks(secret=b"s" * 32)
+    token = links.token("q1", user="alice@example.com")
+    assert links.verify(token) == "q1"
+    body, _, mac = token.rpartition(".")
+    forged = body.rpartition(".")[0] + ".Ym9i." + mac  # "bob" in place of alice
+    with pytest.raises(UserInteractionError, match="is not valid"):
+        links.redeem_as(forged)
+    assert links.redeem_as(token) == ("q1", "alice@example.com")
+    with pytest.raises(UserInteractionError, match="already used"):
+        links.redeem_as(token)
+    assert links.redeem_as(links.token("q2")) == ("q2", None)
 
 
 # ---------------------------------------------------------------------------- configuration

@@ -89,17 +89,22 @@ class AnswerLinks:
         self._max_spent = max_spent
         self._lock = threading.Lock()
 
-    def token(self, question_id: str) -> str:
-        """A fresh token for ``question_id``: ``v1.<id>.<expiry>.<nonce>.<mac>``."""
+    def token(self, question_id: str, *, user: str | None = None) -> str:
+        """A fresh token for ``question_id``: ``v1.<id>.<expiry>.<nonce>[.<user>].<mac>``;
+        with ``user`` (a named user, in URL-safe base64), the session it opens answers as
+        that user, so a question assigned to them can be answered from it."""
         if not question_id or not question_id.replace("-", "").replace("_", "").isalnum():
             raise ValueError("a question id is URL-safe base64 text")
         expiry = int(self._clock() + self.ttl)
         body = f"{_VERSION}.{question_id}.{expiry}.{secrets.token_urlsafe(12)}"
+        if user is not None:
+            body += "." + base64.urlsafe_b64encode(user.encode()).decode().rstrip("=")
         return f"{body}.{_mac(self._key, body)}"
 
-    def link(self, question_id: str, base_url: str) -> str:
-        """The answer link for ``question_id`` under ``base_url`` (the page's public URL)."""
-        return f"{base_url.rstrip('/')}/link?t={quote(self.token(question_id))}"
+    def link(self, question_id: str, base_url: str, *, user: str | None = None) -> str:
+        """The answer link for ``question_id`` under ``base_url`` (the page's public URL),
+        issued to ``user`` if given (see :meth:`token`)."""
+        return f"{base_url.rstrip('/')}/link?t={quote(self.token(question_id, user=user))}"
 
     def verify(self, token: str) -> str:
         """The question id of a valid link, without spending it; ``LINK_REFUSED`` otherwise.
@@ -107,22 +112,29 @@ class AnswerLinks:
         The message says why: the link is not valid (altered, or not a link at all), has
         expired, or was already used.
         """
-        return self._check(token, spend=False)
+        return self._check(token, spend=False)[0]
 
     def redeem(self, token: str) -> str:
         """As :meth:`verify`, and spend the link: it is refused from then on."""
+        return self._check(token, spend=True)[0]
+
+    def redeem_as(self, token: str) -> tuple[str, str | None]:
+        """As :meth:`redeem`, with the user the link was issued to (``None``: nobody)."""
         return self._check(token, spend=True)
 
-    def _check(self, token: str, *, spend: bool) -> str:
+    def _check(self, token: str, *, spend: bool) -> tuple[str, str | None]:
         if len(token) > MAX_TOKEN:
             raise _refused("is not valid")
         body, _, mac = token.rpartition(".")
         parts = body.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION:  # version, id, expiry, nonce
+        if len(parts) not in (4, 5) or parts[0] != _VERSION:  # version, id, expiry, nonce
             raise _refused("is not valid")
         if not hmac.compare_digest(mac.encode(), _mac(self._key, body).encode()):
             raise _refused("is not valid")
-        _, question_id, expiry_text, nonce = parts
+        question_id, expiry_text, nonce = parts[1:4]
+        user = None
+        if len(parts) == 5:  # signed by us: the base64 of a name
+            user = base64.urlsafe_b64decode(parts[4] + "=" * (-len(parts[4]) % 4)).decode()
         expiry = int(expiry_text)  # signed by us: digits
         now = self._clock()
         with self._lock:
@@ -133,7 +145,7 @@ class AnswerLinks:
             if spend:
                 self._forget(now)
                 self._spent[nonce] = expiry
-        return question_id
+        return question_id, user
 
     def _forget(self, now: float) -> None:
         while self._spent and (

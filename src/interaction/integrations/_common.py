@@ -101,9 +101,7 @@ class AssignByTool:
         self.inner = inner
         self.assignments = dict(assignments)
         for tool, assignment in self.assignments.items():
-            probe = AskUserQuestionRequest(
-                [approval_item(tool, {})], assignment=assignment
-            )
+            probe = AskUserQuestionRequest([approval_item(tool, {})], assignment=assignment)
             check_request(probe)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:

@@ -385,11 +385,17 @@ class Notifications:
     # ------------------------------------------------------------------ delivering
 
     def _notice(
-        self, question: PendingQuestion, index: int, to: str | None, awaiting: tuple[str, ...]
+        self,
+        question: PendingQuestion,
+        index: int,
+        to: str | None = None,
+        awaiting: tuple[str, ...] = (),
+        user: str | None = None,
     ) -> Notice:
+        """The notice of step ``index``; its link, if any, is issued to ``user``."""
         link = None
         if self.links is not None and self.public_url is not None:
-            link = self.links.link(question.id, self.public_url)
+            link = self.links.link(question.id, self.public_url, user=user)
         view = present(question.request)
         key = f"{question.id}.{index}"
         return Notice(question.id, question.request, view, link, index, key, to, awaiting)
@@ -397,7 +403,7 @@ class Notifications:
     async def _step(self, tracked: _Tracked, index: int, step: Step, delay: float) -> None:
         if delay > 0:
             await self.clock.sleep(delay)
-        await self._tell(tracked, step.notifier, self._notice(tracked.question, index, None, ()))
+        await self._tell(tracked, step.notifier, self._notice(tracked.question, index))
 
     async def _tell(self, tracked: _Tracked, notifier: Notifier, notice: Notice) -> None:
         call = functools.partial(notifier.pending, notice)
@@ -432,7 +438,8 @@ class Notifications:
             return
         index, tracked.step = tracked.step, tracked.step + 1
         for channel in reached:
-            notice = self._notice(question, index, channel.to, channel.awaiting)
+            user = channel.to if routing.is_user(channel.to) else None  # its link answers as them
+            notice = self._notice(question, index, channel.to, channel.awaiting, user)
             self._run_for(tracked, self._tell(tracked, channel.notifier, notice))
 
     async def _escalate(

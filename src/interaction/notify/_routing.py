@@ -81,6 +81,10 @@ class Routing:
         object.__setattr__(self, "channels", MappingProxyType(channels))
         object.__setattr__(self, "escalations", escalations)
 
+    def is_user(self, name: str) -> bool:
+        """Whether ``name`` is a user's (without a team, every name is)."""
+        return self.team is None or name in self.team.users
+
     def people(self, name: str) -> tuple[str, ...]:
         """The users ``name`` stands for: a group's members, or the user of that name."""
         members = self.team.groups.get(name) if self.team is not None else None
