@@ -52,7 +52,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import Routing, Step
+    from .notify import Routing, SlackInteractivity, Step
     from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
@@ -263,6 +263,7 @@ class _Serving:
     team: Team | None = None
     rules_by: Assignment | None = None
     routing: Routing | None = None
+    slack: SlackInteractivity | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -291,6 +292,7 @@ class _Serving:
             users={user.name: user.token for user in self.users} if self.users else None,
             team=self.team,
             rules_by=self.rules_by,
+            slack=self.slack,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -438,6 +440,8 @@ def _serve(
     see_all: Sequence[str] = (),
     rules_by: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
+    slack_users: Sequence[str] = (),
+    slack_anonymous: bool = False,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -456,10 +460,11 @@ def _serve(
             import interaction.redis_relay
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
-        steps = _steps(notify)
         named = _users(users)
         team = _team(named, groups, see_all, rules_by)
-        routing = _routing(routes, team)
+        slack = _slack(notify, slack_users, slack_anonymous, named)
+        steps = _steps(notify, slack)
+        routing = _routing(routes, team, slack)
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -485,6 +490,7 @@ def _serve(
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
         routing=routing,
+        slack=slack,
     )
     try:
         if postgres_url is not None:
@@ -508,16 +514,30 @@ def _serve(
     return EXIT_ANSWERED
 
 
-def _steps(specs: Sequence[str]) -> list[Step]:
+def _steps(specs: Sequence[str], slack: SlackInteractivity | None = None) -> list[Step]:
     """The notification steps of ``--notify`` (none without it: no extra needed then)."""
     if not specs:
         return []
     from .notify._config import steps_from_specs
 
-    return steps_from_specs(specs, os.environ)
+    return steps_from_specs(specs, os.environ, slack=slack)
 
 
-def _routing(routes: Sequence[Sequence[str]], team: Team | None) -> Routing | None:
+def _slack(
+    specs: Sequence[str], slack_users: Sequence[str], anonymous: bool, named: Sequence[_User]
+) -> SlackInteractivity | None:
+    """Answering in Slack (``--notify slack`` with ``SLACK_SIGNING_SECRET``), if on."""
+    if not specs and not slack_users and not anonymous:
+        return None
+    from .notify._config import slack_interactivity
+
+    names = [user.name for user in named]
+    return slack_interactivity(specs, slack_users, anonymous, names, os.environ)
+
+
+def _routing(
+    routes: Sequence[Sequence[str]], team: Team | None, slack: SlackInteractivity | None
+) -> Routing | None:
     """The routing of ``--notify-user``, ``--notify-group`` and ``--escalate``."""
     if not any(routes):
         return None
@@ -525,7 +545,12 @@ def _routing(routes: Sequence[Sequence[str]], team: Team | None) -> Routing | No
 
     per_user, per_group, escalations = routes
     return routing_from_specs(
-        users=per_user, groups=per_group, escalations=escalations, environ=os.environ, team=team
+        users=per_user,
+        groups=per_group,
+        escalations=escalations,
+        environ=os.environ,
+        team=team,
+        slack=slack,
     )
 
 
@@ -630,34 +655,28 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
     )
-    for flag, metavar, said in (  # the routing of questions assigned to someone
-        ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (repeatable)"),
+    for flag, metavar, said in (  # the team, and the routing of its questions (repeatable)
+        ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (docs/teams.md)"),
         ("--notify-group", "NAME:KIND=TARGET", "a --group's own channel (else its members')"),
         ("--escalate", "FROM@DELAY=TO", "tell TO DELAY after FROM if it still waits"),
+        (
+            "--group",
+            "NAME=USER,USER",
+            "a group of named users (--user), which a question may be assigned to"
+            " (ask --assign NAME; docs/teams.md)",
+        ),
+        (
+            "--see-all",
+            "USER",
+            "this named user is shown every question, not only those assigned to them",
+        ),
+        (
+            "--rules-by",
+            "NAME",
+            "only this user or group may add or revoke rules on the page (with --rules)",
+        ),
     ):
         serve.add_argument(flag, action="append", default=[], metavar=metavar, help=said)
-    serve.add_argument(
-        "--group",
-        action="append",
-        default=[],
-        metavar="NAME=USER,USER",
-        help="a group of named users (--user), which a question may be assigned to"
-        " (ask --assign NAME; docs/teams.md)",
-    )
-    serve.add_argument(
-        "--see-all",
-        action="append",
-        default=[],
-        metavar="USER",
-        help="this named user is shown every question, not only those assigned to them",
-    )
-    serve.add_argument(
-        "--rules-by",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="only this user or group may add or revoke rules on the page (with --rules)",
-    )
     serve.add_argument(
         "--public-url",
         metavar="URL",
@@ -671,6 +690,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="NAME[=VARIABLE]",
         help="a person with a token of their own, named in the audit when they answer"
         " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--slack-user",
+        action="append",
+        default=[],
+        metavar="NAME=SLACK_ID",
+        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
+        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
+    )
+    serve.add_argument(
+        "--slack-anonymous",
+        action="store_true",
+        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
     )
     serve.add_argument(
         "--rules",
@@ -978,6 +1010,8 @@ def _main(argv: Sequence[str] | None) -> int:
             see_all=args.see_all,
             rules_by=args.rules_by,
             routes=(args.notify_user, args.notify_group, args.escalate),
+            slack_users=args.slack_user,
+            slack_anonymous=args.slack_anonymous,
         )
     if args.command == "rules":
         return run_rules(args)

@@ -4,7 +4,8 @@
 delay) for each pending question, and with a :class:`Routing` reaches the people a
 question is assigned to through their own channels, escalating while it waits; the
 channels are :class:`WebhookNotifier`, :class:`EmailNotifier` and :class:`SlackNotifier`,
-or any :class:`Notifier` of your own.
+or any :class:`Notifier` of your own; :class:`SlackInteractivity` lets people answer in
+Slack itself.
 See docs/notify.md.
 """
 
@@ -35,6 +36,8 @@ from ._routing import Routing as Routing
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
+from ._slack_interactive import AnswerDesk as AnswerDesk
+from ._slack_interactive import SlackInteractivity as SlackInteractivity
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -42,6 +45,7 @@ from ._webhook import webhook_body as webhook_body
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "SYSTEM_CLOCK",
+    "AnswerDesk",
     "Clock",
     "DeliveryError",
     "EmailNotifier",
@@ -54,6 +58,7 @@ __all__ = [
     "Reach",
     "Retry",
     "Routing",
+    "SlackInteractivity",
     "SlackNotifier",
     "Step",
     "WebhookNotifier",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
@@ -13,9 +13,10 @@ from ._dispatch import Notifier, Step
 from ._email import EmailNotifier
 from ._routing import Escalation, Routing
 from ._slack import SlackNotifier
+from ._slack_interactive import SlackInteractivity
 from ._webhook import WebhookNotifier
 
-__all__ = ["ENV", "parse_delay", "routing_from_specs", "steps_from_specs"]
+__all__ = ["ENV", "parse_delay", "routing_from_specs", "slack_interactivity", "steps_from_specs"]
 
 ENV: Final = {
     "webhook": "INTERACTION_WEBHOOK_SECRET",
@@ -23,6 +24,8 @@ ENV: Final = {
     "smtp_password": "INTERACTION_SMTP_PASSWORD",
     "smtp_from": "INTERACTION_SMTP_FROM",
     "slack": "INTERACTION_SLACK_WEBHOOK_URL",
+    "slack_signing": "SLACK_SIGNING_SECRET",
+    "slack_bot": "SLACK_BOT_TOKEN",
 }
 """The environment variables the channels read their secrets and servers from."""
 
@@ -69,7 +72,11 @@ def _email(target: str, environ: Mapping[str, str], what: str) -> EmailNotifier:
 
 
 def _channel(
-    kind: str, target: str | None, environ: Mapping[str, str], flag: str = "--notify "
+    kind: str,
+    target: str | None,
+    environ: Mapping[str, str],
+    slack: SlackInteractivity | None = None,
+    flag: str = "--notify ",
 ) -> Notifier:
     """The channel of ``KIND=TARGET``; errors begin with ``flag`` (the spec's option)."""
     if kind == "webhook":
@@ -81,15 +88,21 @@ def _channel(
             raise ValueError(f"{flag}email=ADDRESS[,ADDRESS...] needs an address")
         return _email(target, environ, f"{flag}email")
     if target and _VARIABLE.fullmatch(target):  # the URL is a secret: kept out of ps
-        return SlackNotifier(_need(environ, target, f"{flag}slack={target}"))
+        return SlackNotifier(_need(environ, target, f"{flag}slack={target}"), interactive=slack)
     url = target or _need(environ, ENV["slack"], f"{flag}slack (without =URL)")
-    return SlackNotifier(url)
+    return SlackNotifier(url, interactive=slack)
 
 
-def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[Step]:
+def steps_from_specs(
+    specs: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    slack: SlackInteractivity | None = None,
+) -> list[Step]:
     """The steps of ``--notify`` specs (``webhook=URL``, ``email@30m=a@x.org``,
     ``slack@5m`` with the URL in the environment); ``ValueError`` with one line that
-    names the bad spec, and never a secret."""
+    names the bad spec, and never a secret. With ``slack``, Slack notices are answered
+    in Slack."""
     steps = []
     for spec in specs:
         head, equals, target = spec.partition("=")
@@ -98,7 +111,7 @@ def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[S
             raise ValueError(f"--notify {head!r}: the kinds are {', '.join(_KINDS)}")
         try:
             after = parse_delay(delay) if at else 0.0
-            channel = _channel(kind, target.strip() if equals else None, environ)
+            channel = _channel(kind, target.strip() if equals else None, environ, slack)
         except ValueError as exc:
             said = str(exc)
             raise ValueError(
@@ -109,7 +122,11 @@ def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[S
 
 
 def _route(
-    flag: str, spec: str, environ: Mapping[str, str], team: Team | None
+    flag: str,
+    spec: str,
+    environ: Mapping[str, str],
+    team: Team | None,
+    slack: SlackInteractivity | None,
 ) -> tuple[str, Notifier]:
     """``NAME:KIND=TARGET`` of ``--notify-user`` or ``--notify-group``: the name and its
     channel. With a ``team``, the name must be one of its users, or of its groups."""
@@ -125,7 +142,7 @@ def _route(
         raise ValueError(f"{flag} {name}:{head}: the kinds are {', '.join(_KINDS)}")
     prefix = f"{flag} {name}:"
     try:
-        return name, _channel(kind, target.strip() if equals else None, environ, prefix)
+        return name, _channel(kind, target.strip() if equals else None, environ, slack, prefix)
     except ValueError as exc:
         said = str(exc)
         raise ValueError(said if said.startswith(flag) else f"{prefix}{kind}: {said}") from None
@@ -138,19 +155,20 @@ def routing_from_specs(
     escalations: Sequence[str] = (),
     environ: Mapping[str, str],
     team: Team | None = None,
+    slack: SlackInteractivity | None = None,
 ) -> Routing | None:
     """The :class:`Routing` of ``--notify-user NAME:KIND=TARGET``, ``--notify-group
     NAME:KIND=TARGET`` and ``--escalate FROM@DELAY=TO`` (``None`` without any); a channel
     is spelled as for ``--notify`` (``slack=VARIABLE`` reads the URL from that variable).
     With a ``team`` (the deployment's ``--user`` and ``--group``), every name must be one
-    of its users or groups. ``ValueError`` with one line naming the bad spec, and never a
-    secret."""
+    of its users or groups; with ``slack``, Slack notices are answered in Slack.
+    ``ValueError`` with one line naming the bad spec, and never a secret."""
     if not (users or groups or escalations):
         return None
     channels: dict[str, list[Notifier]] = {}
     for flag, specs in (("--notify-user", users), ("--notify-group", groups)):
         for spec in specs:
-            name, notifier = _route(flag, spec, environ, team)
+            name, notifier = _route(flag, spec, environ, team, slack)
             channels.setdefault(name, []).append(notifier)
     steps = []
     for spec in escalations:
@@ -167,3 +185,45 @@ def routing_from_specs(
         except ValueError as exc:
             raise ValueError(f"--escalate {spec}: {exc}") from None
     return Routing(channels, steps, team)
+
+
+def slack_interactivity(
+    specs: Sequence[str],
+    slack_users: Sequence[str],
+    anonymous: bool,
+    names: Collection[str],
+    environ: Mapping[str, str],
+) -> SlackInteractivity | None:
+    """Answering in Slack, for ``--notify slack`` with ``SLACK_SIGNING_SECRET`` set
+    (``None`` without either: the notice is a link); ``--slack-user NAME=SLACK_ID`` maps
+    a Slack user to the ``--user`` named ``NAME``. ``ValueError`` with one line, never a
+    secret, for a bad mapping or one that cannot apply."""
+    secret = environ.get(ENV["slack_signing"], "")
+    slack = any(spec.partition("=")[0].partition("@")[0].strip() == "slack" for spec in specs)
+    if not (secret and slack):
+        if slack_users or anonymous:
+            flag = "--slack-user" if slack_users else "--slack-anonymous"
+            raise ValueError(
+                f"{flag} answers in Slack: it needs --notify slack and"
+                f" {ENV['slack_signing']} in the environment"
+            )
+        return None
+    users: dict[str, str] = {}
+    for spec in slack_users:
+        name, equals, slack_id = (part.strip() for part in spec.partition("="))
+        if not equals or not name or not slack_id:
+            raise ValueError(f"--slack-user {spec!r}: write NAME=SLACK_USER_ID (alice=U01ABC)")
+        if name not in names:
+            raise ValueError(f"--slack-user {spec!r}: there is no --user named {name!r}")
+        if slack_id in users:
+            raise ValueError(f"--slack-user: the Slack user {slack_id!r} is mapped twice")
+        users[slack_id] = name
+    try:
+        return SlackInteractivity(
+            secret,
+            users=users,
+            anonymous=anonymous,
+            bot_token=environ.get(ENV["slack_bot"]) or None,
+        )
+    except ValueError as exc:
+        raise ValueError(f"--slack-user: {exc}") from None

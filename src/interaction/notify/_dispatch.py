@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import heapq
 import logging
@@ -65,9 +66,10 @@ class Notice:
     ``view`` is the display model (every model string escaped); ``link`` the signed,
     single-use answer link for this notice (``None`` without a public URL);
     ``idempotency_key`` is the same for the same question and step however often the
-    notice is retried or re-sent after a restart. A notice sent by a :class:`Routing`
-    names the user or group it reaches (``to``) and, for a quorum question, who of them
-    has not approved yet (``awaiting``).
+    notice is retried or re-sent after a restart. ``answerer`` is who settled the
+    question (a named user, on any host), in the notice a channel's ``settled`` gets. A
+    notice sent by a :class:`Routing` names the user or group it reaches (``to``) and,
+    for a quorum question, who of them has not approved yet (``awaiting``).
     """
 
     question_id: str
@@ -76,6 +78,7 @@ class Notice:
     link: str | None
     step: int
     idempotency_key: str
+    answerer: str | None = None
     to: str | None = None
     awaiting: tuple[str, ...] = ()
 
@@ -211,6 +214,7 @@ class _Tracked:
     told: dict[int, tuple[Notifier, Notice]] = field(default_factory=dict)  # by id(notifier)
     settled: bool = False
     outcome: Outcome | None = None
+    answerer: str | None = None
     closed: set[int] = field(default_factory=set)  # channels told how it ended
     step: int = 0  # the next notice's step number
     escalating: set[str] = field(default_factory=set)  # names an escalation will reach
@@ -336,7 +340,7 @@ class Notifications:
             if (tracked := self._tracked.get(event.id)) is not None:
                 tracked.question = event.question
         elif event.kind == "resolved":
-            self._settle(event.id, event.outcome)
+            self._settle(event.id, event.outcome, event.answerer)
 
     def _start(self, question: PendingQuestion) -> None:
         tracked = self._tracked[question.id] = _Tracked(question)
@@ -360,11 +364,13 @@ class Notifications:
         tracked.tasks.add(task)
         task.add_done_callback(tracked.tasks.discard)
 
-    def _settle(self, question_id: str, outcome: Outcome | None) -> None:
+    def _settle(
+        self, question_id: str, outcome: Outcome | None, answerer: str | None = None
+    ) -> None:
         tracked = self._tracked.pop(question_id, None)
         if tracked is None:
             return
-        tracked.settled, tracked.outcome = True, outcome
+        tracked.settled, tracked.outcome, tracked.answerer = True, outcome, answerer
         for task in tracked.tasks - tracked.calling:
             task.cancel()  # the steps still to come, and their retries, stop here
         # A call already made may have reached its channel: it finishes, and that channel
@@ -377,7 +383,8 @@ class Notifications:
         if id(notifier) in tracked.closed:
             return
         tracked.closed.add(id(notifier))
-        call = functools.partial(notifier.settled, notice, tracked.outcome)
+        ended = dataclasses.replace(notice, answerer=tracked.answerer)
+        call = functools.partial(notifier.settled, ended, tracked.outcome)
         told = asyncio.get_running_loop().create_task(self._deliver(notifier, "settled", call))
         self._settling.add(told)
         told.add_done_callback(self._settling.discard)
@@ -398,7 +405,9 @@ class Notifications:
             link = self.links.link(question.id, self.public_url, user=user)
         view = present(question.request)
         key = f"{question.id}.{index}"
-        return Notice(question.id, question.request, view, link, index, key, to, awaiting)
+        return Notice(
+            question.id, question.request, view, link, index, key, to=to, awaiting=awaiting
+        )
 
     async def _step(self, tracked: _Tracked, index: int, step: Step, delay: float) -> None:
         if delay > 0:

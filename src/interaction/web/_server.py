@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import h11
@@ -34,6 +34,9 @@ from ._app import (
     parse_host,
     team_of,
 )
+
+if TYPE_CHECKING:
+    from ..notify import SlackInteractivity
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
 
@@ -437,6 +440,7 @@ class WebServer:
         users: Mapping[str, str] | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
+        slack: SlackInteractivity | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
@@ -444,6 +448,7 @@ class WebServer:
         self.team = team_of(relay, team, self.users)
         self.rules_by = rules_by
         self.relay = relay
+        self.slack = slack
         self.rules = rules
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
@@ -536,6 +541,7 @@ class WebServer:
             users=self.users,
             team=self.team,
             rules_by=self.rules_by,
+            slack=self.slack,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
@@ -559,6 +565,7 @@ class WebServer:
             self._server.should_exit = True
             self._server.exit_now.set()
             await self._task
+            await self._app.aclose()
             self._server = self._task = self._app = None
 
     async def __aenter__(self) -> WebServer:
