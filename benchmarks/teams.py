@@ -51,6 +51,9 @@ def _host(url: str, prefix: str) -> tuple[subprocess.Popen[bytes], str]:
     base = ""
     for _ in TOKENS:  # one line per user: "interaction: NAME answers at BASE/#token=$VAR"
         line = child.stderr.readline().decode()
+        if " answers at http" not in line:
+            child.terminate()
+            raise RuntimeError(f"interaction serve said: {line.strip()}")
         base = line.partition(" answers at ")[2].split("/#")[0]
     return child, base
 
@@ -110,6 +113,8 @@ async def quorum_over_redis(url: str, number: int, repeat: int) -> tuple[float, 
             alice.stream("GET", "/api/events") as events,
         ):
             lines = aiter(events.aiter_lines())
+            while "snapshot" not in await anext(lines):  # asked from now on: requested events
+                pass
             measured: list[Callable[[], Awaitable[float]]] = [
                 lambda: _quorum_trips(lines, alice, bob, number),
                 lambda: _plain_pairs(lines, alice, number),

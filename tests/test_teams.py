@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,7 +47,8 @@ from interaction.integrations._common import approval_item, ask_approval, ask_ap
 from interaction.policies import JsonFileRuleStore
 from interaction.relay import Relay, RelayEvent
 from interaction.web import WebServer
-from interaction.wire import decode_request, encode_request
+from interaction.web._app import WebApp
+from interaction.wire import REQUEST_SCHEMA, decode_request, encode_request
 
 from .relay_helpers import take
 from .web_helpers import sse
@@ -412,6 +414,7 @@ def test_an_assignment_goes_over_the_wire_and_back_unchanged(
     request = deploy(*to, quorum=quorum)
     encoded = encode_request(request)
     assert encoded["assignment"] == {"to": to, **({} if quorum is None else {"quorum": quorum})}
+    jsonschema.Draft202012Validator(REQUEST_SCHEMA).validate(encoded)
     for decoded in (decode_request(encoded), decode_request(json.dumps(encoded))):
         assert decoded.assignment == request.assignment
 
@@ -530,3 +533,20 @@ async def test_assign_by_tool_assigns_each_tools_approvals_for_every_integration
     with pytest.raises(UserInteractionError) as bad:
         AssignByTool(relay, {"Bash": Assignment(["ops"], 0)})
     assert bad.value.message == "assignment.quorum: must be at least 1, got 0"
+
+
+async def test_an_answer_taken_elsewhere_goes_through_the_same_checks() -> None:
+    # What a Slack click becomes: the page's answer route, in-process, under a user's name.
+    relay = Relay(team=TEAM)
+    app = WebApp(relay, token=None, hosts=["127.0.0.1"], users=TOKENS)
+    with provide(relay):
+        task, question = await _asked(relay, deploy("ops", quorum=2))
+        body = json.dumps(ALLOW_JSON).encode()
+        assert await app.answer_as(question, body, "dave") == (
+            403,
+            NOT_ASSIGNED,
+            f"question {question!r} is assigned to others: 'dave' may not settle it",
+        )
+        assert await app.answer_as(question, body, "alice") == (202, "", "1 of 2 approved: alice")
+        assert await app.answer_as(question, body, "bob") == (200, "", "")
+        assert await task == ALLOW

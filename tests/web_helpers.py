@@ -15,8 +15,10 @@ from interaction.web import WebServer
 
 
 @asynccontextmanager
-async def served(**relay_options: int) -> AsyncIterator[tuple[Relay, WebServer]]:
-    relay = Relay(**relay_options)
+async def served(
+    *, max_pending: int = 10_000, queue_size: int = 1_000, history: int = 1_000
+) -> AsyncIterator[tuple[Relay, WebServer]]:
+    relay = Relay(max_pending=max_pending, queue_size=queue_size, history=history)
     with provide(relay):
         async with WebServer(relay) as server:
             try:

@@ -260,10 +260,10 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    slack: SlackInteractivity | None = None
     team: Team | None = None
     rules_by: Assignment | None = None
     routing: Routing | None = None
-    slack: SlackInteractivity | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -290,9 +290,9 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
-            slack=self.slack,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -436,12 +436,12 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    slack_users: Sequence[str] = (),
+    slack_anonymous: bool = False,
     groups: Sequence[str] = (),
     see_all: Sequence[str] = (),
     rules_by: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
-    slack_users: Sequence[str] = (),
-    slack_anonymous: bool = False,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -484,13 +484,14 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    serving = _Serving(
+        host, port, allow_hosts, limits, steps, public_url, named, store, audit, slack
+    )
     serving = dataclasses.replace(
         serving,
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
         routing=routing,
-        slack=slack,
     )
     try:
         if postgres_url is not None:
@@ -1006,12 +1007,12 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            slack_users=args.slack_user,
+            slack_anonymous=args.slack_anonymous,
             groups=args.group,
             see_all=args.see_all,
             rules_by=args.rules_by,
             routes=(args.notify_user, args.notify_group, args.escalate),
-            slack_users=args.slack_user,
-            slack_anonymous=args.slack_anonymous,
         )
     if args.command == "rules":
         return run_rules(args)

@@ -324,6 +324,8 @@ class SlackInteractivity:
         status, code, message = await desk.answer(qid, answer, name)
         if status == 200:
             await self.settled(qid, "answered", name or f"Slack user {click.user}")
+        elif status == 202:  # an approval short of the question's quorum
+            await self._tell(click, f"Your approval is recorded ({message}); it still waits.")
         elif code == "NOT_PENDING":
             await self._late(click, message)
         else:

@@ -523,9 +523,9 @@ class WebApp:
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
         users: Mapping[str, str] | None = None,
+        slack: SlackInteractivity | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
-        slack: SlackInteractivity | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
@@ -919,7 +919,8 @@ class WebApp:
     ) -> tuple[int, str, str]:
         """The page's own answer route, called in-process for an answer taken elsewhere
         (a Slack click) under ``user``'s name: every check it makes applies unchanged.
-        Its status, and its error's code and message (``""`` on success)."""
+        Its status, and its error's code and message (``""`` on success); ``202`` with
+        ``"1 of 2 approved: alice"`` for an approval short of a quorum."""
         path = f"/api/questions/{question_id}/answer"
         scope: Scope = {
             "type": "http",
@@ -957,6 +958,14 @@ class WebApp:
         await self._routes(scope, receive, send)
         if status == 200:
             return status, "", ""
+        if status == 202:  # an approval short of the quorum: recorded, the question waits
+            recorded = json.loads(said)
+            names = ", ".join(a["user"] for a in recorded["approvals"])
+            return (
+                status,
+                "",
+                f"{len(recorded['approvals'])} of {recorded['quorum']} approved: {names}",
+            )
         try:
             error = json.loads(said)["error"]
             return status, str(error["code"]), str(error["message"])
@@ -1148,21 +1157,6 @@ def create_app(
     )
 
 
-def team_of(relay: RelayBackend, team: Team | None, users: Mapping[str, str] | None) -> Team | None:
-    """The app's team: ``team``, else the relay's (``BAD_TEAM`` when both are given and
-    differ, or when a user of the team has no token here)."""
-    relays = getattr(relay, "team", None)
-    relays = relays if isinstance(relays, Team) else None
-    if team is not None and relays is not None and team != relays:
-        raise UserInteractionError("team: the app's team is not its relay's", BAD_TEAM)
-    chosen = team if team is not None else relays
-    if chosen is not None and users is not None:
-        for name in chosen.users:
-            if name not in users:
-                raise UserInteractionError(f"team: user {name} has no token here", BAD_TEAM)
-    return chosen
-
-
 class _SlackDesk:
     """What the Slack side may do here: read a question as it waits, and answer it
     through :meth:`WebApp.answer_as`."""
@@ -1179,6 +1173,21 @@ class _SlackDesk:
     ) -> tuple[int, str, str]:
         body = _ANSWER_JSON.encode(encode_answer(answer)).encode()
         return await self._app.answer_as(question_id, body, user)
+
+
+def team_of(relay: RelayBackend, team: Team | None, users: Mapping[str, str] | None) -> Team | None:
+    """The app's team: ``team``, else the relay's (``BAD_TEAM`` when both are given and
+    differ, or when a user of the team has no token here)."""
+    relays = getattr(relay, "team", None)
+    relays = relays if isinstance(relays, Team) else None
+    if team is not None and relays is not None and team != relays:
+        raise UserInteractionError("team: the app's team is not its relay's", BAD_TEAM)
+    chosen = team if team is not None else relays
+    if chosen is not None and users is not None:
+        for name in chosen.users:
+            if name not in users:
+                raise UserInteractionError(f"team: user {name} has no token here", BAD_TEAM)
+    return chosen
 
 
 def _user(request: Request) -> str | None:

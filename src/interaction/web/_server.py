@@ -438,9 +438,9 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        slack: SlackInteractivity | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
-        slack: SlackInteractivity | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
@@ -539,9 +539,9 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
-            slack=self.slack,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
