@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import email
+import email.policy
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import queue
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from typing import Any
 
 from aiohttp import web
+from aiosmtpd.controller import Controller
 
 from interaction.notify import Notice, Outcome
 
@@ -107,3 +112,34 @@ class Recorder:
 
     def kinds(self) -> list[str]:
         return [what for what, _, _ in self.told]
+
+
+class Mailbox:
+    """An aiosmtpd handler: every message it takes, parsed, in a thread-safe queue."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[EmailMessage] = queue.Queue()
+        self.envelopes: list[tuple[str, list[str]]] = []
+
+    async def handle_DATA(self, server: object, session: object, envelope: Any) -> str:
+        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        self.messages.put(message)
+        return "250 Message accepted for delivery"
+
+    async def next(self) -> EmailMessage:
+        return await asyncio.to_thread(self.messages.get, timeout=WAIT)
+
+
+@contextmanager
+def smtp_server() -> Iterator[tuple[Mailbox, int]]:
+    """aiosmtpd on a free loopback port, stopped however the test ends."""
+    mailbox = Mailbox()
+    port = free_port()
+    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield mailbox, port
+    finally:
+        controller.stop()

@@ -5,22 +5,16 @@ Chromium, where it opens that one question and nothing else."""
 from __future__ import annotations
 
 import asyncio
-import email
-import email.policy
 import logging
-import queue
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
 from playwright.async_api import Browser
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement
 
@@ -50,7 +44,7 @@ from interaction.signing import LINK_REFUSED, AnswerLinks
 from interaction.web import WebServer
 
 from .loopback import free_port
-from .notify_helpers import WAIT, receiving
+from .notify_helpers import receiving, smtp_server
 
 Option = AskUserQuestionOption
 HOSTILE = "<b>bold</b> & <!channel> <script>alert(1)</script>"
@@ -61,37 +55,6 @@ PKG = AskUserQuestionItem(
 )
 OTHER = AskUserQuestionItem("notes", "Anything else?")
 FROM_BOT = Provenance(source="deploy-bot", host="build-7")
-
-
-class Mailbox:
-    """An aiosmtpd handler: every message it takes, parsed, in a thread-safe queue."""
-
-    def __init__(self) -> None:
-        self.messages: queue.Queue[EmailMessage] = queue.Queue()
-        self.envelopes: list[tuple[str, list[str]]] = []
-
-    async def handle_DATA(self, server: object, session: object, envelope: Any) -> str:
-        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        assert isinstance(message, EmailMessage)
-        self.messages.put(message)
-        return "250 Message accepted for delivery"
-
-    async def next(self) -> EmailMessage:
-        return await asyncio.to_thread(self.messages.get, timeout=WAIT)
-
-
-@contextmanager
-def smtp_server() -> Iterator[tuple[Mailbox, int]]:
-    """aiosmtpd on a free loopback port, stopped however the test ends."""
-    mailbox = Mailbox()
-    port = free_port()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield mailbox, port
-    finally:
-        controller.stop()
 
 
 @asynccontextmanager

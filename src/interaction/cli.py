@@ -53,7 +53,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import SlackInteractivity, Step
+    from .notify import Routing, SlackInteractivity, Step
     from .policies import RuleStore
     from .postgres import PostgresRelay
     from .redis import RedisRelay
@@ -268,6 +268,7 @@ class _Serving:
     used_links: UsedLinkStore | None = None
     team: Team | None = None
     rules_by: Assignment | None = None
+    routing: Routing | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -280,7 +281,7 @@ class _Serving:
             WebServer,
         )
 
-        links = AnswerLinks(used=self.used_links) if self.steps else None
+        links = AnswerLinks(used=self.used_links) if self.steps or self.routing else None
         limits = self.limits
         async with WebServer(
             relay,
@@ -323,13 +324,15 @@ class _Serving:
                     file=sys.stderr,
                     flush=True,
                 )
-            if not self.steps:
+            if not self.steps and self.routing is None:
                 yield server
                 return
             from .notify import Notifications
 
-            base = server.base
-            async with Notifications(relay, self.steps, links=links, public_url=base):
+            base, routing = server.base, self.routing
+            async with Notifications(
+                relay, self.steps, links=links, public_url=base, routing=routing
+            ):
                 yield server
 
 
@@ -413,6 +416,7 @@ def _serve(
     groups: Sequence[str] = (),
     see_all: Sequence[str] = (),
     rules_by: Sequence[str] = (),
+    routes: Sequence[Sequence[str]] = ((), (), ()),
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -436,6 +440,7 @@ def _serve(
         team = _team(named, groups, see_all, rules_by)
         slack = _slack(notify, slack_users, slack_anonymous, named)
         steps = _steps(notify, slack)
+        routing = _routing(routes, team, slack)
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -470,6 +475,7 @@ def _serve(
         user_header=user_header,
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
+        routing=routing,
     )
     engine = _engine(redis_url, prefix, postgres_url, schema)
     try:
@@ -531,6 +537,25 @@ def _slack(
     return slack_interactivity(specs, slack_users, anonymous, names, os.environ)
 
 
+def _routing(
+    routes: Sequence[Sequence[str]], team: Team | None, slack: SlackInteractivity | None
+) -> Routing | None:
+    """The routing of ``--notify-user``, ``--notify-group`` and ``--escalate``."""
+    if not any(routes):
+        return None
+    from .notify._config import routing_from_specs
+
+    per_user, per_group, escalations = routes
+    return routing_from_specs(
+        users=per_user,
+        groups=per_group,
+        escalations=escalations,
+        environ=os.environ,
+        team=team,
+        slack=slack,
+    )
+
+
 def _why(exc: OSError) -> str:
     if isinstance(exc, socket.gaierror):
         return f"unknown host ({exc.strerror})"
@@ -558,7 +583,14 @@ def _assign_flags(ask_: argparse.ArgumentParser) -> None:
 
 
 def _team_flags(serve: argparse.ArgumentParser) -> None:
-    """``serve``'s flags of the team: groups, who sees all, who changes the rules."""
+    """``serve``'s flags of the team: groups, who sees all, who changes the rules, and
+    whom its questions reach (all repeatable)."""
+    for flag, metavar, said in (
+        ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (docs/teams.md)"),
+        ("--notify-group", "NAME:KIND=TARGET", "a --group's own channel (else its members')"),
+        ("--escalate", "FROM@DELAY=TO", "tell TO DELAY after FROM if it still waits"),
+    ):
+        serve.add_argument(flag, action="append", default=[], metavar=metavar, help=said)
     serve.add_argument(
         "--group",
         action="append",
@@ -1025,6 +1057,7 @@ def _main(argv: Sequence[str] | None) -> int:
             groups=args.group,
             see_all=args.see_all,
             rules_by=args.rules_by,
+            routes=(args.notify_user, args.notify_group, args.escalate),
         )
     if args.command == "rules":
         return run_rules(args)

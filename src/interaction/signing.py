@@ -170,17 +170,22 @@ class AnswerLinks:
         )
         """Where the used links are kept."""
 
-    def token(self, question_id: str) -> str:
-        """A fresh token for ``question_id``: ``v1.<id>.<expiry>.<nonce>.<mac>``."""
+    def token(self, question_id: str, *, user: str | None = None) -> str:
+        """A fresh token for ``question_id``: ``v1.<id>.<expiry>.<nonce>[.<user>].<mac>``;
+        with ``user`` (a named user, in URL-safe base64), the session it opens answers as
+        that user, so a question assigned to them can be answered from it."""
         if not question_id or not question_id.replace("-", "").replace("_", "").isalnum():
             raise ValueError("a question id is URL-safe base64 text")
         expiry = int(self._clock() + self.ttl)
         body = f"{_VERSION}.{question_id}.{expiry}.{secrets.token_urlsafe(12)}"
+        if user is not None:
+            body += "." + base64.urlsafe_b64encode(user.encode()).decode().rstrip("=")
         return f"{body}.{_mac(self._key, body)}"
 
-    def link(self, question_id: str, base_url: str) -> str:
-        """The answer link for ``question_id`` under ``base_url`` (the page's public URL)."""
-        return f"{base_url.rstrip('/')}/link?t={quote(self.token(question_id))}"
+    def link(self, question_id: str, base_url: str, *, user: str | None = None) -> str:
+        """The answer link for ``question_id`` under ``base_url`` (the page's public URL),
+        issued to ``user`` if given (see :meth:`token`)."""
+        return f"{base_url.rstrip('/')}/link?t={quote(self.token(question_id, user=user))}"
 
     def verify(self, token: str) -> str:
         """The question id of a valid link, without spending it; ``LINK_REFUSED`` otherwise.
@@ -188,22 +193,26 @@ class AnswerLinks:
         The message says why: the link is not valid (altered, or not a link at all), has
         expired, or was already used. With a shared store, use :meth:`averify`.
         """
-        question_id, nonce, _ = self._read(token)
+        question_id, nonce, _, _ = self._read(token)
         if self._memory().seen(nonce):
             raise _refused("was already used")
         return question_id
 
     def redeem(self, token: str) -> str:
         """As :meth:`verify`, and spend the link: it is refused from then on."""
-        question_id, nonce, expiry = self._read(token)
+        return self.redeem_as(token)[0]
+
+    def redeem_as(self, token: str) -> tuple[str, str | None]:
+        """As :meth:`redeem`, with the user the link was issued to (``None``: nobody)."""
+        question_id, nonce, expiry, user = self._read(token)
         if not self._memory().take(nonce, expiry):
             raise _refused("was already used")
-        return question_id
+        return question_id, user
 
     async def averify(self, token: str) -> str:
         """:meth:`verify`, asking :attr:`used` (any store); ``LINK_STORE_UNAVAILABLE`` if
         it cannot answer."""
-        question_id, nonce, _ = self._read(token)
+        question_id, nonce, _, _ = self._read(token)
         if await self.used.used(nonce):
             raise _refused("was already used")
         return question_id
@@ -211,10 +220,14 @@ class AnswerLinks:
     async def aredeem(self, token: str) -> str:
         """:meth:`redeem`, recording the link in :attr:`used` (any store): of the workers
         sharing the store, one redeems it."""
-        question_id, nonce, expiry = self._read(token)
+        return (await self.aredeem_as(token))[0]
+
+    async def aredeem_as(self, token: str) -> tuple[str, str | None]:
+        """:meth:`aredeem`, with the user the link was issued to (``None``: nobody)."""
+        question_id, nonce, expiry, user = self._read(token)
         if not await self.used.use(nonce, expiry):
             raise _refused("was already used")
-        return question_id
+        return question_id, user
 
     def _memory(self) -> MemoryUsedLinks:
         if not isinstance(self.used, MemoryUsedLinks):
@@ -224,21 +237,24 @@ class AnswerLinks:
             )
         return self.used
 
-    def _read(self, token: str) -> tuple[str, str, int]:
-        """The question id, nonce and expiry of a signed, unexpired token."""
+    def _read(self, token: str) -> tuple[str, str, int, str | None]:
+        """The question id, nonce, expiry and user of a signed, unexpired token."""
         if len(token) > MAX_TOKEN:
             raise _refused("is not valid")
         body, _, mac = token.rpartition(".")
         parts = body.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION:  # version, id, expiry, nonce
+        if len(parts) not in (4, 5) or parts[0] != _VERSION:  # version, id, expiry, nonce
             raise _refused("is not valid")
         if not hmac.compare_digest(mac.encode(), _mac(self._key, body).encode()):
             raise _refused("is not valid")
-        _, question_id, expiry_text, nonce = parts
+        question_id, expiry_text, nonce = parts[1:4]
+        user = None
+        if len(parts) == 5:  # signed by us: the base64 of a name
+            user = base64.urlsafe_b64decode(parts[4] + "=" * (-len(parts[4]) % 4)).decode()
         expiry = int(expiry_text)  # signed by us: digits
         if self._clock() >= expiry:
             raise _refused("has expired")
-        return question_id, nonce, expiry
+        return question_id, nonce, expiry, user
 
 
 def sign_webhook(secret: bytes | str, body: bytes, timestamp: int | None = None) -> str:

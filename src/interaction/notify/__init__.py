@@ -1,9 +1,11 @@
 """Notifications: tell people who are not watching that a question waits (extra ``[notify]``).
 
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
-delay) for each pending question; the channels are :class:`WebhookNotifier`,
-:class:`EmailNotifier` and :class:`SlackNotifier`, or any :class:`Notifier` of your own;
-:class:`SlackInteractivity` lets people answer in Slack itself.
+delay) for each pending question, and with a :class:`Routing` reaches the people a
+question is assigned to through their own channels, escalating while it waits; the
+channels are :class:`WebhookNotifier`, :class:`EmailNotifier` and :class:`SlackNotifier`,
+or any :class:`Notifier` of your own; :class:`SlackInteractivity` lets people answer in
+Slack itself.
 See docs/notify.md.
 """
 
@@ -28,6 +30,9 @@ from ._dispatch import Retry as Retry
 from ._dispatch import Step as Step
 from ._email import EmailNotifier as EmailNotifier
 from ._email import notice_mail as notice_mail
+from ._routing import Escalation as Escalation
+from ._routing import Reach as Reach
+from ._routing import Routing as Routing
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
@@ -44,12 +49,15 @@ __all__ = [
     "Clock",
     "DeliveryError",
     "EmailNotifier",
+    "Escalation",
     "ManualClock",
     "Notice",
     "Notifications",
     "Notifier",
     "Outcome",
+    "Reach",
     "Retry",
+    "Routing",
     "SlackInteractivity",
     "SlackNotifier",
     "Step",

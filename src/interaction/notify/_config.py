@@ -8,13 +8,15 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from .._core import Team
 from ._dispatch import Notifier, Step
 from ._email import EmailNotifier
+from ._routing import Escalation, Routing
 from ._slack import SlackNotifier
 from ._slack_interactive import SlackInteractivity
 from ._webhook import WebhookNotifier
 
-__all__ = ["ENV", "parse_delay", "slack_interactivity", "steps_from_specs"]
+__all__ = ["ENV", "parse_delay", "routing_from_specs", "slack_interactivity", "steps_from_specs"]
 
 ENV: Final = {
     "webhook": "INTERACTION_WEBHOOK_SECRET",
@@ -30,6 +32,7 @@ ENV: Final = {
 _DELAY: Final = re.compile(r"(\d{1,6})([smhd]?)")
 _UNITS: Final = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _KINDS: Final = ("webhook", "email", "slack")
+_VARIABLE: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 def parse_delay(text: str) -> float:
@@ -47,9 +50,9 @@ def _need(environ: Mapping[str, str], name: str, what: str) -> str:
     return value
 
 
-def _email(target: str, environ: Mapping[str, str]) -> EmailNotifier:
+def _email(target: str, environ: Mapping[str, str], what: str) -> EmailNotifier:
     to = [address.strip() for address in target.split(",") if address.strip()]
-    url = urlsplit(_need(environ, ENV["smtp"], "--notify email"))
+    url = urlsplit(_need(environ, ENV["smtp"], what))
     if url.scheme not in {"smtp", "smtps"} or not url.hostname:
         raise ValueError(f"{ENV['smtp']} is smtp://[USER@]HOST[:PORT] or smtps://...")
     try:
@@ -73,16 +76,20 @@ def _channel(
     target: str | None,
     environ: Mapping[str, str],
     slack: SlackInteractivity | None = None,
+    flag: str = "--notify ",
 ) -> Notifier:
+    """The channel of ``KIND=TARGET``; errors begin with ``flag`` (the spec's option)."""
     if kind == "webhook":
         if not target:
-            raise ValueError("--notify webhook=URL needs the URL")
-        return WebhookNotifier(target, _need(environ, ENV["webhook"], "--notify webhook"))
+            raise ValueError(f"{flag}webhook=URL needs the URL")
+        return WebhookNotifier(target, _need(environ, ENV["webhook"], f"{flag}webhook"))
     if kind == "email":
         if not target:
-            raise ValueError("--notify email=ADDRESS[,ADDRESS...] needs an address")
-        return _email(target, environ)
-    url = target or _need(environ, ENV["slack"], "--notify slack (without =URL)")
+            raise ValueError(f"{flag}email=ADDRESS[,ADDRESS...] needs an address")
+        return _email(target, environ, f"{flag}email")
+    if target and _VARIABLE.fullmatch(target):  # the URL is a secret: kept out of ps
+        return SlackNotifier(_need(environ, target, f"{flag}slack={target}"), interactive=slack)
+    url = target or _need(environ, ENV["slack"], f"{flag}slack (without =URL)")
     return SlackNotifier(url, interactive=slack)
 
 
@@ -112,6 +119,72 @@ def steps_from_specs(
             ) from None
         steps.append(Step(channel, after))
     return steps
+
+
+def _route(
+    flag: str,
+    spec: str,
+    environ: Mapping[str, str],
+    team: Team | None,
+    slack: SlackInteractivity | None,
+) -> tuple[str, Notifier]:
+    """``NAME:KIND=TARGET`` of ``--notify-user`` or ``--notify-group``: the name and its
+    channel. With a ``team``, the name must be one of its users, or of its groups."""
+    name, colon, channel = spec.partition(":")
+    name, what = name.strip(), flag.removeprefix("--notify")
+    if not colon or not name:
+        raise ValueError(f"{flag} {spec!r}: write NAME:KIND=TARGET (as in alice:email=a@x.org)")
+    if team is not None and name not in (team.users if what == "-user" else team.groups):
+        raise ValueError(f"{flag} {name}: {name} is not a -{what}")
+    head, equals, target = channel.partition("=")
+    kind = head.strip()
+    if kind not in _KINDS:
+        raise ValueError(f"{flag} {name}:{head}: the kinds are {', '.join(_KINDS)}")
+    prefix = f"{flag} {name}:"
+    try:
+        return name, _channel(kind, target.strip() if equals else None, environ, slack, prefix)
+    except ValueError as exc:
+        said = str(exc)
+        raise ValueError(said if said.startswith(flag) else f"{prefix}{kind}: {said}") from None
+
+
+def routing_from_specs(
+    *,
+    users: Sequence[str] = (),
+    groups: Sequence[str] = (),
+    escalations: Sequence[str] = (),
+    environ: Mapping[str, str],
+    team: Team | None = None,
+    slack: SlackInteractivity | None = None,
+) -> Routing | None:
+    """The :class:`Routing` of ``--notify-user NAME:KIND=TARGET``, ``--notify-group
+    NAME:KIND=TARGET`` and ``--escalate FROM@DELAY=TO`` (``None`` without any); a channel
+    is spelled as for ``--notify`` (``slack=VARIABLE`` reads the URL from that variable).
+    With a ``team`` (the deployment's ``--user`` and ``--group``), every name must be one
+    of its users or groups; with ``slack``, Slack notices are answered in Slack.
+    ``ValueError`` with one line naming the bad spec, and never a secret."""
+    if not (users or groups or escalations):
+        return None
+    channels: dict[str, list[Notifier]] = {}
+    for flag, specs in (("--notify-user", users), ("--notify-group", groups)):
+        for spec in specs:
+            name, notifier = _route(flag, spec, environ, team, slack)
+            channels.setdefault(name, []).append(notifier)
+    steps = []
+    for spec in escalations:
+        head, equals, to = spec.partition("=")
+        source, at, delay = head.rpartition("@")  # a name may hold an @, a delay never
+        source, to = source.strip(), to.strip()
+        if not (equals and at and source and to):
+            raise ValueError(f"--escalate {spec!r}: write FROM@DELAY=TO (as in ops@30m=oncall)")
+        for name in (source, to):
+            if team is not None and name not in team.users and name not in team.groups:
+                raise ValueError(f"--escalate {spec}: {name} is not a --user or --group")
+        try:
+            steps.append(Escalation(source, parse_delay(delay), to))
+        except ValueError as exc:
+            raise ValueError(f"--escalate {spec}: {exc}") from None
+    return Routing(channels, steps, team)
 
 
 def slack_interactivity(

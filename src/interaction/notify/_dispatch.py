@@ -17,15 +17,18 @@ import dataclasses
 import functools
 import heapq
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from .._core import AskUserQuestionRequest, UserInteractionError
 from ..display import RequestView, present
 from ..relay import STALE_POSITION, PendingQuestion, RelayBackend, RelayEvent
 from ..signing import AnswerLinks
+
+if TYPE_CHECKING:  # _routing imports this module
+    from ._routing import Routing
 
 __all__ = [
     "SYSTEM_CLOCK",
@@ -64,7 +67,9 @@ class Notice:
     single-use answer link for this notice (``None`` without a public URL);
     ``idempotency_key`` is the same for the same question and step however often the
     notice is retried or re-sent after a restart. ``answerer`` is who settled the
-    question (a named user, on any host), in the notice a channel's ``settled`` gets.
+    question (a named user, on any host), in the notice a channel's ``settled`` gets. A
+    notice sent by a :class:`Routing` names the user or group it reaches (``to``) and,
+    for a quorum question, who of them has not approved yet (``awaiting``).
     """
 
     question_id: str
@@ -74,6 +79,8 @@ class Notice:
     step: int
     idempotency_key: str
     answerer: str | None = None
+    to: str | None = None
+    awaiting: tuple[str, ...] = ()
 
 
 class Notifier(Protocol):
@@ -209,6 +216,8 @@ class _Tracked:
     outcome: Outcome | None = None
     answerer: str | None = None
     closed: set[int] = field(default_factory=set)  # channels told how it ended
+    step: int = 0  # the next notice's step number
+    escalating: set[str] = field(default_factory=set)  # names an escalation will reach
 
 
 class Notifications:
@@ -219,6 +228,12 @@ class Notifications:
     ``public_url`` make each notice's answer link; without them notices have none.
     Questions already pending when it starts are notified too, each step at its time
     counted from the question's ``asked_at``.
+
+    ``routing`` reaches the people a question is assigned to (its
+    :class:`~interaction.Assignment`) through their own channels when it is asked, and
+    then each :class:`Escalation` in turn while it waits; with a quorum, only those who
+    have not approved yet (read from the relay when each notice is due). The ``steps``
+    still run for every question, assigned or not.
     """
 
     def __init__(
@@ -231,10 +246,12 @@ class Notifications:
         public_url: str | None = None,
         retry: Retry = Retry(),  # frozen: one default serves every call
         clock: Clock = SYSTEM_CLOCK,
+        routing: Routing | None = None,
     ) -> None:
         self.relay = relay
         self.steps = tuple(steps)
         self.plan = plan
+        self.routing = routing
         self.links = links
         self.public_url = public_url
         self.retry = retry
@@ -319,6 +336,9 @@ class Notifications:
         if event.kind == "requested" and event.question is not None:
             if event.id not in self._tracked:
                 self._start(event.question)
+        elif event.kind == "approved" and event.question is not None:
+            if (tracked := self._tracked.get(event.id)) is not None:
+                tracked.question = event.question
         elif event.kind == "resolved":
             self._settle(event.id, event.outcome, event.answerer)
 
@@ -328,12 +348,21 @@ class Notifications:
         provenance = question.request.provenance
         asked = provenance.asked_at if provenance is not None else None
         waited = 0.0 if asked is None else (self.clock.now() - asked).total_seconds()
-        loop = asyncio.get_running_loop()
         for index, step in enumerate(steps):
             delay = max(0.0, step.after - max(0.0, waited))
-            task = loop.create_task(self._step(tracked, index, step, delay))
-            tracked.tasks.add(task)
-            task.add_done_callback(tracked.tasks.discard)
+            self._run_for(tracked, self._step(tracked, index, step, delay))
+        tracked.step = len(steps)
+        assignment = question.request.assignment
+        if self.routing is not None and assignment is not None:
+            since = self.clock.now() if asked is None else min(asked, self.clock.now())
+            names = self.routing.first(assignment.to)
+            self._run_for(tracked, self._reach(tracked, self.routing, names, since))
+
+    def _run_for(self, tracked: _Tracked, work: Coroutine[None, None, None]) -> None:
+        """Run ``work`` for ``tracked``'s question until it settles."""
+        task = asyncio.get_running_loop().create_task(work)
+        tracked.tasks.add(task)
+        task.add_done_callback(tracked.tasks.discard)
 
     def _settle(
         self, question_id: str, outcome: Outcome | None, answerer: str | None = None
@@ -362,26 +391,73 @@ class Notifications:
 
     # ------------------------------------------------------------------ delivering
 
+    def _notice(
+        self,
+        question: PendingQuestion,
+        index: int,
+        to: str | None = None,
+        awaiting: tuple[str, ...] = (),
+        user: str | None = None,
+    ) -> Notice:
+        """The notice of step ``index``; its link, if any, is issued to ``user``."""
+        link = None
+        if self.links is not None and self.public_url is not None:
+            link = self.links.link(question.id, self.public_url, user=user)
+        view = present(question.request)
+        key = f"{question.id}.{index}"
+        return Notice(
+            question.id, question.request, view, link, index, key, to=to, awaiting=awaiting
+        )
+
     async def _step(self, tracked: _Tracked, index: int, step: Step, delay: float) -> None:
         if delay > 0:
             await self.clock.sleep(delay)
-        question = tracked.question
-        link = None
-        if self.links is not None and self.public_url is not None:
-            link = self.links.link(question.id, self.public_url)
-        notice = Notice(
-            question.id,
-            question.request,
-            present(question.request),
-            link,
-            index,
-            f"{question.id}.{index}",
-        )
-        call = functools.partial(step.notifier.pending, notice)
-        if await self._deliver(step.notifier, "pending", call, tracked):
-            tracked.told[id(step.notifier)] = (step.notifier, notice)
+        await self._tell(tracked, step.notifier, self._notice(tracked.question, index))
+
+    async def _tell(self, tracked: _Tracked, notifier: Notifier, notice: Notice) -> None:
+        call = functools.partial(notifier.pending, notice)
+        if await self._deliver(notifier, "pending", call, tracked):
+            tracked.told[id(notifier)] = (notifier, notice)
             if tracked.settled:  # it settled while this call was out
-                self._closing(tracked, step.notifier, notice)
+                self._closing(tracked, notifier, notice)
+
+    async def _reach(
+        self, tracked: _Tracked, routing: Routing, names: tuple[str, ...], since: datetime
+    ) -> None:
+        """Reach ``names`` through their channels now, and set their escalations going,
+        counted from ``since``."""
+        tracked.escalating.difference_update(names)  # what a reminder may set going again
+        for escalation in (e for name in names for e in routing.after(name)):
+            if escalation.to not in tracked.escalating:  # one timer per name at a time
+                tracked.escalating.add(escalation.to)
+                due = since + timedelta(seconds=escalation.after)
+                self._run_for(tracked, self._escalate(tracked, routing, escalation.to, due))
+        try:  # the approvals as they stand now, on whichever host they were given
+            question = await self.relay.lookup(tracked.question.id)
+        except Exception:  # the relay is unreachable: the approvals its events told
+            question = tracked.question
+        if question is None:  # it no longer waits: its resolved event is on its way
+            return
+        assignment = question.request.assignment
+        approved = None
+        if assignment is not None and assignment.quorum is not None:
+            approved = {approval.user for approval in question.approvals}
+        reached = routing.reach(names, approved)
+        if not reached or tracked.settled:
+            return
+        index, tracked.step = tracked.step, tracked.step + 1
+        for channel in reached:
+            user = channel.to if routing.is_user(channel.to) else None  # its link answers as them
+            notice = self._notice(question, index, channel.to, channel.awaiting, user)
+            self._run_for(tracked, self._tell(tracked, channel.notifier, notice))
+
+    async def _escalate(
+        self, tracked: _Tracked, routing: Routing, name: str, due: datetime
+    ) -> None:
+        wait = (due - self.clock.now()).total_seconds()
+        if wait > 0:
+            await self.clock.sleep(wait)
+        await self._reach(tracked, routing, (name,), max(due, self.clock.now()))
 
     async def _deliver(
         self,

@@ -12,7 +12,7 @@ from typing import Final
 import aiosmtplib
 
 from ._dispatch import DeliveryError, Notice, Outcome
-from ._text import OUTCOME_WORDS, lines_of, subject_of
+from ._text import OUTCOME_WORDS, lines_of, recipient_of, subject_of
 
 __all__ = ["EmailNotifier", "notice_mail"]
 
@@ -48,6 +48,9 @@ def notice_mail(notice: Notice, sender: str, to: tuple[str, ...]) -> EmailMessag
     view = notice.view
     text: list[str] = []
     parts: list[str] = [f'<div style="{_STYLE}">']
+    if (recipient := recipient_of(notice)) is not None:
+        text += [recipient, ""]
+        parts.append(f"<p><strong>{html.escape(recipient)}</strong></p>")
     if view.provenance is not None and (said := view.provenance.summary()):
         text += [f"({said})", ""]
         parts.append(f'<p style="color:#555">{html.escape(said)}</p>')

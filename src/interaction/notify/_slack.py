@@ -18,7 +18,7 @@ from slack_sdk.models.blocks import (
 from ._dispatch import DeliveryError, Notice, Outcome
 from ._http import post_json
 from ._slack_interactive import SlackInteractivity
-from ._text import OUTCOME_WORDS, cut, lines_of, subject_of
+from ._text import OUTCOME_WORDS, cut, lines_of, recipient_of, subject_of
 
 __all__ = ["SlackNotifier", "escape_mrkdwn", "notice_blocks"]
 
@@ -42,6 +42,8 @@ def notice_blocks(notice: Notice) -> list[Block]:
     blocks: list[Block] = [
         HeaderBlock(text=PlainTextObject(text=cut(subject_of(view), MAX_HEADER)))
     ]
+    if (recipient := recipient_of(notice)) is not None:
+        blocks.append(ContextBlock(elements=[PlainTextObject(text=cut(recipient, MAX_SECTION))]))
     if view.provenance is not None and (said := view.provenance.summary()):
         blocks.append(ContextBlock(elements=[PlainTextObject(text=cut(said, MAX_SECTION))]))
     for question in view.questions[:MAX_QUESTIONS]:

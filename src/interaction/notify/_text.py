@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..display import QuestionView, RequestView
 
-__all__ = ["OUTCOME_WORDS", "cut", "lines_of", "subject_of"]
+if TYPE_CHECKING:  # _dispatch's channels import this module
+    from ._dispatch import Notice
+
+__all__ = ["OUTCOME_WORDS", "cut", "lines_of", "recipient_of", "subject_of"]
 
 OUTCOME_WORDS: Final = {
     "answered": "was answered",
@@ -46,3 +49,13 @@ def lines_of(question: QuestionView) -> list[str]:
             text += f": {option.description}"
         lines.append(text)
     return lines
+
+
+def recipient_of(notice: Notice) -> str | None:
+    """Whom a routed notice is for, and for a quorum question who has yet to approve:
+    ``For ops: awaiting approval from bob``; ``None`` for a notice of the steps."""
+    if notice.to is None:
+        return None
+    if not notice.awaiting:
+        return f"For {notice.to}"
+    return f"For {notice.to}: awaiting approval from {', '.join(notice.awaiting)}"

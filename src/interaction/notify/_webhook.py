@@ -28,7 +28,9 @@ def safe_target(url: str) -> str:
 
 def webhook_body(event: str, notice: Notice, outcome: Outcome | None = None) -> dict[str, object]:
     """The JSON a webhook receives: the question in wire form (with its provenance), the
-    answer link, and for ``settled`` how it ended (``null``: not known)."""
+    answer link, for a routed notice ``to`` (the user or group) and ``awaiting`` (who has
+    yet to approve a quorum question), and for ``settled`` how it ended (``null``: not
+    known)."""
     request: AskUserQuestionRequest = notice.request
     body: dict[str, object] = {
         "event": event,
@@ -37,6 +39,9 @@ def webhook_body(event: str, notice: Notice, outcome: Outcome | None = None) -> 
         "request": encode_request(request),
         "link": notice.link,
     }
+    if notice.to is not None:  # a routed notice: for whom, and who has yet to approve
+        body["to"] = notice.to
+        body["awaiting"] = list(notice.awaiting)
     if event == "settled":
         body["outcome"] = outcome
     return body

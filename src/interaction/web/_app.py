@@ -414,7 +414,7 @@ class _Guard:
         app: ASGIApp,
         token: str | None,
         hosts: Collection[str],
-        scoped: Callable[[str], str | None] | None = None,
+        scoped: Callable[[str], tuple[str, str | None] | None] | None = None,
         origins: Collection[str] = (),
         *,
         users: Mapping[str, str] | None = None,
@@ -433,7 +433,7 @@ class _Guard:
         )
         self.hosts = _Hosts(hosts)
         self.origins = frozenset(origin.lower() for origin in origins)  # beside http://<Host>
-        self.scoped = scoped  # a one-question session's token -> its question id
+        self.scoped = scoped  # a one-question session's token -> its question and user
 
     def _refuse(self, scope: Scope) -> Response | None:
         """The refusal of a request, or ``None`` to let it through (naming its user, if any)."""
@@ -523,9 +523,12 @@ class _Guard:
     def _one_question(self, scope: Scope, given: str) -> Response | None:
         """Let a one-question session (opened by an answer link) reach that question only:
         the list and the stream (which show only it), and its answer and cancel."""
-        question = self.scoped(given) if self.scoped is not None and given else None
-        if question is None:
+        session = self.scoped(given) if self.scoped is not None and given else None
+        if session is None:
             return _error(401, "UNAUTHORIZED", "a valid token is required")
+        question, user = session
+        if user is not None:  # a link issued to a named user answers as them
+            scope.setdefault("state", {})["user"] = user
         path = scope["path"]
         mine = (f"/api/questions/{question}/answer", f"/api/questions/{question}/cancel")
         if path not in ("/api/questions", "/api/events", "/api/ping", "/api/me", *mine):
@@ -635,7 +638,7 @@ class WebApp:
         self.max_streams = check_limit("max_streams", max_streams)
         self.links = links
         # A one-question session: selector -> (verifier, question id, end).
-        self._scoped: OrderedDict[str, tuple[bytes, str, float]] = OrderedDict()
+        self._scoped: OrderedDict[str, tuple[bytes, str, float, str | None]] = OrderedDict()
         self._streams: set[asyncio.Future[None]] = set()
         self._stopping = False
         self._outcomes: OrderedDict[str, str] = OrderedDict()
@@ -825,8 +828,9 @@ class WebApp:
 
     # ------------------------------------------------------------------ answer links
 
-    def _question_of(self, token: str) -> str | None:
-        """The question a one-question session may answer, while it lasts.
+    def _question_of(self, token: str) -> tuple[str, str | None] | None:
+        """The question a one-question session may answer, while it lasts, and the named
+        user it answers as (its link was issued to them), if any.
 
         A session's token is ``<selector>.<verifier>``: the selector finds the session, and
         the verifier is compared in constant time, as every other token is.
@@ -837,7 +841,7 @@ class WebApp:
             return None
         if not secrets.compare_digest(verifier.encode("utf-8", "replace"), entry[0]):
             return None
-        return entry[1]
+        return entry[1], entry[3]
 
     async def _pending_of(self, given: str) -> tuple[PendingQuestion | None, Response | None]:
         """The question a valid, unspent link names, or the page that refuses the link."""
@@ -892,16 +896,18 @@ class WebApp:
             return refusal
         assert pending is not None
         try:
-            await self.links.aredeem(given)  # spent only once it opens the question: once
+            _, holder = await self.links.aredeem_as(given)  # spent only once it opens it
         except UserInteractionError as error:
             return _link_refused(error)
+        if holder is not None and (self.users is None or holder not in self.users):
+            holder = None  # not one of this server's users: the session names nobody
         selector, verifier = secrets.token_urlsafe(9), secrets.token_urlsafe(24)
         now = time.monotonic()
         while self._scoped and (
             len(self._scoped) >= SCOPED_KEPT or next(iter(self._scoped.values()))[2] <= now
         ):
             self._scoped.popitem(last=False)
-        self._scoped[selector] = (verifier.encode(), pending.id, now + self.links.ttl)
+        self._scoped[selector] = (verifier.encode(), pending.id, now + self.links.ttl, holder)
         # The session's token goes in the fragment, as the page's own does: the browser
         # keeps it from the Location header and never sends it over the network.
         return RedirectResponse(f"/#token={selector}.{verifier}", status_code=303)
