@@ -276,9 +276,13 @@ class _Serving:
                 yield server
                 return
             from .notify import Notifications
+            from .notify._telegram import answering
 
             base = server.base
-            async with Notifications(relay, self.steps, links=links, public_url=base):
+            async with (
+                answering(self.steps, relay),  # clicks in Telegram: its polling, if any
+                Notifications(relay, self.steps, links=links, public_url=base),
+            ):
                 yield server
 
 
@@ -396,6 +400,7 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    telegram_users: Sequence[str] = (),
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -414,8 +419,8 @@ def _serve(
             import interaction.redis_relay
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
-        steps = _steps(notify)
         named = _users(users)
+        steps = _steps(notify, telegram_users, [user.name for user in named])
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -458,13 +463,21 @@ def _serve(
     return EXIT_ANSWERED
 
 
-def _steps(specs: Sequence[str]) -> list[Step]:
-    """The notification steps of ``--notify`` (none without it: no extra needed then)."""
+def _steps(
+    specs: Sequence[str], telegram: Sequence[str] = (), names: Sequence[str] = ()
+) -> list[Step]:
+    """The notification steps of ``--notify`` (none without it: no extra needed then),
+    Telegram's clicks answering as the users of ``--telegram-user``."""
     if not specs:
+        if telegram:
+            raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
         return []
-    from .notify._config import steps_from_specs
+    from .notify._config import steps_from_specs, telegram_users_from_specs
 
-    return steps_from_specs(specs, os.environ)
+    users = telegram_users_from_specs(telegram, names)
+    if users and not any(spec.partition("=")[0].startswith("telegram") for spec in specs):
+        raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
+    return steps_from_specs(specs, os.environ, telegram_users=users)
 
 
 def _why(exc: OSError) -> str:
@@ -550,9 +563,18 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         action="append",
         default=[],
         metavar="KIND[@DELAY]=TARGET",
-        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL];"
+        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL],"
+        " telegram=CHAT_ID;"
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
+    )
+    serve.add_argument(
+        "--telegram-user",
+        action="append",
+        default=[],
+        metavar="NAME=ID",
+        help="answer the clicks of the Telegram user ID in a --notify telegram chat as NAME"
+        " (repeatable); anyone else's click is refused",
     )
     serve.add_argument(
         "--public-url",
@@ -857,6 +879,7 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            telegram_users=args.telegram_user,
         )
     if args.command == "rules":
         return run_rules(args)

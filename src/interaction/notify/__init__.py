@@ -2,14 +2,15 @@
 
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question; the channels are :class:`WebhookNotifier`,
-:class:`EmailNotifier` and :class:`SlackNotifier`, or any :class:`Notifier` of your own.
-See docs/notify.md.
+:class:`EmailNotifier`, :class:`SlackNotifier` and :class:`TelegramNotifier`, or any
+:class:`Notifier` of your own. See docs/notify.md.
 """
 
 try:
     import aiohttp  # noqa: F401
     import aiosmtplib  # noqa: F401
     import slack_sdk  # noqa: F401
+    import telegram  # noqa: F401
 except ImportError as exc:  # pragma: no cover - the message is what matters
     raise ImportError(
         'interaction.notify needs the [notify] extra: pip install "interaction-seam[notify]"'
@@ -30,6 +31,7 @@ from ._email import notice_mail as notice_mail
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
+from ._telegram import TelegramNotifier as TelegramNotifier
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -48,6 +50,7 @@ __all__ = [
     "Retry",
     "SlackNotifier",
     "Step",
+    "TelegramNotifier",
     "WebhookNotifier",
     "escape_mrkdwn",
     "notice_blocks",

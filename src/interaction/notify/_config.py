@@ -11,9 +11,10 @@ from urllib.parse import unquote, urlsplit
 from ._dispatch import Notifier, Step
 from ._email import EmailNotifier
 from ._slack import SlackNotifier
+from ._telegram import API_URL, TelegramNotifier
 from ._webhook import WebhookNotifier
 
-__all__ = ["ENV", "parse_delay", "steps_from_specs"]
+__all__ = ["ENV", "parse_delay", "steps_from_specs", "telegram_users_from_specs"]
 
 ENV: Final = {
     "webhook": "INTERACTION_WEBHOOK_SECRET",
@@ -21,12 +22,15 @@ ENV: Final = {
     "smtp_password": "INTERACTION_SMTP_PASSWORD",
     "smtp_from": "INTERACTION_SMTP_FROM",
     "slack": "INTERACTION_SLACK_WEBHOOK_URL",
+    "telegram": "TELEGRAM_BOT_TOKEN",
+    "telegram_api": "TELEGRAM_API_URL",
 }
 """The environment variables the channels read their secrets and servers from."""
 
 _DELAY: Final = re.compile(r"(\d{1,6})([smhd]?)")
 _UNITS: Final = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_KINDS: Final = ("webhook", "email", "slack")
+_KINDS: Final = ("webhook", "email", "slack", "telegram")
+_CHAT: Final = re.compile(r"-?[0-9]{1,20}", re.ASCII)
 
 
 def parse_delay(text: str) -> float:
@@ -65,7 +69,38 @@ def _email(target: str, environ: Mapping[str, str]) -> EmailNotifier:
     )
 
 
-def _channel(kind: str, target: str | None, environ: Mapping[str, str]) -> Notifier:
+def telegram_users_from_specs(specs: Sequence[str], names: Sequence[str] = ()) -> dict[int, str]:
+    """The Telegram user id -> named user map of ``--telegram-user NAME=ID`` specs; with
+    ``names`` (the ``--user`` names), each NAME must be one. ``ValueError``, one line."""
+    users: dict[int, str] = {}
+    for spec in specs:
+        name, equals, number = (part.strip() for part in spec.partition("="))
+        if not equals or not name or not _CHAT.fullmatch(number):
+            raise ValueError(
+                f"--telegram-user {spec!r}: write NAME=ID, ID the person's numeric Telegram id"
+            )
+        if names and name not in names:
+            raise ValueError(f"--telegram-user {spec!r}: {name} is not a --user")
+        if int(number) in users:
+            raise ValueError(f"--telegram-user: the Telegram id {number} is mapped twice")
+        users[int(number)] = name
+    return users
+
+
+def _telegram(
+    target: str | None, environ: Mapping[str, str], users: Mapping[int, str]
+) -> TelegramNotifier:
+    chats = [chat.strip() for chat in (target or "").split(",") if chat.strip()]
+    if not chats or not all(_CHAT.fullmatch(chat) for chat in chats):
+        raise ValueError("--notify telegram=CHAT_ID[,CHAT_ID...] needs numeric chat ids")
+    token = _need(environ, ENV["telegram"], "--notify telegram")
+    base_url = environ.get(ENV["telegram_api"]) or API_URL
+    return TelegramNotifier(token, [int(chat) for chat in chats], users=users, base_url=base_url)
+
+
+def _channel(
+    kind: str, target: str | None, environ: Mapping[str, str], telegram_users: Mapping[int, str]
+) -> Notifier:
     if kind == "webhook":
         if not target:
             raise ValueError("--notify webhook=URL needs the URL")
@@ -74,14 +109,22 @@ def _channel(kind: str, target: str | None, environ: Mapping[str, str]) -> Notif
         if not target:
             raise ValueError("--notify email=ADDRESS[,ADDRESS...] needs an address")
         return _email(target, environ)
+    if kind == "telegram":
+        return _telegram(target, environ, telegram_users)
     url = target or _need(environ, ENV["slack"], "--notify slack (without =URL)")
     return SlackNotifier(url)
 
 
-def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[Step]:
+def steps_from_specs(
+    specs: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    telegram_users: Mapping[int, str] | None = None,
+) -> list[Step]:
     """The steps of ``--notify`` specs (``webhook=URL``, ``email@30m=a@x.org``,
-    ``slack@5m`` with the URL in the environment); ``ValueError`` with one line that
-    names the bad spec, and never a secret."""
+    ``slack@5m`` with the URL in the environment, ``telegram=CHAT_ID`` whose clicks answer
+    as ``telegram_users``); ``ValueError`` with one line that names the bad spec, and never
+    a secret."""
     steps = []
     for spec in specs:
         head, equals, target = spec.partition("=")
@@ -90,7 +133,8 @@ def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[S
             raise ValueError(f"--notify {head!r}: the kinds are {', '.join(_KINDS)}")
         try:
             after = parse_delay(delay) if at else 0.0
-            channel = _channel(kind, target.strip() if equals else None, environ)
+            given = target.strip() if equals else None
+            channel = _channel(kind, given, environ, telegram_users or {})
         except ValueError as exc:
             said = str(exc)
             raise ValueError(
