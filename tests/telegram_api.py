@@ -56,6 +56,9 @@ class BotApi:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # by callback query id
     failing: dict[str, int] = field(default_factory=dict)  # method -> HTTP status
+    closed: bool = False  # stopping: a long poll in progress ends at once
+    hold: asyncio.Event | None = None  # set: sendMessage answers only once it is set
+    served: list[Any] = field(default_factory=list)  # every update getUpdates returned
     _updates: list[Any] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -86,6 +89,10 @@ class BotApi:
         chat = int(params["chat_id"])
         message = Message(chat, next(self._ids), params["text"], _keyboard(params))
         self.messages[(chat, message.id)] = message
+        if self.hold is not None:
+            async with self._changed:
+                self._changed.notify_all()
+            await self.hold.wait()
         return _message_json(message)
 
     async def _editMessageText(self, params: dict[str, Any]) -> object:
@@ -114,10 +121,11 @@ class BotApi:
             if not self._updates and wait > 0:
                 try:
                     async with asyncio.timeout(wait):
-                        await self._changed.wait_for(lambda: bool(self._updates))
+                        await self._changed.wait_for(lambda: bool(self._updates) or self.closed)
                 except TimeoutError:
                     pass
         served = self._updates[: int(params.get("limit", 100))]
+        self.served += served
         # An update with no id cannot be confirmed by an offset: it is served once.
         self._updates = [u for u in self._updates if u not in served or _has_id(u)]
         return served
@@ -228,4 +236,7 @@ async def bot_api() -> AsyncIterator[BotApi]:
     try:
         yield api
     finally:
+        async with api._changed:
+            api.closed = True
+            api._changed.notify_all()
         await runner.cleanup()

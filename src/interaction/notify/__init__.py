@@ -32,6 +32,8 @@ from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
 from ._telegram import TelegramNotifier as TelegramNotifier
+from ._telegram import telegram_keyboard as telegram_keyboard
+from ._telegram import telegram_text as telegram_text
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -55,5 +57,7 @@ __all__ = [
     "escape_mrkdwn",
     "notice_blocks",
     "notice_mail",
+    "telegram_keyboard",
+    "telegram_text",
     "webhook_body",
 ]

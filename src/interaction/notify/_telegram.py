@@ -47,17 +47,14 @@ __all__ = [
     "API_URL",
     "MAX_OPTIONS",
     "MAX_TEXT",
-    "TOKEN_ENV",
     "TelegramNotifier",
     "answering",
-    "notice_keyboard",
-    "notice_text",
+    "telegram_keyboard",
+    "telegram_text",
 ]
 
 log: Final = logging.getLogger("interaction.notify")
 
-TOKEN_ENV: Final = "TELEGRAM_BOT_TOKEN"
-"""The environment variable ``--notify telegram`` reads the bot's token from."""
 API_URL: Final = "https://api.telegram.org/bot"
 MAX_TEXT: Final = 4096
 """Telegram's longest message text; a longer notice is cut (the link opens the rest)."""
@@ -76,7 +73,7 @@ _CALLBACK: Final = re.compile(r"([A-Za-z0-9_-]{8}):(?:([ot])([0-9]{1,2})|(s))", 
 _BUTTON_NAMES: Final = {"allow": "Approve", "allow-always": "Always approve", "deny": "Deny"}
 
 
-def notice_text(notice: Notice) -> str:
+def telegram_text(notice: Notice) -> str:
     """The message: who asks, each question as plain lines, and the answer link."""
     view = notice.view
     parts = [subject_of(view)]
@@ -94,7 +91,7 @@ def _answerable(view: RequestView) -> bool:
     return len(view.questions) == 1 and 0 < len(view.questions[0].options) <= MAX_OPTIONS
 
 
-def notice_keyboard(
+def telegram_keyboard(
     view: RequestView, ref: str, chosen: frozenset[int] = frozenset()
 ) -> InlineKeyboardMarkup | None:
     """The buttons of a request buttons can answer (``None`` otherwise); each button's
@@ -164,6 +161,7 @@ class _Sent:
     messages: dict[int, int] = field(default_factory=dict)  # chat id -> message id
     chosen: set[int] = field(default_factory=set)
     decided: str | None = None  # what a click here answered
+    sent: asyncio.Event = field(default_factory=asyncio.Event)  # each chat tried once
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,9 +272,11 @@ class TelegramNotifier:
         sent = self._sent.get(notice.question_id)
         if sent is None:
             ref = secrets.token_urlsafe(6)
-            sent = _Sent(notice.question_id, notice.request, notice.view, ref, notice_text(notice))
+            sent = _Sent(
+                notice.question_id, notice.request, notice.view, ref, telegram_text(notice)
+            )
             self._sent[notice.question_id] = self._refs[ref] = sent
-        keyboard = notice_keyboard(sent.view, sent.ref)
+        keyboard = telegram_keyboard(sent.view, sent.ref)
         failed: list[TelegramError] = []
         for chat in self.chats:
             if chat in sent.messages:  # sent before a failure elsewhere, or by an earlier step
@@ -292,6 +292,7 @@ class TelegramNotifier:
                 failed.append(error)
                 continue
             sent.messages[chat] = message.message_id
+        sent.sent.set()
         if failed:
             raise _delivery_error(failed[0], "sendMessage")
 
@@ -407,6 +408,11 @@ class TelegramNotifier:
                 if line
                 else ("This question no longer waits here; nothing changed.")
             )
+        if click.chat in self.chats and click.chat not in sent.messages:
+            # A click quicker than sendMessage's answer: its message id is on its way.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.timeout):
+                    await sent.sent.wait()
         if sent.messages.get(click.chat) != click.message:
             return "This button is not from this question's message; nothing changed."
         user = self.users.get(click.user)
@@ -431,7 +437,7 @@ class TelegramNotifier:
         if await relay.lookup(sent.question_id) is None:
             return "Too late: it no longer waits. Nothing changed."
         sent.chosen ^= {index}
-        keyboard = notice_keyboard(sent.view, sent.ref, frozenset(sent.chosen))
+        keyboard = telegram_keyboard(sent.view, sent.ref, frozenset(sent.chosen))
         for chat, message in list(sent.messages.items()):
             with contextlib.suppress(TelegramError):
                 await self._bot.edit_message_reply_markup(chat, message, reply_markup=keyboard)
