@@ -276,7 +276,7 @@ class TelegramNotifier:
                 notice.question_id, notice.request, notice.view, ref, telegram_text(notice)
             )
             self._sent[notice.question_id] = self._refs[ref] = sent
-        keyboard = telegram_keyboard(sent.view, sent.ref)
+        keyboard = telegram_keyboard(sent.view, sent.ref, frozenset(sent.chosen))
         failed: list[TelegramError] = []
         for chat in self.chats:
             if chat in sent.messages:  # sent before a failure elsewhere, or by an earlier step
