@@ -49,7 +49,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import Step
+    from .notify import SlackInteractivity, Step
     from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
@@ -229,6 +229,7 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    slack: SlackInteractivity | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -255,6 +256,7 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            slack=self.slack,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -280,7 +282,7 @@ class _Serving:
 
             base = server.base
             async with (
-                answering(self.steps, relay),  # clicks in Telegram: its polling, if any
+                answering(self.steps, relay, server.answer_desk()),  # Telegram's buttons
                 Notifications(relay, self.steps, links=links, public_url=base),
             ):
                 yield server
@@ -400,6 +402,8 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    slack_users: Sequence[str] = (),
+    slack_anonymous: bool = False,
     telegram_users: Sequence[str] = (),
 ) -> int:
     if migrate and postgres_url is None:
@@ -420,7 +424,8 @@ def _serve(
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
         named = _users(users)
-        steps = _steps(notify, telegram_users, [user.name for user in named])
+        slack = _slack(notify, slack_users, slack_anonymous, named)
+        steps = _steps(notify, slack, telegram_users, [user.name for user in named])
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -440,7 +445,9 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    serving = _Serving(
+        host, port, allow_hosts, limits, steps, public_url, named, store, audit, slack
+    )
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
@@ -464,10 +471,13 @@ def _serve(
 
 
 def _steps(
-    specs: Sequence[str], telegram: Sequence[str] = (), names: Sequence[str] = ()
+    specs: Sequence[str],
+    slack: SlackInteractivity | None = None,
+    telegram: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> list[Step]:
     """The notification steps of ``--notify`` (none without it: no extra needed then),
-    Telegram's clicks answering as the users of ``--telegram-user``."""
+    Telegram's buttons answering as the users of ``--telegram-user``."""
     if not specs:
         if telegram:
             raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
@@ -477,7 +487,19 @@ def _steps(
     users = telegram_users_from_specs(telegram, names)
     if users and not any(spec.partition("=")[0].startswith("telegram") for spec in specs):
         raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
-    return steps_from_specs(specs, os.environ, telegram_users=users)
+    return steps_from_specs(specs, os.environ, slack=slack, telegram_users=users)
+
+
+def _slack(
+    specs: Sequence[str], slack_users: Sequence[str], anonymous: bool, named: Sequence[_User]
+) -> SlackInteractivity | None:
+    """Answering in Slack (``--notify slack`` with ``SLACK_SIGNING_SECRET``), if on."""
+    if not specs and not slack_users and not anonymous:
+        return None
+    from .notify._config import slack_interactivity
+
+    names = [user.name for user in named]
+    return slack_interactivity(specs, slack_users, anonymous, names, os.environ)
 
 
 def _why(exc: OSError) -> str:
@@ -589,6 +611,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="NAME[=VARIABLE]",
         help="a person with a token of their own, named in the audit when they answer"
         " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--slack-user",
+        action="append",
+        default=[],
+        metavar="NAME=SLACK_ID",
+        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
+        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
+    )
+    serve.add_argument(
+        "--slack-anonymous",
+        action="store_true",
+        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
     )
     serve.add_argument(
         "--rules",
@@ -879,6 +914,8 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            slack_users=args.slack_user,
+            slack_anonymous=args.slack_anonymous,
             telegram_users=args.telegram_user,
         )
     if args.command == "rules":

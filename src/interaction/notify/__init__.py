@@ -3,7 +3,8 @@
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question; the channels are :class:`WebhookNotifier`,
 :class:`EmailNotifier`, :class:`SlackNotifier` and :class:`TelegramNotifier`, or any
-:class:`Notifier` of your own. See docs/notify.md.
+:class:`Notifier` of your own; :class:`SlackInteractivity` lets people answer in Slack
+itself, and a :class:`TelegramNotifier`'s buttons in Telegram. See docs/notify.md.
 """
 
 try:
@@ -31,6 +32,8 @@ from ._email import notice_mail as notice_mail
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
+from ._slack_interactive import AnswerDesk as AnswerDesk
+from ._slack_interactive import SlackInteractivity as SlackInteractivity
 from ._telegram import TelegramNotifier as TelegramNotifier
 from ._telegram import telegram_keyboard as telegram_keyboard
 from ._telegram import telegram_text as telegram_text
@@ -41,6 +44,7 @@ from ._webhook import webhook_body as webhook_body
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "SYSTEM_CLOCK",
+    "AnswerDesk",
     "Clock",
     "DeliveryError",
     "EmailNotifier",
@@ -50,6 +54,7 @@ __all__ = [
     "Notifier",
     "Outcome",
     "Retry",
+    "SlackInteractivity",
     "SlackNotifier",
     "Step",
     "TelegramNotifier",

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import heapq
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal, Protocol
 
@@ -62,9 +63,8 @@ class Notice:
     ``view`` is the display model (every model string escaped); ``link`` the signed,
     single-use answer link for this notice (``None`` without a public URL);
     ``idempotency_key`` is the same for the same question and step however often the
-    notice is retried or re-sent after a restart; ``answerer``, on the notice a
-    ``settled`` call gets, names who answered or dismissed it when the relay said (a named
-    user, on any host).
+    notice is retried or re-sent after a restart. ``answerer`` is who settled the
+    question (a named user, on any host), in the notice a channel's ``settled`` gets.
     """
 
     question_id: str
@@ -310,7 +310,7 @@ class Notifications:
     def _reconcile(self, pending: Sequence[PendingQuestion]) -> None:
         ids = {question.id for question in pending}
         for question_id in [q for q in self._tracked if q not in ids]:
-            self._settle(question_id, None, None)
+            self._settle(question_id, None)
         for question in pending:
             if question.id not in self._tracked:
                 self._start(question)
@@ -335,7 +335,9 @@ class Notifications:
             tracked.tasks.add(task)
             task.add_done_callback(tracked.tasks.discard)
 
-    def _settle(self, question_id: str, outcome: Outcome | None, answerer: str | None) -> None:
+    def _settle(
+        self, question_id: str, outcome: Outcome | None, answerer: str | None = None
+    ) -> None:
         tracked = self._tracked.pop(question_id, None)
         if tracked is None:
             return
@@ -352,8 +354,8 @@ class Notifications:
         if id(notifier) in tracked.closed:
             return
         tracked.closed.add(id(notifier))
-        said = replace(notice, answerer=tracked.answerer)
-        call = functools.partial(notifier.settled, said, tracked.outcome)
+        ended = dataclasses.replace(notice, answerer=tracked.answerer)
+        call = functools.partial(notifier.settled, ended, tracked.outcome)
         told = asyncio.get_running_loop().create_task(self._deliver(notifier, "settled", call))
         self._settling.add(told)
         told.add_done_callback(self._settling.discard)

@@ -11,8 +11,10 @@ started by :meth:`TelegramNotifier.answering`): it needs no public URL, and only
 reached with the bot's token, hands out updates, so nothing else can forge a click. A
 click's ``callback_data`` is a short reference that is never trusted: it must name a
 question this bot sent to that very chat and message, the clicking Telegram user must be
-mapped to a named user, and the relay decides whether the question still waits, through
-the one claim every UI makes (``RelayBackend.submit(answerer=...)``).
+mapped to a named user, and the answer is taken as the page takes it: through the page's
+own answer route when ``serve`` lends it (:class:`AnswerDesk`), else through the one claim
+every UI makes (``RelayBackend.submit(answerer=...)``); either way the relay decides
+whether the question still waits.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .._core import (
 from ..display import RequestView
 from ..relay import NOT_PENDING, RelayBackend
 from ._dispatch import SYSTEM_CLOCK, Clock, DeliveryError, Notice, Outcome, Retry, Step
+from ._slack_interactive import AnswerDesk
 from ._text import OUTCOME_WORDS, cut, lines_of, subject_of
 
 __all__ = [
@@ -265,6 +268,7 @@ class TelegramNotifier:
         self._sent: dict[str, _Sent] = {}  # by question id
         self._refs: dict[str, _Sent] = {}  # by callback reference
         self._settled: OrderedDict[str, str] = OrderedDict()  # reference -> outcome line
+        self._desk: AnswerDesk | None = None
 
     # ------------------------------------------------------------------ the notifier
 
@@ -330,13 +334,18 @@ class TelegramNotifier:
     # ------------------------------------------------------------------ the clicks
 
     @contextlib.asynccontextmanager
-    async def answering(self, relay: RelayBackend) -> AsyncIterator[TelegramNotifier]:
+    async def answering(
+        self, relay: RelayBackend, desk: AnswerDesk | None = None
+    ) -> AsyncIterator[TelegramNotifier]:
         """Read the bot's updates (long polling) while inside, answering clicks on
-        ``relay``; on the way out, stop and close the bot's connections."""
+        ``relay`` (through ``desk``, the page's answer route, when given); on the way
+        out, stop and close the bot's connections."""
+        self._desk = desk
         task = asyncio.get_running_loop().create_task(self._poll(relay))
         try:
             yield self
         finally:
+            self._desk = None
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
@@ -453,12 +462,18 @@ class TelegramNotifier:
         user: str,
     ) -> str:
         answer = AskUserQuestionAnswer([answer_item(question, labels)])
-        try:
-            await relay.submit(sent.question_id, answer, answerer=user)
-        except UserInteractionError as error:
-            if error.code == NOT_PENDING:
-                return "Too late: it was settled already. Nothing changed."
-            return f"Not accepted: {error.message}"
+        if self._desk is not None:
+            status, code, message = await self._desk.answer(sent.question_id, answer, user)
+        else:
+            status, code, message = 200, "", ""
+            try:
+                await relay.submit(sent.question_id, answer, answerer=user)
+            except UserInteractionError as error:
+                status, code, message = 400, error.code, error.message
+        if code == NOT_PENDING:
+            return "Too late: it was settled already. Nothing changed."
+        if status != 200:
+            return f"Not accepted: {message}"
         sent.decided = ", ".join(labels) or "nothing chosen"
         return f"Answered as {user}: {sent.decided}"
 
@@ -477,12 +492,14 @@ def _delivery_error(error: TelegramError, method: str) -> DeliveryError:
 
 
 @contextlib.asynccontextmanager
-async def answering(steps: Sequence[Step], relay: RelayBackend) -> AsyncIterator[None]:
+async def answering(
+    steps: Sequence[Step], relay: RelayBackend, desk: AnswerDesk | None = None
+) -> AsyncIterator[None]:
     """Read the clicks of every Telegram channel among ``steps`` (see
     :meth:`TelegramNotifier.answering`) while inside: how ``serve`` starts them."""
     async with contextlib.AsyncExitStack() as stack:
         for notifier in dict.fromkeys(
             s.notifier for s in steps if isinstance(s.notifier, TelegramNotifier)
         ):
-            await stack.enter_async_context(notifier.answering(relay))
+            await stack.enter_async_context(notifier.answering(relay, desk))
         yield
