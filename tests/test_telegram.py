@@ -33,7 +33,7 @@ from interaction import (
 from interaction.notify import Notifications, Retry, Step, TelegramNotifier
 from interaction.notify._config import steps_from_specs, telegram_users_from_specs
 from interaction.notify._telegram import click_of, telegram_keyboard
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 from interaction.relay import Relay, RelayEvent
 
 from . import loopback
