@@ -39,7 +39,11 @@ def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 @pytest.mark.parametrize(
     ("args", "env", "line"),
     [
-        (["--notify", "pager=x"], {}, "--notify 'pager': the kinds are webhook, email, slack"),
+        (
+            ["--notify", "pager=x"],
+            {},
+            "--notify 'pager': the kinds are webhook, email, slack, telegram",
+        ),
         (
             ["--notify", "webhook=https://example.com/h"],
             {},

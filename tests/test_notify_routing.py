@@ -675,7 +675,7 @@ def test_specs_become_a_routing() -> None:
             ["alice:pager=x"],
             [],
             [],
-            "--notify-user alice:pager: the kinds are webhook, email, slack",
+            "--notify-user alice:pager: the kinds are webhook, email, slack, telegram",
         ),
         (
             ["alice:email"],

@@ -328,10 +328,12 @@ class _Serving:
                 yield server
                 return
             from .notify import Notifications
+            from .notify._telegram import answering
 
             base, routing = server.base, self.routing
-            async with Notifications(
-                relay, self.steps, links=links, public_url=base, routing=routing
+            async with (
+                answering(self.steps, relay, server.answer_desk()),  # Telegram's buttons
+                Notifications(relay, self.steps, links=links, public_url=base, routing=routing),
             ):
                 yield server
 
@@ -417,6 +419,7 @@ def _serve(
     see_all: Sequence[str] = (),
     rules_by: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
+    telegram_users: Sequence[str] = (),
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -439,7 +442,7 @@ def _serve(
         _check_proxy(trusted_proxies, user_header, named)
         team = _team(named, groups, see_all, rules_by)
         slack = _slack(notify, slack_users, slack_anonymous, named)
-        steps = _steps(notify, slack)
+        steps = _steps(notify, slack, telegram_users, [user.name for user in named])
         routing = _routing(routes, team, slack)
         if public_url is not None:
             from .web._server import check_public_url
@@ -516,13 +519,24 @@ def _check_proxy(trusted: Sequence[str], header: str | None, users: Sequence[_Us
     ProxySignIn.of(trusted, header)
 
 
-def _steps(specs: Sequence[str], slack: SlackInteractivity | None = None) -> list[Step]:
-    """The notification steps of ``--notify`` (none without it: no extra needed then)."""
+def _steps(
+    specs: Sequence[str],
+    slack: SlackInteractivity | None = None,
+    telegram: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> list[Step]:
+    """The notification steps of ``--notify`` (none without it: no extra needed then),
+    Telegram's buttons answering as the users of ``--telegram-user``."""
     if not specs:
+        if telegram:
+            raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
         return []
-    from .notify._config import steps_from_specs
+    from .notify._config import steps_from_specs, telegram_users_from_specs
 
-    return steps_from_specs(specs, os.environ, slack=slack)
+    users = telegram_users_from_specs(telegram, names)
+    if users and not any(spec.partition("=")[0].startswith("telegram") for spec in specs):
+        raise ValueError("--telegram-user needs --notify telegram=CHAT_ID")
+    return steps_from_specs(specs, os.environ, slack=slack, telegram_users=users)
 
 
 def _slack(
@@ -589,6 +603,12 @@ def _team_flags(serve: argparse.ArgumentParser) -> None:
         ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (docs/teams.md)"),
         ("--notify-group", "NAME:KIND=TARGET", "a --group's own channel (else its members')"),
         ("--escalate", "FROM@DELAY=TO", "tell TO DELAY after FROM if it still waits"),
+        (
+            "--telegram-user",
+            "NAME=ID",
+            "answer the clicks of the Telegram user ID in a --notify telegram chat as NAME;"
+            " anyone else's click is refused",
+        ),
     ):
         serve.add_argument(flag, action="append", default=[], metavar=metavar, help=said)
     serve.add_argument(
@@ -691,7 +711,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         action="append",
         default=[],
         metavar="KIND[@DELAY]=TARGET",
-        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL];"
+        help="tell a channel of each question: webhook=URL, email=ADDRESS, slack[=URL],"
+        " telegram=CHAT_ID;"
         " @DELAY (5m, 2h) waits that long first; secrets come from the environment"
         " (docs/notify.md; extra [notify])",
     )
@@ -1058,6 +1079,7 @@ def _main(argv: Sequence[str] | None) -> int:
             see_all=args.see_all,
             rules_by=args.rules_by,
             routes=(args.notify_user, args.notify_group, args.escalate),
+            telegram_users=args.telegram_user,
         )
     if args.command == "rules":
         return run_rules(args)

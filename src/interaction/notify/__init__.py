@@ -3,9 +3,9 @@
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question, and with a :class:`Routing` reaches the people a
 question is assigned to through their own channels, escalating while it waits; the
-channels are :class:`WebhookNotifier`, :class:`EmailNotifier` and :class:`SlackNotifier`,
-or any :class:`Notifier` of your own; :class:`SlackInteractivity` lets people answer in
-Slack itself.
+channels are :class:`WebhookNotifier`, :class:`EmailNotifier`, :class:`SlackNotifier` and
+:class:`TelegramNotifier`, or any :class:`Notifier` of your own; :class:`SlackInteractivity`
+lets people answer in Slack itself, and a :class:`TelegramNotifier`'s buttons in Telegram.
 See docs/notify.md.
 """
 
@@ -13,6 +13,7 @@ try:
     import aiohttp  # noqa: F401
     import aiosmtplib  # noqa: F401
     import slack_sdk  # noqa: F401
+    import telegram  # noqa: F401
 except ImportError as exc:  # pragma: no cover - the message is what matters
     raise ImportError(
         'interaction.notify needs the [notify] extra: pip install "interaction-seam[notify]"'
@@ -38,6 +39,9 @@ from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
 from ._slack_interactive import AnswerDesk as AnswerDesk
 from ._slack_interactive import SlackInteractivity as SlackInteractivity
+from ._telegram import TelegramNotifier as TelegramNotifier
+from ._telegram import telegram_keyboard as telegram_keyboard
+from ._telegram import telegram_text as telegram_text
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -61,9 +65,12 @@ __all__ = [
     "SlackInteractivity",
     "SlackNotifier",
     "Step",
+    "TelegramNotifier",
     "WebhookNotifier",
     "escape_mrkdwn",
     "notice_blocks",
     "notice_mail",
+    "telegram_keyboard",
+    "telegram_text",
     "webhook_body",
 ]

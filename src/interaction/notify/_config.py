@@ -14,9 +14,17 @@ from ._email import EmailNotifier
 from ._routing import Escalation, Routing
 from ._slack import SlackNotifier
 from ._slack_interactive import SlackInteractivity
+from ._telegram import API_URL, TelegramNotifier
 from ._webhook import WebhookNotifier
 
-__all__ = ["ENV", "parse_delay", "routing_from_specs", "slack_interactivity", "steps_from_specs"]
+__all__ = [
+    "ENV",
+    "parse_delay",
+    "routing_from_specs",
+    "slack_interactivity",
+    "steps_from_specs",
+    "telegram_users_from_specs",
+]
 
 ENV: Final = {
     "webhook": "INTERACTION_WEBHOOK_SECRET",
@@ -26,13 +34,16 @@ ENV: Final = {
     "slack": "INTERACTION_SLACK_WEBHOOK_URL",
     "slack_signing": "SLACK_SIGNING_SECRET",
     "slack_bot": "SLACK_BOT_TOKEN",
+    "telegram": "TELEGRAM_BOT_TOKEN",
+    "telegram_api": "TELEGRAM_API_URL",
 }
 """The environment variables the channels read their secrets and servers from."""
 
 _DELAY: Final = re.compile(r"(\d{1,6})([smhd]?)")
 _UNITS: Final = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_KINDS: Final = ("webhook", "email", "slack")
+_KINDS: Final = ("webhook", "email", "slack", "telegram")
 _VARIABLE: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
+_CHAT: Final = re.compile(r"-?[0-9]{1,20}", re.ASCII)
 
 
 def parse_delay(text: str) -> float:
@@ -71,12 +82,43 @@ def _email(target: str, environ: Mapping[str, str], what: str) -> EmailNotifier:
     )
 
 
+def telegram_users_from_specs(specs: Sequence[str], names: Sequence[str] = ()) -> dict[int, str]:
+    """The Telegram user id -> named user map of ``--telegram-user NAME=ID`` specs; with
+    ``names`` (the ``--user`` names), each NAME must be one. ``ValueError``, one line."""
+    users: dict[int, str] = {}
+    for spec in specs:
+        name, equals, number = (part.strip() for part in spec.partition("="))
+        if not equals or not name or not _CHAT.fullmatch(number):
+            raise ValueError(
+                f"--telegram-user {spec!r}: write NAME=ID, ID the person's numeric Telegram id"
+            )
+        if names and name not in names:
+            raise ValueError(f"--telegram-user {spec!r}: {name} is not a --user")
+        if int(number) in users:
+            raise ValueError(f"--telegram-user: the Telegram id {number} is mapped twice")
+        users[int(number)] = name
+    return users
+
+
+def _telegram(
+    target: str | None, environ: Mapping[str, str], users: Mapping[int, str], flag: str
+) -> TelegramNotifier:
+    chats = [chat.strip() for chat in (target or "").split(",") if chat.strip()]
+    if not chats or not all(_CHAT.fullmatch(chat) for chat in chats):
+        raise ValueError(f"{flag}=CHAT_ID[,CHAT_ID...] needs numeric chat ids")
+    token = _need(environ, ENV["telegram"], flag)
+    base_url = environ.get(ENV["telegram_api"]) or API_URL
+    return TelegramNotifier(token, [int(chat) for chat in chats], users=users, base_url=base_url)
+
+
 def _channel(
     kind: str,
     target: str | None,
     environ: Mapping[str, str],
     slack: SlackInteractivity | None = None,
+    *,
     flag: str = "--notify ",
+    telegram_users: Mapping[int, str] | None = None,
 ) -> Notifier:
     """The channel of ``KIND=TARGET``; errors begin with ``flag`` (the spec's option)."""
     if kind == "webhook":
@@ -87,6 +129,8 @@ def _channel(
         if not target:
             raise ValueError(f"{flag}email=ADDRESS[,ADDRESS...] needs an address")
         return _email(target, environ, f"{flag}email")
+    if kind == "telegram":
+        return _telegram(target, environ, telegram_users or {}, f"{flag}telegram")
     if target and _VARIABLE.fullmatch(target):  # the URL is a secret: kept out of ps
         return SlackNotifier(_need(environ, target, f"{flag}slack={target}"), interactive=slack)
     url = target or _need(environ, ENV["slack"], f"{flag}slack (without =URL)")
@@ -98,11 +142,12 @@ def steps_from_specs(
     environ: Mapping[str, str],
     *,
     slack: SlackInteractivity | None = None,
+    telegram_users: Mapping[int, str] | None = None,
 ) -> list[Step]:
     """The steps of ``--notify`` specs (``webhook=URL``, ``email@30m=a@x.org``,
-    ``slack@5m`` with the URL in the environment); ``ValueError`` with one line that
-    names the bad spec, and never a secret. With ``slack``, Slack notices are answered
-    in Slack."""
+    ``slack@5m`` with the URL in the environment, ``telegram=CHAT_ID``); ``ValueError``
+    with one line that names the bad spec, and never a secret. With ``slack``, Slack
+    notices are answered in Slack; Telegram's buttons answer as ``telegram_users``."""
     steps = []
     for spec in specs:
         head, equals, target = spec.partition("=")
@@ -111,7 +156,8 @@ def steps_from_specs(
             raise ValueError(f"--notify {head!r}: the kinds are {', '.join(_KINDS)}")
         try:
             after = parse_delay(delay) if at else 0.0
-            channel = _channel(kind, target.strip() if equals else None, environ, slack)
+            given = target.strip() if equals else None
+            channel = _channel(kind, given, environ, slack, telegram_users=telegram_users)
         except ValueError as exc:
             said = str(exc)
             raise ValueError(
@@ -142,7 +188,7 @@ def _route(
         raise ValueError(f"{flag} {name}:{head}: the kinds are {', '.join(_KINDS)}")
     prefix = f"{flag} {name}:"
     try:
-        return name, _channel(kind, target.strip() if equals else None, environ, slack, prefix)
+        return name, _channel(kind, target.strip() if equals else None, environ, slack, flag=prefix)
     except ValueError as exc:
         said = str(exc)
         raise ValueError(said if said.startswith(flag) else f"{prefix}{kind}: {said}") from None

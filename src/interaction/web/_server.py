@@ -29,6 +29,7 @@ from ._app import (
     SECURITY_HEADERS,
     ProxySignIn,
     WebApp,
+    _SlackDesk,
     check_limit,
     check_users,
     error_body,
@@ -37,7 +38,7 @@ from ._app import (
 )
 
 if TYPE_CHECKING:
-    from ..notify import SlackInteractivity
+    from ..notify import AnswerDesk, SlackInteractivity
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
 
@@ -592,6 +593,13 @@ class WebServer:
             await self._task
             await self._app.aclose()
             self._server = self._task = self._app = None
+
+    def answer_desk(self) -> AnswerDesk:
+        """The page's own answer route, for an answer taken in another channel under a
+        named user's name (a Telegram button): every check the route makes applies."""
+        if self._app is None:
+            raise RuntimeError("the server is not running")
+        return _SlackDesk(self._app)
 
     async def __aenter__(self) -> WebServer:
         await self.start()
