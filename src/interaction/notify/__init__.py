@@ -2,13 +2,15 @@
 
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question; the channels are :class:`WebhookNotifier`,
-:class:`EmailNotifier` and :class:`SlackNotifier`, or any :class:`Notifier` of your own.
+:class:`EmailNotifier`, :class:`SlackNotifier` and :class:`PushNotifier` (Web Push to a
+phone, keys from :class:`VapidKeys`), or any :class:`Notifier` of your own.
 See docs/notify.md.
 """
 
 try:
     import aiohttp  # noqa: F401
     import aiosmtplib  # noqa: F401
+    import pywebpush  # noqa: F401
     import slack_sdk  # noqa: F401
 except ImportError as exc:  # pragma: no cover - the message is what matters
     raise ImportError(
@@ -27,6 +29,9 @@ from ._dispatch import Retry as Retry
 from ._dispatch import Step as Step
 from ._email import EmailNotifier as EmailNotifier
 from ._email import notice_mail as notice_mail
+from ._push import PushNotifier as PushNotifier
+from ._push import VapidKeys as VapidKeys
+from ._push import push_payload as push_payload
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
@@ -45,12 +50,15 @@ __all__ = [
     "Notifications",
     "Notifier",
     "Outcome",
+    "PushNotifier",
     "Retry",
     "SlackNotifier",
     "Step",
+    "VapidKeys",
     "WebhookNotifier",
     "escape_mrkdwn",
     "notice_blocks",
     "notice_mail",
+    "push_payload",
     "webhook_body",
 ]

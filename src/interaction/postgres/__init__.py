@@ -8,6 +8,8 @@ engine.
   of the hash chain (docs/audit.md).
 - :class:`PostgresSpentStore`: a :class:`~interaction.spent.SpentStateStore` for the MCP
   bridge and the AG-UI endpoint (docs/mcp.md).
+- :class:`PostgresPushSubscriptionStore`: a :class:`~interaction.push.PushSubscriptionStore`,
+  one row per device that asked for Web Push notices (docs/notify.md).
 
 Each takes a libpq URL and the ``schema`` option of
 :class:`~interaction.postgres_relay.PostgresRelay`; the ``migrate()`` of any of them (or
@@ -23,7 +25,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from ._audit import PostgresAuditLog as PostgresAuditLog
+from ._push import PostgresPushSubscriptionStore as PostgresPushSubscriptionStore
 from ._rules import PostgresRuleStore as PostgresRuleStore
 from ._spent import PostgresSpentStore as PostgresSpentStore
 
-__all__ = ["PostgresAuditLog", "PostgresRuleStore", "PostgresSpentStore"]
+__all__ = [
+    "PostgresAuditLog",
+    "PostgresPushSubscriptionStore",
+    "PostgresRuleStore",
+    "PostgresSpentStore",
+]

@@ -11,7 +11,8 @@ runs :func:`statements` in one transaction, under an advisory lock, and records
 :data:`VERSION`; running it again changes nothing.
 
 The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit
-trail, spent states), so one ``migrate()``, of the relay or of any store, creates them all.
+trail, spent states, push subscriptions), so one ``migrate()``, of the relay or of any
+store, creates them all.
 They are not behind the relay's lock row: each store's change takes its own turn (the rule
 set's row, the audit trail's next ``seq``, a spent nonce's key). A store that finds its own
 tables missing says to run ``migrate()``.
@@ -285,6 +286,12 @@ END $$""",
   expires timestamptz NOT NULL
 )""",
         f"CREATE INDEX IF NOT EXISTS spent_expires ON {s}.spent (expires)",
+        # Web Push subscriptions, one per endpoint, each its JSON with its named user
+        # (interaction.postgres.PostgresPushSubscriptionStore).
+        f"""CREATE TABLE IF NOT EXISTS {s}.push_subscriptions (
+  endpoint text PRIMARY KEY,
+  subscription text NOT NULL
+)""",
         # Forget a bounded batch of expired nonces (rows another call is forgetting are
         # skipped), then record p_nonce; whether it was fresh (or its entry had expired).
         f"""CREATE OR REPLACE FUNCTION {s}.spend(

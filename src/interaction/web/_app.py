@@ -57,6 +57,7 @@ from ..relay import (
 )
 from ..signing import AnswerLinks
 from ..wire import decode_answer, encode_answer, encode_request
+from ._push_routes import WebPush, push_routes
 from ._rules import rule_routes
 
 __all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
@@ -497,6 +498,7 @@ class WebApp:
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
         users: Mapping[str, str] | None = None,
+        push: WebPush | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
@@ -539,6 +541,7 @@ class WebApp:
             Route("/api/me", self.me),
             *(Route(path, self.shell_file) for path in SHELL_FILES),
             *(rule_routes(rules) if rules is not None else []),
+            *(push_routes(push) if push is not None else []),
             Route(LINK_PATH, self.link, methods=["GET"]),
             Route(LINK_PATH, self.open_link, methods=["POST"]),
         ]

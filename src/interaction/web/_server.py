@@ -32,6 +32,7 @@ from ._app import (
     error_body,
     parse_host,
 )
+from ._push_routes import WebPush
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
 
@@ -408,6 +409,9 @@ class WebServer:
     (with the in-memory :class:`~interaction.relay.Relay`). Names are 1-64 letters, digits
     or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user.
 
+    ``push`` (:class:`~interaction.web.WebPush`) lets the page subscribe its device to Web
+    Push notices ("Notify this device"), kept per named user (docs/notify.md).
+
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
     ``503 TOO_MANY_STREAMS``), and a request's head and body must arrive within
@@ -429,12 +433,14 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        push: WebPush | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
         self.relay = relay
         self.rules = rules
+        self.push = push
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
@@ -524,6 +530,7 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            push=self.push,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
