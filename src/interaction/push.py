@@ -17,6 +17,7 @@ import base64
 import binascii
 import ipaddress
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -44,6 +45,7 @@ MAX_ENDPOINT: Final = 2_048
 """The longest endpoint URL taken (the push services' are a few hundred characters)."""
 MAX_SUBSCRIPTION_BODY: Final = 4_096
 """The largest subscription JSON a page may send, in bytes."""
+_BASE64URL: Final = re.compile(r"[A-Za-z0-9_-]*={0,2}", re.ASCII)
 
 
 class PushStoreUnavailable(UserInteractionError):
@@ -137,10 +139,12 @@ def _bad(message: str) -> UserInteractionError:
 
 def _b64url(value: object, name: str, size: int) -> str:
     """``value`` if it is base64url (padded or not) of ``size`` bytes."""
-    if not isinstance(value, str) or not value.isascii() or len(value) > 2 * size:
+    if not isinstance(value, str) or len(value) > 2 * size:
         raise _bad(f"keys.{name} is not a base64url string")
+    if not _BASE64URL.fullmatch(value):
+        raise _bad(f"keys.{name} is not base64url")
     try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        raw = base64.urlsafe_b64decode(value.rstrip("=") + "=" * (-len(value.rstrip("=")) % 4))
     except (binascii.Error, ValueError):
         raise _bad(f"keys.{name} is not base64url") from None
     if len(raw) != size:
