@@ -42,6 +42,9 @@ from ._core import (
     provide_agents,
 )
 from ._demo import DEMO_BATCH, DEMO_PLAN
+from ._push_cli import add_command as add_push_command
+from ._push_cli import add_serve_options as add_push_options
+from ._push_cli import push_setup, run_push
 from ._records_cli import add_commands as add_records_commands
 from ._records_cli import env_key, run_log, run_rules
 from .console import ConsoleProvider
@@ -54,7 +57,7 @@ if TYPE_CHECKING:
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
     from .relay import RelayBackend
-    from .web import WebServer
+    from .web import WebPush, WebServer
 
 _T = TypeVar("_T")
 
@@ -229,6 +232,7 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    push: tuple[WebPush, Step] | None = None  # the page's offer and the push channel
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -241,7 +245,8 @@ class _Serving:
             WebServer,
         )
 
-        links = AnswerLinks() if self.steps else None
+        steps = [*self.steps, *([self.push[1]] if self.push is not None else [])]
+        links = AnswerLinks() if steps else None
         limits = self.limits
         async with WebServer(
             relay,
@@ -255,6 +260,7 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            push=self.push[0] if self.push is not None else None,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -272,13 +278,13 @@ class _Serving:
                     file=sys.stderr,
                     flush=True,
                 )
-            if not self.steps:
+            if not steps:
                 yield server
                 return
             from .notify import Notifications
 
             base = server.base
-            async with Notifications(relay, self.steps, links=links, public_url=base):
+            async with Notifications(relay, steps, links=links, public_url=base):
                 yield server
 
 
@@ -396,6 +402,8 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    push: str | None = None,
+    push_private: bool = False,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -415,6 +423,7 @@ def _serve(
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
         steps = _steps(notify)
+        pushing = push_setup(push, push_private, os.environ)
         named = _users(users)
         if public_url is not None:
             from .web._server import check_public_url
@@ -435,7 +444,15 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    pushed = None
+    if pushing is not None:
+        kept = pushing.store(
+            redis_url=redis_url, prefix=prefix, postgres_url=postgres_url, schema=schema
+        )
+        pushed = pushing.parts(kept)
+    serving = _Serving(
+        host, port, allow_hosts, limits, steps, public_url, named, store, audit, pushed
+    )
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
@@ -617,9 +634,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="HOST[:PORT]",
         help="a Host the page is reached by when bound beyond loopback (repeatable)",
     )
+    add_push_options(serve)
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
     add_records_commands(commands.add_parser)
+    add_push_command(commands.add_parser)
     ask_.add_argument(
         "--rules",
         metavar="PATH",
@@ -857,7 +876,11 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            push=args.push,
+            push_private=args.push_private,
         )
+    if args.command == "push":
+        return run_push(args)
     if args.command == "rules":
         return run_rules(args)
     if args.command == "log":
