@@ -6,9 +6,12 @@ failures retried for the devices still owed, and the ask never held up by any of
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -16,6 +19,7 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionRequest,
     Provenance,
+    UserInteractionError,
     ask,
     provide,
 )
@@ -29,7 +33,12 @@ from interaction.notify import (
     push_payload,
 )
 from interaction.notify._push import MAX_PAYLOAD
-from interaction.push import MemoryPushSubscriptionStore
+from interaction.push import (
+    BAD_SUBSCRIPTION,
+    MemoryPushSubscriptionStore,
+    PushSubscription,
+    parse_subscription,
+)
 from interaction.relay import Relay
 from interaction.signing import AnswerLinks
 
@@ -267,3 +276,47 @@ def test_vapid_keys_round_trip_and_a_bad_key_or_subject_is_refused_without_showi
     assert "not-a-key" not in str(caught.value)
     with pytest.raises(ValueError, match="mailto: or https:"):
         PushNotifier(MemoryPushSubscriptionStore(), keys, subject="ops@example.org")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=80),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ENDPOINTS = st.sampled_from(
+    ["https://push.example.net/x", "http://127.0.0.1:9/x", "https://[::1]:9/x", "https://h:99999/x"]
+) | st.text(max_size=40)
+KEY_TEXT = st.text(st.sampled_from("AQBEabz09-_=+/!"), max_size=100)
+
+
+@given(
+    st.one_of(
+        JSON,
+        st.fixed_dictionaries(
+            {
+                "endpoint": ENDPOINTS,
+                "keys": st.fixed_dictionaries({"p256dh": KEY_TEXT, "auth": KEY_TEXT}),
+            }
+        ),
+    ),
+    st.booleans(),
+)
+def test_any_json_is_a_checked_subscription_or_bad_subscription_never_a_crash(
+    data: object, loopback: bool
+) -> None:
+    refused: UserInteractionError | None = None
+    try:
+        subscription = parse_subscription(data, "alice", allow_http_loopback=loopback)
+    except UserInteractionError as error:
+        refused = error
+    if refused is not None:
+        assert refused.code == BAD_SUBSCRIPTION
+        assert refused.message.startswith("push subscription: ")
+        return
+    assert subscription.endpoint.startswith("https://") or loopback
+    assert (
+        len(base64.urlsafe_b64decode(subscription.auth + "=" * (-len(subscription.auth) % 4))) == 16
+    )
+    assert PushSubscription.from_json(subscription.to_json()) == subscription

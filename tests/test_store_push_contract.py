@@ -214,3 +214,16 @@ async def test_an_unreachable_store_says_so_and_never_names_a_password(shared: S
     finally:
         assert isinstance(store, RedisPushSubscriptionStore | PostgresPushSubscriptionStore)
         await store.aclose()
+
+
+async def test_postgres_without_its_table_says_to_migrate(postgres_server: PostgresServer) -> None:
+    store = PostgresPushSubscriptionStore(postgres_server.url, schema="never_migrated")
+    try:
+        with pytest.raises(PushStoreUnavailable) as caught:
+            await store.subscriptions()
+        assert caught.value.message.startswith(
+            "the push subscription store's tables are not in the database at"
+        )
+        assert "run `await store.migrate()`" in caught.value.message
+    finally:
+        await store.aclose()

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid import Vapid02
 from pywebpush import WebPusher
 
+from .._core import UserInteractionError
 from ..push import PushSubscription, PushSubscriptionStore
 from ._dispatch import DeliveryError, Notice, Outcome
 from ._http import post_json
@@ -159,11 +160,13 @@ class PushNotifier:
         self.timeout = timeout
         self.name = "web push"
         self._vapid = Vapid02.from_raw(keys.private.encode())
-        self._waiting: set[str] = set()
+        self._waiting: OrderedDict[str, None] = OrderedDict()  # told of, not yet settled
         self._sent: OrderedDict[str, set[str]] = OrderedDict()  # notice key -> endpoints done
 
     async def pending(self, notice: Notice) -> None:
-        self._waiting.add(notice.question_id)
+        self._waiting[notice.question_id] = None
+        while len(self._waiting) > _SENT_KEPT:  # a notice given up on is never settled here
+            self._waiting.popitem(last=False)
         done = self._sent.setdefault(notice.idempotency_key, set())
         while len(self._sent) > _SENT_KEPT:
             self._sent.popitem(last=False)
@@ -176,15 +179,21 @@ class PushNotifier:
                 done.add(subscription.endpoint)
             elif result == "gone":
                 done.add(subscription.endpoint)
-                await self.store.remove(subscription.endpoint)
-                log.info("notify: web push: a device has gone (its push service said so); removed")
+                try:
+                    await self.store.remove(subscription.endpoint)
+                except UserInteractionError as error:  # removed when it answers so again
+                    log.warning("notify: web push: a gone device was not removed: %s", error.code)
+                else:
+                    log.info(
+                        "notify: web push: a device has gone (its push service said so); removed"
+                    )
             else:
                 failed += 1
         if failed:
             raise DeliveryError(f"{failed} of {len(owed)} devices could not be reached")
 
     async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
-        self._waiting.discard(notice.question_id)
+        self._waiting.pop(notice.question_id, None)
         self._sent.pop(notice.idempotency_key, None)
 
     def _headers(self, endpoint: str) -> dict[str, str]:
