@@ -524,6 +524,7 @@ class WebApp:
         style = (_ASSETS / "app.css").read_text("utf-8")
         self._page = (
             page.replace("{{rules}}", "no" if rules is None else "yes")
+            .replace("{{push}}", "no" if push is None else "yes")
             .replace("{{style}}", style)
             .replace("{{script}}", script)
         )

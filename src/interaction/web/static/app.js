@@ -898,11 +898,12 @@
     });
     alerts.append(el("label", { class: "sound" }, sound, document.createTextNode(" Sound")), pushSpot);
   };
-  // ---- Web Push, when the server sends it (GET /api/push gives its VAPID key): "Notify
+  // ---- Web Push, when the server sends it (data-push, and GET /api/push gives its VAPID key): "Notify
   // this device" subscribes this browser; the service worker shows each push, and a tap
   // on one brings this page to its question (the message below)
   const pushSpot = el("span", { class: "push" });
   const offerPush = async () => {
+    if (alerts.dataset.push !== "yes") return; // this server sends no pushes
     if (!("serviceWorker" in navigator) || !("PushManager" in window) || !window.isSecureContext) return;
     const { status, data } = await api("/api/push");
     if (status !== 200 || !data || typeof data.publicKey !== "string") return;
@@ -919,7 +920,9 @@
     button.addEventListener("click", async () => {
       button.disabled = true;
       try {
-        await keep(await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: data.publicKey }));
+        const key = data.publicKey.replace(/-/g, "+").replace(/_/g, "/");
+        const bytes = Uint8Array.from(atob(key + "=".repeat((4 - key.length % 4) % 4)), (c) => c.charCodeAt(0));
+        await keep(await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes }));
       } catch (_) {
         say("This browser would not subscribe (are notifications blocked for this page?).", "warning");
       }
