@@ -3,7 +3,8 @@
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question; the channels are :class:`WebhookNotifier`,
 :class:`EmailNotifier`, :class:`SlackNotifier` and :class:`PushNotifier` (Web Push to a
-phone, keys from :class:`VapidKeys`), or any :class:`Notifier` of your own.
+phone, keys from :class:`VapidKeys`), or any :class:`Notifier` of your own;
+:class:`SlackInteractivity` lets people answer in Slack itself.
 See docs/notify.md.
 """
 
@@ -35,6 +36,8 @@ from ._push import push_payload as push_payload
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
+from ._slack_interactive import AnswerDesk as AnswerDesk
+from ._slack_interactive import SlackInteractivity as SlackInteractivity
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -42,6 +45,7 @@ from ._webhook import webhook_body as webhook_body
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "SYSTEM_CLOCK",
+    "AnswerDesk",
     "Clock",
     "DeliveryError",
     "EmailNotifier",
@@ -52,6 +56,7 @@ __all__ = [
     "Outcome",
     "PushNotifier",
     "Retry",
+    "SlackInteractivity",
     "SlackNotifier",
     "Step",
     "VapidKeys",

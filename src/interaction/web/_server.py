@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import h11
@@ -33,6 +33,9 @@ from ._app import (
     parse_host,
 )
 from ._push_routes import WebPush
+
+if TYPE_CHECKING:
+    from ..notify import SlackInteractivity
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
 
@@ -433,12 +436,14 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        slack: SlackInteractivity | None = None,
         push: WebPush | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
         self.relay = relay
+        self.slack = slack
         self.rules = rules
         self.push = push
         self.links = links
@@ -530,6 +535,7 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            slack=self.slack,
             push=self.push,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
@@ -554,6 +560,7 @@ class WebServer:
             self._server.should_exit = True
             self._server.exit_now.set()
             await self._task
+            await self._app.aclose()
             self._server = self._task = self._app = None
 
     async def __aenter__(self) -> WebServer:
