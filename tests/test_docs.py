@@ -45,6 +45,7 @@ EXPECTED_PAGES = {
     "audit.md",
     "notify.md",
     "durable.md",
+    "deploy.md",
 }
 FENCE = re.compile(r"^```python( test)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 CONTINUES = "continues the example above"

@@ -233,6 +233,8 @@ class _Serving:
     rules: RuleStore | None = None
     audit: str | None = None
     slack: SlackInteractivity | None = None
+    trusted_proxies: Sequence[str] = ()
+    user_header: str | None = None
     push: tuple[WebPush, Step] | None = None  # the page's offer and the push channel
 
     @contextlib.asynccontextmanager
@@ -261,12 +263,21 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            trusted_proxies=self.trusted_proxies,
+            user_header=self.user_header,
             slack=self.slack,
             push=self.push[0] if self.push is not None else None,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
             for user in self.users:  # a token from the environment is never printed
+                if self.user_header is not None and user.variable is None:
+                    print(
+                        f"interaction: {user.name} signs in through the proxy at {server.base}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    continue
                 link = (
                     f"{server.base}/#token=${user.variable}"
                     if user.variable is not None
@@ -404,6 +415,8 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    trusted_proxies: Sequence[str] = (),
+    user_header: str | None = None,
     slack_users: Sequence[str] = (),
     slack_anonymous: bool = False,
     push: str | None = None,
@@ -428,6 +441,7 @@ def _serve(
             import interaction.postgres_relay  # noqa: F401
         pushing = push_setup(push, push_private, os.environ)
         named = _users(users)
+        _check_proxy(trusted_proxies, user_header, named)
         slack = _slack(notify, slack_users, slack_anonymous, named)
         steps = _steps(notify, slack)
         if public_url is not None:
@@ -456,7 +470,19 @@ def _serve(
         )
         pushed = pushing.parts(kept)
     serving = _Serving(
-        host, port, allow_hosts, limits, steps, public_url, named, store, audit, slack, push=pushed
+        host,
+        port,
+        allow_hosts,
+        limits,
+        steps,
+        public_url,
+        named,
+        store,
+        audit,
+        slack,
+        trusted_proxies=trusted_proxies,
+        user_header=user_header,
+        push=pushed,
     )
     try:
         if postgres_url is not None:
@@ -478,6 +504,22 @@ def _serve(
         print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_ANSWERED
+
+
+def _check_proxy(trusted: Sequence[str], header: str | None, users: Sequence[_User]) -> None:
+    """A ``ValueError`` with one line unless ``--trusted-proxy`` and ``--user-header`` come
+    together, with ``--user``, and name addresses and a header."""
+    if header is None and not trusted:
+        return
+    if header is None:
+        raise ValueError("--trusted-proxy: say which header names the user: --user-header NAME")
+    if not trusted:
+        raise ValueError("--user-header: say which proxy may send it: --trusted-proxy ADDRESS")
+    if not users:
+        raise ValueError("--user-header names users: name them with --user NAME")
+    from .web._app import ProxySignIn
+
+    ProxySignIn.of(trusted, header)
 
 
 def _steps(specs: Sequence[str], slack: SlackInteractivity | None = None) -> list[Step]:
@@ -664,6 +706,25 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="HOST[:PORT]",
         help="a Host the page is reached by when bound beyond loopback (repeatable)",
     )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="an authenticating reverse proxy's IP address or CIDR network, the only peers"
+        " whose --user-header is taken (repeatable)",
+    )
+    serve.add_argument(
+        "--user-header",
+        metavar="NAME",
+        help="the header in which a trusted proxy names the --user signed in"
+        " (X-Forwarded-Email, say); from any other peer it is refused",
+    )
+    serve.add_argument(
+        "--config",
+        metavar="PATH",
+        help="take every flag from the TOML file PATH (docs/deploy.md); flags given here win",
+    )
     add_push_options(serve)
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
@@ -719,6 +780,7 @@ _HELP: Final = {
             "interaction serve --redis redis://127.0.0.1:6379/0",
             "interaction serve --postgres postgresql://app@db.internal/app --migrate",
             "interaction serve --notify slack --notify email@30m=me@example.com",
+            "interaction serve --config interaction.toml",
         ],
     ),
     "rules": (
@@ -864,6 +926,14 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
         parser.error("name a command: demo, ask, serve or schema (see interaction --help)")
+    if args.command == "serve" and args.config is not None:
+        from ._serve_config import ConfigError, with_config
+
+        try:
+            args = with_config(args, commands["serve"], lambda: parser.parse_known_args(argv)[0])
+        except ConfigError as exc:
+            print(f"interaction serve: {exc}", file=sys.stderr)
+            raise SystemExit(EXIT_BAD_INPUT) from None
     if args.command in {"serve", "ask"} and args.prefix is not None and args.redis is None:
         commands[args.command].error("--prefix needs --redis (it names the Redis keys)")
     if args.command in {"serve", "ask"} and args.schema is not None and args.postgres is None:
@@ -906,6 +976,8 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            trusted_proxies=args.trusted_proxy,
+            user_header=args.user_header,
             slack_users=args.slack_user,
             slack_anonymous=args.slack_anonymous,
             push=args.push,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import ipaddress
 import json
 import re
 import secrets
@@ -18,6 +19,7 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs
@@ -63,7 +65,7 @@ from ._rules import rule_routes
 if TYPE_CHECKING:
     from ..notify import SlackInteractivity
 
-__all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
+__all__ = ["DEFAULT_MAX_STREAMS", "ProxySignIn", "WebApp", "create_app", "parse_host"]
 
 _ASSETS: Final = resources.files("interaction.web") / "static"
 MAX_BODY: Final = 1 << 20
@@ -313,6 +315,57 @@ def check_users(users: Mapping[str, str]) -> dict[str, str]:
     return checked
 
 
+_HEADER_NAME: Final = re.compile(r"[A-Za-z0-9-]{1,64}", re.ASCII)
+_KEPT_HEADERS: Final = frozenset({"host", "origin", "authorization", "cookie", "content-length"})
+MAX_PROXIES: Final = 64
+"""How many trusted proxy addresses or networks a server takes."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySignIn:
+    """Sign-in by an authenticating reverse proxy (oauth2-proxy, Pomerium, nginx
+    ``auth_request``): a request whose peer is one of ``networks`` is the user its
+    ``header`` names. Make one with :meth:`of`."""
+
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    header: str
+    """The header's name as given (``X-Forwarded-Email``); matched without regard to case."""
+
+    @classmethod
+    def of(cls, trusted: Iterable[str], header: str) -> ProxySignIn:
+        """The sign-in of the proxies at ``trusted`` (addresses or CIDR networks) naming the
+        user in ``header``; ``ValueError`` naming the bad entry otherwise."""
+        if not isinstance(header, str) or not _HEADER_NAME.fullmatch(header):
+            raise ValueError(f"the user header {header!r} is not a header name")
+        if header.lower() in _KEPT_HEADERS:
+            raise ValueError(f"the user header cannot be {header}: the server reads it itself")
+        networks = []
+        for entry in trusted:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"the trusted proxy {entry!r} is not an IP address or a CIDR network"
+                ) from None
+        if not networks:
+            raise ValueError("the user header needs a trusted proxy address to take it from")
+        if len(networks) > MAX_PROXIES:
+            raise ValueError(f"at most {MAX_PROXIES} trusted proxies, got {len(networks)}")
+        return cls(tuple(networks), header)
+
+    def trusts(self, client: object) -> bool:
+        """Whether the peer of a request (the scope's ``client``) is a trusted proxy."""
+        if not isinstance(client, (tuple, list)) or not client or not isinstance(client[0], str):
+            return False  # a Unix socket, or no peer known
+        try:
+            address = ipaddress.ip_address(client[0].partition("%")[0])
+        except ValueError:
+            return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address in network for network in self.networks)
+
+
 def _guarded_headers(scope: Scope) -> tuple[bytes, bytes | None, bytes]:
     """The Host, Origin and Authorization headers, the last of each (as a dict would keep)."""
     raw_host, raw_origin, raw_authorization = b"", None, b""
@@ -334,6 +387,8 @@ class _Guard:
     cookies do not tell ports apart, so any other server on the same host would get one.
     With named users, each has a token of their own, and a request made with one carries
     the user's name (``scope["state"]["user"]``) for the routes that settle questions.
+    With ``proxy``, a request from a trusted proxy's address is the user its header names,
+    and a request with that header from any other address is refused.
     """
 
     def __init__(
@@ -345,11 +400,15 @@ class _Guard:
         origins: Collection[str] = (),
         *,
         users: Mapping[str, str] | None = None,
+        proxy: ProxySignIn | None = None,
         signed: str | None = None,
     ) -> None:
         self.app = app
         self.signed = signed  # the path whose requests carry a signature, not the token
         named = {} if users is None else users
+        self.proxy = proxy  # after the Host and Origin checks, before any other
+        self.names = frozenset(named)
+        self.header = b"" if proxy is None else proxy.header.lower().encode()
         self.tokens: tuple[tuple[bytes, str | None], ...] = (
             *(() if token is None else ((token.encode(), None),)),
             *((user_token.encode(), name) for name, user_token in named.items()),
@@ -364,6 +423,13 @@ class _Guard:
         refusal = self._refuse_place(raw_host, raw_origin)
         if refusal is not None:
             return refusal
+        if self.proxy is not None:
+            proxied = self._proxied(scope)
+            if isinstance(proxied, Response):
+                return proxied
+            if proxied is not None:
+                scope.setdefault("state", {})["user"] = proxied
+                return None
         page = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
         if page and scope["path"] in PUBLIC_PATHS:
             return None
@@ -391,6 +457,30 @@ class _Guard:
         ):
             return _error(403, "BAD_ORIGIN", "cross-site requests are refused")
         return None
+
+    def _proxied(self, scope: Scope) -> Response | str | None:
+        """The user a trusted proxy's header names; a refusal when the header came from
+        any other peer (whatever token it carries too), or names no user of this server;
+        ``None`` without the header (the token decides)."""
+        assert self.proxy is not None
+        values: list[bytes] = [
+            value for name, value in scope["headers"] if name.lower() == self.header
+        ]
+        if not values:
+            return None
+        header = self.proxy.header
+        if not self.proxy.trusts(scope.get("client")):
+            return _error(
+                401, "UNAUTHORIZED", f"the {header} header is taken from a trusted proxy only"
+            )
+        if len(values) > 1:
+            return _error(401, "UNAUTHORIZED", f"the proxy sent {header} more than once")
+        name: str = values[0].decode("latin-1")
+        if name not in self.names:
+            return _error(
+                401, "UNAUTHORIZED", f"the proxy names {name[:100]!r}, not a user of this server"
+            )
+        return name
 
     def _refuse_token(self, scope: Scope, raw_authorization: bytes) -> Response | None:
         """No token of this server's (nor a one-question session's); else its user noted."""
@@ -509,11 +599,14 @@ class WebApp:
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
         users: Mapping[str, str] | None = None,
+        proxy: ProxySignIn | None = None,
         slack: SlackInteractivity | None = None,
         push: WebPush | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
+        if proxy is not None and users is None:
+            raise ValueError("a proxy's user header names users: give named users too")
         self.relay = relay
         self.slack = slack
         self.token = token
@@ -567,7 +660,14 @@ class WebApp:
         scoped = self._question_of if links is not None else None
         signed = SLACK_PATH if slack is not None else None
         self._app = _Guard(
-            self._routes, token, hosts, scoped, origins, users=self.users, signed=signed
+            self._routes,
+            token,
+            hosts,
+            scoped,
+            origins,
+            users=self.users,
+            signed=signed,
+            proxy=proxy,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -679,7 +779,8 @@ class WebApp:
         return Response(body, media_type=media, headers={"content-security-policy": _FILE_CSP})
 
     async def me(self, request: Request) -> Response:
-        """Who the token is: ``user`` (a named user, or ``null`` for the one token) and
+        """Who the request is: ``user`` (a named user, by their token or the trusted proxy's
+        header, or ``null`` for the one token) and
         ``question`` (the one question of a session opened by an answer link, or ``null``)."""
         return JSONResponse({"user": _user(request), "question": _only(request)[0]})
 

@@ -26,6 +26,7 @@ from ._app import (
     DEFAULT_MAX_STREAMS,
     LOOPBACK_NAMES,
     SECURITY_HEADERS,
+    ProxySignIn,
     WebApp,
     check_limit,
     check_users,
@@ -390,6 +391,19 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def _proxy(
+    trusted: tuple[str, ...], header: str | None, users: Mapping[str, str] | None
+) -> ProxySignIn | None:
+    """The sign-in of ``trusted_proxies`` and ``user_header``, given both or neither."""
+    if header is None:
+        if trusted:
+            raise ValueError("trusted_proxies take the user from a header: give user_header")
+        return None
+    if users is None:
+        raise ValueError("user_header names users: give users (name -> token) too")
+    return ProxySignIn.of(trusted, header)
+
+
 class WebServer:
     """Serves a relay's page and API; :attr:`url` (with the token) is known once started.
 
@@ -411,6 +425,10 @@ class WebServer:
     user's token names the user to the asker's :class:`~interaction.audit.AuditProvider`
     (with the in-memory :class:`~interaction.relay.Relay`). Names are 1-64 letters, digits
     or ``._@-``; tokens at least 16 letters, digits or ``._~-``, one per user.
+    ``user_header`` (``"X-Forwarded-Email"``) signs users in through an authenticating
+    reverse proxy at one of ``trusted_proxies`` (IP addresses or CIDR networks): a request
+    whose peer is one of them is the user whose name the header holds, exactly; the header
+    from any other peer, or naming no user, is ``401`` (docs/deploy.md).
 
     ``push`` (:class:`~interaction.web.WebPush`) lets the page subscribe its device to Web
     Push notices ("Notify this device"), kept per named user (docs/notify.md).
@@ -436,12 +454,15 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        trusted_proxies: Iterable[str] = (),
+        user_header: str | None = None,
         slack: SlackInteractivity | None = None,
         push: WebPush | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
+        self.proxy = _proxy(tuple(trusted_proxies), user_header, self.users)
         self.relay = relay
         self.slack = slack
         self.rules = rules
@@ -535,6 +556,7 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            proxy=self.proxy,
             slack=self.slack,
             push=self.push,
         )
@@ -546,6 +568,9 @@ class WebServer:
             log_level="warning",
             lifespan="off",
             http=_Protocol,
+            # The peer is the TCP peer: a trusted proxy is told by it (ProxySignIn), so no
+            # X-Forwarded-For may rewrite it.
+            proxy_headers=False,
             timeout_keep_alive=math.ceil(self.request_timeout),
         )
         limits = _Limits(self.max_connections, self.request_timeout)

@@ -18,7 +18,11 @@
     else token = sessionStorage.getItem(TOKEN_KEY) || "";
   } catch (_) { /* storage off: the token lives in memory only */ }
   if (linked) history.replaceState(null, "", location.pathname);
-  const authorization = () => ({ Authorization: "Bearer " + token });
+  // Without a token (signed in by an authenticating proxy, docs/deploy.md), no
+  // Authorization header, and this origin's credentials go instead: they are the proxy's
+  // (its session cookie, its Basic sign-in). With a token, no credentials ever go.
+  const authorization = () => (token ? { Authorization: "Bearer " + token } : {});
+  const credentials = () => (token ? "omit" : "same-origin");
   // relay id -> {id, request, planReview, view}: the page draws only `view`, the display
   // model the server built (model text escaped, the recommended badge split off, the
   // plan's approve option first and marked primary, the one wording for "Other").
@@ -256,7 +260,7 @@
         method: body === undefined ? "GET" : "POST",
         headers: { "Content-Type": "application/json", ...authorization() },
         body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: "omit",
+        credentials: credentials(),
       });
       const text = await response.text();
       let data = null;
@@ -728,7 +732,7 @@
           const headers = { Accept: "text/event-stream", ...authorization() };
           if (this.lastEventId) headers["Last-Event-ID"] = this.lastEventId;
           response = await fetch(this.url, {
-            headers, cache: "no-store", credentials: "omit", signal: this.controller.signal,
+            headers, cache: "no-store", credentials: credentials(), signal: this.controller.signal,
           });
         } catch (_) { /* the network: retried below */ }
         if (this.readyState === 2) return;
@@ -1030,15 +1034,27 @@
   const rulesPanel = document.getElementById("rules");
   const rulesRegion = document.getElementById("rules-region");
   const rulesBody = document.getElementById("rules-body");
+  // The form is made once: a list refresh (the panel opened, a rule added or revoked) never
+  // takes away what someone is typing, and only the latest refresh is drawn.
+  const ruleSpec = el("input", { type: "text", "data-testid": "rule-spec", "aria-label": "New rule, as Bash(npm test:*)", placeholder: "Bash(npm test:*)", autocomplete: "off" });
+  const ruleEffect = el("select", { "data-testid": "rule-effect", "aria-label": "Effect" },
+    el("option", { value: "allow", text: "allow" }), el("option", { value: "deny", text: "deny" }));
+  const ruleForm = el("form", { class: "rule-form" }, ruleSpec, ruleEffect,
+    el("button", { type: "submit", "data-testid": "rule-add", text: "Add rule" }));
+  const ruleProblem = el("p", { class: "error", role: "alert", "data-testid": "rule-error" });
+  const rulesList = el("div", {});
+  let rulesAsked = 0;
   const showRules = async () => {
     if (rulesPanel.dataset.enabled !== "yes") return; // this server keeps no rules
+    const asked = ++rulesAsked;
     const { status, data } = await api("/api/rules");
+    if (asked !== rulesAsked) return; // a later refresh is on its way
     if (status === 401) { unauthorized(); return; }
     if (stopped && status === 0) return;
     rulesRegion.hidden = false;
-    rulesBody.replaceChildren();
+    if (!ruleForm.isConnected) rulesBody.replaceChildren(rulesList, ruleForm, ruleProblem);
     if (status !== 200) {
-      rulesBody.append(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
+      rulesList.replaceChildren(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
       return;
     }
     const table = el("table", { class: "rules-table", "data-testid": "rules-table" });
@@ -1057,20 +1073,17 @@
         el("td", { text: rule.source || "any" }), el("td", { text: rule.scope }),
         el("td", { text: rule.createdBy || "" }), el("td", {}, revoke)));
     }
-    const spec = el("input", { type: "text", "data-testid": "rule-spec", "aria-label": "New rule, as Bash(npm test:*)", placeholder: "Bash(npm test:*)", autocomplete: "off" });
-    const effect = el("select", { "data-testid": "rule-effect", "aria-label": "Effect" },
-      el("option", { value: "allow", text: "allow" }), el("option", { value: "deny", text: "deny" }));
-    const add = el("button", { type: "submit", "data-testid": "rule-add", text: "Add rule" });
-    const form = el("form", { class: "rule-form" }, spec, effect, add);
-    const problem = el("p", { class: "error", role: "alert", "data-testid": "rule-error" });
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const result = await api("/api/rules", { spec: spec.value, effect: effect.value });
-      if (result.status === 201) showRules();
-      else problem.textContent = errorOf(result.data).message || `The rule was refused (${result.status}).`;
-    });
-    rulesBody.append(data.rules.length ? table : el("p", { text: "No rules yet." }), form, problem);
+    rulesList.replaceChildren(data.rules.length ? table : el("p", { text: "No rules yet." }));
   };
+  ruleForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const result = await api("/api/rules", { spec: ruleSpec.value, effect: ruleEffect.value });
+    if (result.status === 201) {
+      ruleSpec.value = "";
+      ruleProblem.textContent = "";
+      showRules();
+    } else ruleProblem.textContent = errorOf(result.data).message || `The rule was refused (${result.status}).`;
+  });
   rulesPanel.addEventListener("toggle", () => { if (rulesPanel.open) showRules(); });
 
   // ---- who the token is, first: a named user is shown by name; a token that is not valid
