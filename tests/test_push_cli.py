@@ -15,7 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from interaction.notify import VapidKeys
+from interaction._push_cli import push_setup
+from interaction.notify import PushNotifier, VapidKeys
+from interaction.postgres import PostgresPushSubscriptionStore
+from interaction.push import MemoryPushSubscriptionStore
+from interaction.redis_push import RedisPushSubscriptionStore
 
 from . import loopback
 from .notify_helpers import WAIT
@@ -133,3 +137,27 @@ async def test_serve_push_offers_the_public_key_and_keeps_a_devices_subscription
                 await child.wait()
     assert KEY.private not in first + rest
     assert "Traceback" not in rest
+
+
+async def test_serve_keeps_subscriptions_beside_the_relays_questions() -> None:
+    setup = push_setup(
+        "mailto:ops@example.org", True, {"INTERACTION_VAPID_PRIVATE_KEY": KEY.private}
+    )
+    assert setup is not None
+    redis = setup.store("team", "desk", redis_url="redis://127.0.0.1:1/0")
+    assert isinstance(redis, RedisPushSubscriptionStore)
+    assert redis.hash == "team:push"
+    await redis.aclose()
+    postgres = setup.store("team", "desk", postgres_url="postgresql://app@127.0.0.1:1/app")
+    assert isinstance(postgres, PostgresPushSubscriptionStore)
+    assert postgres.table == "desk.push_subscriptions"
+    memory = setup.store("team", "desk")
+    assert isinstance(memory, MemoryPushSubscriptionStore)
+    offer, step = setup.parts(memory)
+    assert (offer.store, offer.public_key, offer.allow_http_loopback) == (memory, KEY.public, False)
+    assert isinstance(step.notifier, PushNotifier)
+    assert (step.notifier.private, step.notifier.subject, step.after) == (
+        True,
+        "mailto:ops@example.org",
+        0.0,
+    )

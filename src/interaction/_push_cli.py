@@ -95,13 +95,14 @@ class PushSetup:
 
     def store(
         self,
-        *,
-        redis_url: str | None,
         prefix: str,
-        postgres_url: str | None,
         schema: str,
+        *,
+        redis_url: str | None = None,
+        postgres_url: str | None = None,
     ) -> PushSubscriptionStore:
-        """The subscriptions' store beside the relay's questions."""
+        """The subscriptions' store beside the relay's questions: in PostgreSQL (under the
+        relay's ``schema``), in Redis (under its ``prefix``), else in memory."""
         if postgres_url is not None:
             from .postgres import PostgresPushSubscriptionStore
 

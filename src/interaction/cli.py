@@ -463,12 +463,8 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    pushed = None
-    if pushing is not None:
-        kept = pushing.store(
-            redis_url=redis_url, prefix=prefix, postgres_url=postgres_url, schema=schema
-        )
-        pushed = pushing.parts(kept)
+    where = {"redis_url": redis_url, "postgres_url": postgres_url}
+    pushed = None if pushing is None else pushing.parts(pushing.store(prefix, schema, **where))
     serving = _Serving(
         host,
         port,
