@@ -39,8 +39,8 @@ from interaction import (
     UserInteractionProvider,
     wire,
 )
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 
 
 def request_1x3() -> AskUserQuestionRequest:

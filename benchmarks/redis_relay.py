@@ -39,7 +39,7 @@ from web import answers_over_http, questions_over_http, shown_question
 
 import interaction
 from interaction import UserInteractionProvider, wire
-from interaction.redis_relay._scripts import READ
+from interaction.redis._scripts import READ
 from interaction.relay import Relay
 from interaction.web import WebServer
 
@@ -190,7 +190,7 @@ async def redis_round_trips(url: str, number: int, repeat: int) -> Trips:
     here (host A) over Redis, seen on host B's event stream, POSTed to B, returned here;
     the same over the in-memory relay and one server; a bare Redis PING; the first trip
     on the bare stack. Then the Redis round trips of ``number`` such questions, counted."""
-    from interaction.redis_relay import RedisRelay
+    from interaction.redis import RedisRelay
 
     request = wire.decode_request(payload(1, 3))
     body = {"answers": [{"id": "q0", "selected": ["Option 1"]}]}
@@ -367,7 +367,7 @@ async def redis_memory(url: str, count: int) -> Memory:
     asked through the ask script directly, as many asker processes would, in pipelined
     batches; the stream keeps its default ``MAXLEN``. The store is empty before (the
     server's own ``used_memory`` is the baseline) and emptied after."""
-    from interaction.redis_relay import RedisRelay
+    from interaction.redis import RedisRelay
 
     prefix = f"mem{count}"
     relay = RedisRelay(url, prefix=prefix, max_pending=count + 1)

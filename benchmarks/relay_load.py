@@ -50,8 +50,8 @@ from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 from timing import until_up
 
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 
 T = TypeVar("T")
 Engine = Literal["redis", "postgres"]

@@ -4,7 +4,7 @@ as version 1 left it and migrate it."""
 
 from __future__ import annotations
 
-from interaction.postgres_relay._schema import channel, check_schema
+from interaction.postgres._schema import channel, check_schema
 
 __all__ = ["VERSION", "statements"]
 

@@ -17,7 +17,7 @@ import pytest
 from playwright.async_api import Browser
 
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 
 from .loopback import running, serve
 from .notify_helpers import WAIT

@@ -130,3 +130,33 @@ def test_import_interaction_loads_the_core_and_nothing_else() -> None:
     expected = {f"interaction.{name}" for name in CORE_MODULES - {"_core"}}
     assert ours == expected | {"interaction"}
     assert {name.split(".")[0] for name in loaded - ours} <= sys.stdlib_module_names
+
+
+DRIVERS = {"redis": "redis/", "psycopg": "postgres/"}
+# The deprecated names of the engine packages' modules import the driver only to name the
+# extra when it is missing (tests/test_moved_modules.py).
+MOVED_GUARDS = {
+    "redis_relay/__init__.py",
+    "redis_rules.py",
+    "redis_audit.py",
+    "redis_spent.py",
+    "postgres_relay/__init__.py",
+}
+
+
+def test_each_driver_is_imported_by_its_engine_package_only() -> None:
+    offences = [
+        f"{where}:{line} imports {name}"
+        for path in _extras()
+        if (where := path.relative_to(PACKAGE).as_posix()) not in MOVED_GUARDS
+        for line, name in _imported_modules(path)
+        if (home := DRIVERS.get(name.split(".")[0])) is not None and not where.startswith(home)
+    ]
+    assert offences == []
+    # and the check sees the drivers where they are
+    seen = {
+        name.split(".")[0]
+        for home in ("redis/_stream.py", "postgres/_store.py")
+        for _, name in _imported_modules(PACKAGE / home)
+    }
+    assert set(DRIVERS) <= seen

@@ -37,8 +37,8 @@ from interaction import (
     provide,
 )
 from interaction.integrations.dbos import TOPIC_PREFIX, DBOSProvider
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 from interaction.relay import NOT_PENDING, RelayBackend, RelayEvent
 
 from .helpers import import_error_without
@@ -64,10 +64,10 @@ config = json.loads(sys.argv[1])
 logging.basicConfig(stream=sys.stderr, level=logging.ERROR)
 logging.getLogger("interaction.integrations.dbos").setLevel(logging.WARNING)
 if config["relay"] == "redis":
-    from interaction.redis_relay import RedisRelay
+    from interaction.redis import RedisRelay
     relay = RedisRelay(config["relay_url"], prefix=config["space"], lease_ttl=1)
 else:
-    from interaction.postgres_relay import PostgresRelay
+    from interaction.postgres import PostgresRelay
     relay = PostgresRelay(config["relay_url"], schema=config["space"], lease_ttl=1)
 timeout = TimeoutPolicy(config["timeout"]) if config["timeout"] else None
 provider = DBOSProvider(relay, timeout=timeout, poll=0.1)
@@ -441,7 +441,7 @@ from pydantic_ai.models.function import FunctionModel
 import interaction
 from interaction.integrations.dbos import DBOSProvider
 from interaction.integrations.pydantic_ai import approval_handler, ask_user_toolset
-from interaction.postgres_relay import PostgresRelay
+from interaction.postgres import PostgresRelay
 
 config = json.loads(sys.argv[1])
 relay = PostgresRelay(config["relay_url"], schema=config["space"], lease_ttl=1)

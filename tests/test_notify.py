@@ -33,7 +33,7 @@ from interaction.notify import (
     Step,
     WebhookNotifier,
 )
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 from interaction.relay import PendingQuestion, Relay
 from interaction.signing import SIGNATURE_HEADER, AnswerLinks, sign_webhook, verify_webhook
 

@@ -237,7 +237,7 @@ async def test_an_unreachable_push_service_never_fails_the_ask(
 async def test_a_push_store_that_fails_is_retried_and_never_fails_the_ask(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from interaction.redis_push import RedisPushSubscriptionStore
+    from interaction.redis import RedisPushSubscriptionStore
 
     store = RedisPushSubscriptionStore(f"redis://127.0.0.1:{free_port()}/0")
     clock = ManualClock()

@@ -34,7 +34,7 @@ from interaction import (
     request_digest,
 )
 from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl
-from interaction.postgres_relay import PostgresRelay
+from interaction.postgres import PostgresRelay
 from interaction.relay import (
     NOT_PENDING,
     RELAY_UNAVAILABLE,
@@ -62,7 +62,7 @@ ASKER = r"""
 import asyncio, json, sys
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, UserInteractionError
 from interaction import ask, provide
-from interaction.postgres_relay import PostgresRelay
+from interaction.postgres import PostgresRelay
 
 async def one(text, key):
     request = AskUserQuestionRequest([AskUserQuestionItem("q", text)], key=key)
@@ -91,7 +91,7 @@ asyncio.run(main(json.loads(sys.argv[1])))
 CLAIMER = r"""
 import asyncio, sys
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem, UserInteractionError
-from interaction.postgres_relay import PostgresRelay
+from interaction.postgres import PostgresRelay
 
 async def main(url, schema, question_id, name):
     relay = PostgresRelay(url, schema=schema)

@@ -14,8 +14,12 @@ import pytest
 
 from interaction.audit import AUDIT_FAILED, AuditLogError
 from interaction.policies import RULE_STORE_UNAVAILABLE, RuleStoreError, new_rule
-from interaction.postgres import PostgresAuditLog, PostgresRuleStore, PostgresSpentStore
-from interaction.postgres_relay import PostgresRelay
+from interaction.postgres import (
+    PostgresAuditLog,
+    PostgresRelay,
+    PostgresRuleStore,
+    PostgresSpentStore,
+)
 from interaction.spent import SpentStoreUnavailable
 
 from .helpers import import_error_without

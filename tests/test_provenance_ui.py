@@ -33,7 +33,7 @@ from interaction import (
 )
 from interaction.console import ConsoleProvider
 from interaction.flow import BatchFlow
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 from interaction.relay import PendingQuestion, Relay, RelayEvent, local_host
 from interaction.terminal._text import plain
 from interaction.terminal._view import Viewport, paint

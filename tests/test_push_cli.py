@@ -19,7 +19,7 @@ from interaction._push_cli import push_setup
 from interaction.notify import PushNotifier, VapidKeys
 from interaction.postgres import PostgresPushSubscriptionStore
 from interaction.push import MemoryPushSubscriptionStore
-from interaction.redis_push import RedisPushSubscriptionStore
+from interaction.redis import RedisPushSubscriptionStore
 
 from . import loopback
 from .notify_helpers import WAIT

@@ -25,8 +25,7 @@ from interaction.policies import (
     rule_to_json,
     signed,
 )
-from interaction.redis_audit import RedisAuditLog
-from interaction.redis_rules import RedisRuleStore
+from interaction.redis import RedisAuditLog, RedisRuleStore
 from interaction.testing import ScriptedProvider
 
 from .loopback import free_port
@@ -80,7 +79,7 @@ ASKER = textwrap.dedent(
     import asyncio, json, sys
     from interaction import AskUserQuestionRequest, ask, permission_question, provide
     from interaction.policies import PolicyProvider
-    from interaction.redis_rules import RedisRuleStore
+    from interaction.redis import RedisRuleStore
     from interaction.testing import ScriptedProvider
 
     async def main() -> None:
@@ -396,7 +395,7 @@ WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from interaction.policies import new_rule
-    from interaction.redis_rules import RedisRuleStore
+    from interaction.redis import RedisRuleStore
 
     async def main() -> None:
         store = RedisRuleStore(sys.argv[1], key=sys.argv[3].encode(), prefix=sys.argv[2])
@@ -462,7 +461,7 @@ def test_a_short_key_is_refused() -> None:
 APPENDER = textwrap.dedent(
     """
     import asyncio, sys
-    from interaction.redis_audit import RedisAuditLog
+    from interaction.redis import RedisAuditLog
 
     async def main() -> None:
         log = RedisAuditLog(sys.argv[1], prefix=sys.argv[2])

@@ -33,7 +33,7 @@ from interaction import (
     ask,
     provide,
 )
-from interaction.redis_relay import RedisRelay, _stream
+from interaction.redis import RedisRelay, _stream
 from interaction.relay import (
     NOT_PENDING,
     RELAY_UNAVAILABLE,
@@ -63,7 +63,7 @@ ASKER = r"""
 import asyncio, json, sys
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, UserInteractionError
 from interaction import ask, provide
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 
 async def one(text, key):
     request = AskUserQuestionRequest([AskUserQuestionItem("q", text)], key=key)
@@ -606,7 +606,7 @@ FLOOD = r"""
 import asyncio, sys
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem, AskUserQuestionItem
 from interaction import AskUserQuestionRequest, UserInteractionError, ask, provide
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 
 async def flood(relay, count):
     events = relay.events((await relay.snapshot()).position)

@@ -16,9 +16,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from interaction import UserInteractionError, ask, provide
-from interaction.redis_relay import RedisRelay
-from interaction.redis_relay._stream import entries
-from interaction.redis_relay._tail import TAIL_BLOCK_MS
+from interaction.redis import RedisRelay
+from interaction.redis._stream import entries
+from interaction.redis._tail import TAIL_BLOCK_MS
 from interaction.relay import RELAY_UNAVAILABLE, RelayEvent
 
 from .redis_server import RedisServer, redis_server
@@ -168,7 +168,7 @@ TRIM = r"""
 import asyncio, sys
 import redis
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem
-from interaction.redis_relay import RedisRelay
+from interaction.redis import RedisRelay
 
 async def main(url, prefix, inbox, question_id):
     store = redis.Redis.from_url(url)

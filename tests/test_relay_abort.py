@@ -28,8 +28,8 @@ from interaction import (
     ask,
     provide,
 )
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 from interaction.relay import RelayEvent
 
 from .loopback import running
@@ -54,10 +54,10 @@ from interaction import UserInteractionError, ask, provide
 
 async def main(kind, url, space):
     if kind == "redis":
-        from interaction.redis_relay import RedisRelay
+        from interaction.redis import RedisRelay
         relay = RedisRelay(url, prefix=space)
     else:
-        from interaction.postgres_relay import PostgresRelay
+        from interaction.postgres import PostgresRelay
         relay = PostgresRelay(url, schema=space)
     await relay.connect()
     loop = asyncio.get_running_loop()

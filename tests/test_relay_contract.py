@@ -29,8 +29,8 @@ from interaction import (
 )
 from interaction.audit import AuditProvider, JsonlAuditLog, read_jsonl, verify
 from interaction.decisions import MAX_NAME
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 from interaction.relay import (
     NOT_PENDING,
     RELAY_FULL,

@@ -22,8 +22,8 @@ import pytest
 
 from interaction import AskUserQuestionAnswer, AskUserQuestionAnswerItem
 from interaction.audit import read_jsonl, verify
-from interaction.postgres_relay import PostgresRelay
-from interaction.redis_relay import RedisRelay
+from interaction.postgres import PostgresRelay
+from interaction.redis import RedisRelay
 
 from .loopback import stop_async
 from .postgres_server import PostgresServer, postgres_server

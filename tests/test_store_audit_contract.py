@@ -29,7 +29,7 @@ from interaction.audit import (
     verify,
 )
 from interaction.postgres import PostgresAuditLog
-from interaction.redis_audit import RedisAuditLog
+from interaction.redis import RedisAuditLog
 from interaction.testing import ScriptedProvider
 
 from .loopback import free_port
@@ -148,7 +148,7 @@ APPENDER = textwrap.dedent(
             from interaction.audit import JsonlAuditLog
             return JsonlAuditLog(spec["path"])
         if kind == "redis":
-            from interaction.redis_audit import RedisAuditLog
+            from interaction.redis import RedisAuditLog
             return RedisAuditLog(spec["url"], prefix=spec["space"])
         from interaction.postgres import PostgresAuditLog
         return PostgresAuditLog(spec["url"], schema=spec["space"])

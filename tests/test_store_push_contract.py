@@ -25,7 +25,7 @@ from interaction.push import (
     PushSubscription,
     PushSubscriptionStore,
 )
-from interaction.redis_push import RedisPushSubscriptionStore
+from interaction.redis import RedisPushSubscriptionStore
 
 from .loopback import free_port
 from .postgres_server import PostgresServer, postgres_server

@@ -35,7 +35,7 @@ from interaction.policies import (
     new_rule,
 )
 from interaction.postgres import PostgresRuleStore
-from interaction.redis_rules import RedisRuleStore
+from interaction.redis import RedisRuleStore
 from interaction.testing import ScriptedProvider
 
 from .loopback import free_port
@@ -355,7 +355,7 @@ WRITER = textwrap.dedent(
         if kind == "file-keyed":
             return JsonFileRuleStore(spec["path"], key=key)
         if kind == "redis":
-            from interaction.redis_rules import RedisRuleStore
+            from interaction.redis import RedisRuleStore
             return RedisRuleStore(spec["url"], key=key, prefix=spec["space"])
         from interaction.postgres import PostgresRuleStore
         return PostgresRuleStore(spec["url"], key=key, schema=spec["space"])

@@ -21,7 +21,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from interaction.postgres import PostgresSpentStore
-from interaction.redis_spent import RedisSpentStore
+from interaction.redis import RedisSpentStore
 from interaction.spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 
 from .loopback import free_port
@@ -159,7 +159,7 @@ SPENDER = textwrap.dedent(
 
     def build(kind, spec):
         if kind == "redis":
-            from interaction.redis_spent import RedisSpentStore
+            from interaction.redis import RedisSpentStore
             return RedisSpentStore(spec["url"], prefix=spec["space"])
         from interaction.postgres import PostgresSpentStore
         return PostgresSpentStore(spec["url"], schema=spec["space"])

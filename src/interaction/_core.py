@@ -1,7 +1,7 @@
 """The core's one internal facade: everything the in-tree extras may use from the core.
 
 Every module outside the core (``wire``, ``tool``, ``display``, ``flow``, ``console``,
-``relay``, ``redis_relay``, ``testing``, ``cli``, ``_demo``, ``_pytest_plugin``,
+``relay``, ``redis``, ``postgres``, ``testing``, ``cli``, ``_demo``, ``_pytest_plugin``,
 ``terminal``, ``web``, ``mcp`` and ``integrations``) imports the core only from here
 (``tests/test_exports.py`` fails when one reaches into ``_types``, ``_request_checks`` or
 another private core module), so a core module can be split or renamed by changing this

@@ -108,7 +108,7 @@ class PushSetup:
 
             return PostgresPushSubscriptionStore(postgres_url, schema=schema)
         if redis_url is not None:
-            from .redis_push import RedisPushSubscriptionStore
+            from .redis import RedisPushSubscriptionStore
 
             return RedisPushSubscriptionStore(redis_url, prefix=prefix)
         from .push import MemoryPushSubscriptionStore

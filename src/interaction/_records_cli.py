@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final, Protocol, TextIO
 
 from ._core import UserInteractionError, escape_controls
+from ._engines import Engine, EngineStores, engine_stores
 from .audit import AuditLogError, read_jsonl, rotated, verify
 from .policies import (
     JsonFileRuleStore,
@@ -85,10 +86,12 @@ def add_commands(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
             "--redis", metavar="URL", help=f"rules in Redis (key: ${RULES_KEY_ENV})"
         )
         action.add_argument("--prefix", default="interaction", help="the Redis key prefix")
+        _postgres_arguments(action, "rules in PostgreSQL (key: $" + RULES_KEY_ENV + ")")
     log = add_parser("log", help="print or verify the audit trail")
     log.add_argument("path", nargs="?", help=f"the JSONL log (default: ${AUDIT_ENV})")
     log.add_argument("--redis", metavar="URL", help="read the Redis Stream instead")
     log.add_argument("--prefix", default="interaction", help="the Redis key prefix")
+    _postgres_arguments(log, "read the PostgreSQL table instead")
     log.add_argument("--json", action="store_true", help="the records as JSON lines")
     log.add_argument("--since", metavar="WHEN", help="ISO time or date, or 30s, 15m, 2h, 7d ago")
     log.add_argument("--source", help="only records from this source")
@@ -98,23 +101,40 @@ def add_commands(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     )
 
 
+def _postgres_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--postgres", metavar="URL", help=what)
+    parser.add_argument("--schema", default="interaction", help="the PostgreSQL schema")
+
+
+def _engine_stores(args: argparse.Namespace, rules_key: bytes | None = None) -> EngineStores | None:
+    """The stores of ``--redis`` or ``--postgres``, if one is named."""
+    if args.redis is not None and args.postgres is not None:
+        raise _Refused("name one engine: --redis URL or --postgres URL")
+    if args.redis is not None:
+        engine = Engine("redis", args.redis, args.prefix)
+    elif args.postgres is not None:
+        engine = Engine("postgres", args.postgres, args.schema)
+    else:
+        return None
+    try:
+        return engine_stores(engine, rules_key=rules_key)
+    except (ImportError, ValueError) as exc:
+        raise _Refused(str(exc)) from None
+
+
 # ---------------------------------------------------------------------- rules
 
 
 def _store(args: argparse.Namespace) -> tuple[_Store, Callable[[], object] | None]:
-    if args.redis is not None:
+    if args.redis is not None or args.postgres is not None:
         key = env_key(RULES_KEY_ENV)
         if key is None:
-            raise _Refused(f"--redis needs the rules key in ${RULES_KEY_ENV}")
-        try:
-            from .redis_rules import RedisRuleStore
-        except ImportError as exc:
-            raise _Refused(str(exc)) from None
-        try:
-            store = RedisRuleStore(args.redis, key=key, prefix=args.prefix)
-        except ValueError as exc:
-            raise _Refused(f"--redis: {exc}") from None
-        return store, store.aclose
+            flag = "--redis" if args.redis is not None else "--postgres"
+            raise _Refused(f"{flag} needs the rules key in ${RULES_KEY_ENV}")
+        stores = _engine_stores(args, key)
+        assert stores is not None  # an engine is named
+        assert stores.rules is not None  # and the key given
+        return stores.rules, stores.aclose
     path = args.store or os.environ.get(RULES_ENV)
     if not path:
         raise _Refused(f"name the rules: --store PATH, --redis URL, or ${RULES_ENV}")
@@ -262,21 +282,15 @@ def _log_row(record: dict[str, object]) -> list[str]:
 
 def _lines(args: argparse.Namespace) -> tuple[Callable[[], Iterator[tuple[str, bytes]]], bool]:
     """A reader of the log's lines, and whether it may start past record 1."""
-    if args.redis is not None:
-        try:
-            from .redis_audit import RedisAuditLog
-        except ImportError as exc:
-            raise _Refused(str(exc)) from None
+    if args.redis is not None or args.postgres is not None:
 
         async def read() -> list[tuple[str, bytes]]:
+            stores = _engine_stores(args)
+            assert stores is not None
             try:
-                log = RedisAuditLog(args.redis, prefix=args.prefix)
-            except ValueError as exc:
-                raise _Refused(f"--redis: {exc}") from None
-            try:
-                return await log.read_all()
+                return await stores.audit.read_all()
             finally:
-                await log.aclose()
+                await stores.aclose()
 
         return (lambda: iter(asyncio.run(read()))), False
     path = args.path or os.environ.get(AUDIT_ENV)

@@ -1,12 +1,16 @@
-"""What the shared relays (``redis_relay``, ``postgres_relay``) have in common, without a
+"""What the shared relays (``redis``, ``postgres``) have in common, without a
 third-party import: each process's own waiting asks, woken by a question's stored state,
-and the buffer of recent events its tail has read, which its event iterators replay.
+the buffer of recent events its tail has read, which its event iterators replay, and
+:class:`SharedRelay`, the relay's methods that do not depend on its engine.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import bisect
+import contextlib
+import secrets
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
@@ -14,16 +18,27 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 from ._core import (
+    DISPOSED_MESSAGE,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
     cancelled_error,
+    check_answer,
+    check_request,
     with_provenance,
 )
 from .decisions import Decision, answerer_name, listening, report_decision
-from .relay import STALE_POSITION, RelayEvent, local_host, not_pending_error
-from .wire import decode_answer, decode_request
+from .relay import (
+    RELAY_FULL,
+    STALE_POSITION,
+    PendingQuestion,
+    RelayEvent,
+    end_on_abort,
+    local_host,
+    not_pending_error,
+)
+from .wire import decode_answer, decode_request, dumps
 
 __all__ = [
     "BUFFERED",
@@ -31,6 +46,7 @@ __all__ = [
     "EventBuffer",
     "LocalWaiters",
     "RequestCache",
+    "SharedRelay",
     "Waiter",
     "not_pending",
     "replay",
@@ -257,3 +273,217 @@ async def replay(
         if (error := failure()) is not None:
             raise UserInteractionError(error.message, error.code)
         await wake.wait()
+
+
+class SharedRelay(abc.ABC):
+    """What :class:`~interaction.redis.RedisRelay` and
+    :class:`~interaction.postgres.PostgresRelay` do alike, around what each engine does
+    its own way (the abstract methods): connecting once for every caller, the tasks it
+    keeps, the heartbeat's round, withdrawing a question, taking an answer or a dismissal,
+    and closing."""
+
+    settled_ttl: float
+    lease_ttl: float
+    max_pending: int
+    _waiters: LocalWaiters
+    _requests: RequestCache
+
+    def __init__(self) -> None:
+        self._ready: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._withdraw_later: set[str] = set()
+        self._closed = False
+
+    # ------------------------------------------------------------------ each engine's
+
+    @abc.abstractmethod
+    async def _start(self) -> None:
+        """Reach the store, check it, and start the tail and the heartbeat."""
+
+    @abc.abstractmethod
+    async def _heartbeat(self, *, release: bool = False) -> None:
+        """Refresh this asker's lease (or, ``release``, give it up) and tidy the store."""
+
+    @abc.abstractmethod
+    async def _recheck(self, *only: str) -> None:
+        """Settle the local waiters whose question the store says is settled, or lost."""
+
+    @abc.abstractmethod
+    async def _publish(self, question_id: str, request: AskUserQuestionRequest) -> list[str]:
+        """Ask ``request`` as ``question_id`` in the store, in one step: ``["asked", id,
+        position]``, ``["attached", id]`` (to the question pending under its key),
+        ``["answered" or "cancelled", id, answer, answerer]`` (settled under its key) or
+        ``["full"]``."""
+
+    @abc.abstractmethod
+    async def _settle(
+        self, question_id: str, outcome: str, answer: str = "", answerer: str | None = None
+    ) -> list[str]:
+        """Settle the question if it is pending: ``["ok", ...]`` or ``[other, state]``."""
+
+    @abc.abstractmethod
+    async def _not_pending_now(self, question_id: str) -> UserInteractionError:
+        """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
+
+    @abc.abstractmethod
+    async def lookup(self, question_id: str) -> PendingQuestion | None: ...
+
+    @abc.abstractmethod
+    def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]: ...
+
+    @abc.abstractmethod
+    async def _shut(self, started: bool) -> None:
+        """Closing, once the asks here are ended: stop the tail and the tasks, read what is
+        left for the event iterators (if the relay had ``started``), close connections."""
+
+    # ------------------------------------------------------------------ alike
+
+    def _ms(self, seconds: float) -> int:
+        return max(1, round(seconds * 1000))
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def connect(self) -> None:
+        """Reach the store, check it and start tailing it; ``RELAY_UNAVAILABLE`` if it
+        cannot be (a Postgres relay's tables missing too: run its ``migrate()``).
+
+        Called by every method on first use; call it first to fail fast (``interaction
+        serve`` does).
+        """
+        if self._closed:
+            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
+        if self._ready is None:
+            self._ready = asyncio.ensure_future(self._start())
+        ready = self._ready
+        try:
+            await asyncio.shield(ready)
+        except UserInteractionError:
+            if self._ready is ready:
+                self._ready = None  # the next call tries again
+            raise
+
+    async def _beat(self) -> None:
+        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
+        and settle the local asks whose question was settled without an event read here."""
+        while not self._closed:
+            await asyncio.sleep(self.lease_ttl / 3)
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat()
+                await self._recheck()
+                for question_id in list(self._withdraw_later):
+                    await self._settle(question_id, "aborted")
+                    self._withdraw_later.discard(question_id)
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        check_request(request)
+        await self.connect()
+        waiter = Waiter(request, asyncio.get_running_loop().create_future())
+        unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
+        question_id = secrets.token_urlsafe(12)
+        self._waiters.add(question_id, waiter)  # before publishing
+        maybe_published = True
+        try:
+            reply = await self._publish(question_id, request)
+            waiter.published = True
+            if reply[0] != "asked":
+                self._waiters.drop(question_id, waiter)
+                maybe_published = reply[0] == "attached"
+                if reply[0] == "full":
+                    raise UserInteractionError(
+                        f"the relay already holds {self.max_pending} pending questions",
+                        RELAY_FULL,
+                    )
+                if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
+                    waiter.settled_by(reply[3])
+                    if reply[0] == "cancelled":
+                        raise cancelled_error()
+                    return decode_answer(reply[2], request)
+                question_id = reply[1]  # attached to the question asked under its key
+                self._waiters.add(question_id, waiter)
+                await self._recheck(question_id)  # settled before we listened?
+            return await waiter.future
+        finally:
+            unlisten()
+            waiter.report()
+            self._waiters.drop(question_id, waiter)
+            # Not settled by the store (a cancelled wait cancels the future itself, an
+            # abort settles it): withdraw, unless a keyed ask ends by anything but its
+            # signal (a restarted asker takes it up).
+            future = waiter.future
+            unsettled = future.cancelled() or not future.done()
+            signal = request.signal
+            aborted = signal is not None and signal.aborted
+            if maybe_published and (aborted or (unsettled and request.key is None)):
+                # Withdraw, even while being cancelled: shielded, so it completes.
+                await asyncio.shield(self._withdraw(question_id))
+
+    async def _withdraw(self, question_id: str) -> None:
+        if self._closed:
+            return
+        try:
+            await self._settle(question_id, "aborted")
+        except UserInteractionError:
+            self._withdraw_later.add(question_id)  # the heartbeat tries again
+
+    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        return self._events_after(after)
+
+    async def submit(
+        self, question_id: str, answer: object, *, answerer: str | None = None
+    ) -> AskUserQuestionAnswer:
+        await self.connect()
+        request = self._requests.get(question_id)
+        if request is None:
+            question = await self.lookup(question_id)
+            if question is None:
+                raise await self._not_pending_now(question_id)
+            request = question.request
+        try:
+            checked = check_answer(request, answer)  # a bad answer leaves it pending
+        except UserInteractionError:
+            if await self.lookup(question_id) is None:  # not pending any more, in fact
+                raise await self._not_pending_now(question_id) from None
+            raise
+        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+        return checked
+
+    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
+        await self.connect()
+        reply = await self._settle(question_id, "cancelled", answerer=answerer)
+        if reply[0] != "ok":
+            raise not_pending(question_id, reply[1])
+
+    async def aclose(self) -> None:
+        """Stop: plain questions asked here are withdrawn (``resolved/aborted``), keyed ones
+        stay pending for a restarted asker; local asks end with ``ASK_ABORTED``, iterators
+        end after the events up to now."""
+        if self._closed:
+            return
+        self._closed = True
+        ready, self._ready = self._ready, None
+        if ready is not None and not ready.done():
+            with contextlib.suppress(BaseException):
+                await ready
+        started = ready is not None and not ready.cancelled() and ready.exception() is None
+        self._waiters.abort_all(DISPOSED_MESSAGE)
+        if started:
+            with contextlib.suppress(UserInteractionError):
+                await self._heartbeat(release=True)
+        await self._shut(started)
+
+    async def _cancel_tasks(self) -> None:
+        """Cancel the relay's tasks and wait for them to end."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

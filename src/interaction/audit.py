@@ -4,7 +4,7 @@
 :class:`~interaction.policies.PolicyProvider`, so that it sees the rules' answers too) and
 appends one record per ask to an :class:`AuditLog`: :class:`JsonlAuditLog` (a file,
 append-only, fsync per record, rotated by size, shared safely by processes) or
-``interaction.redis_audit.RedisAuditLog`` (a Redis Stream). Each record holds the digest
+``interaction.redis.RedisAuditLog`` (a Redis Stream). Each record holds the digest
 of the one before it, so :func:`verify` finds a record removed, reordered or edited
 (with a key, each digest is an HMAC, so an edit of the last record shows too). The
 record's fields are listed in docs/audit.md.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import json
 import math
@@ -42,6 +43,7 @@ from ._core import (
     provide_agents,
 )
 from ._demo import DEMO_BATCH, DEMO_PLAN
+from ._engines import DEFAULT_SPACE, Engine, EngineStores, engine_relay, engine_stores
 from ._push_cli import add_command as add_push_command
 from ._push_cli import add_serve_options as add_push_options
 from ._push_cli import push_setup, run_push
@@ -54,9 +56,10 @@ from .wire import answer_schema, decode_request, dumps, request_schema
 if TYPE_CHECKING:
     from .notify import SlackInteractivity, Step
     from .policies import RuleStore
-    from .postgres_relay import PostgresRelay
-    from .redis_relay import RedisRelay
+    from .postgres import PostgresRelay
+    from .redis import RedisRelay
     from .relay import RelayBackend
+    from .signing import UsedLinkStore
     from .web import WebPush, WebServer
 
 _T = TypeVar("_T")
@@ -235,6 +238,7 @@ class _Serving:
     slack: SlackInteractivity | None = None
     trusted_proxies: Sequence[str] = ()
     user_header: str | None = None
+    used_links: UsedLinkStore | None = None
     push: tuple[WebPush, Step] | None = None  # the page's offer and the push channel
 
     @contextlib.asynccontextmanager
@@ -249,7 +253,7 @@ class _Serving:
         )
 
         steps = [*self.steps, *([self.push[1]] if self.push is not None else [])]
-        links = AnswerLinks() if steps else None
+        links = AnswerLinks(used=self.used_links) if steps else None
         limits = self.limits
         async with WebServer(
             relay,
@@ -333,70 +337,29 @@ async def _serve_demo(serving: _Serving) -> None:
                     log.close()
 
 
-async def _serve_shared(
-    relay: RedisRelay | PostgresRelay, serving: _Serving, *, migrate: bool = False
-) -> None:
+async def _serve_shared(stores: EngineStores, serving: _Serving, *, migrate: bool = False) -> None:
     """The page over the questions in Redis or Postgres, asked by any process on the same
-    store; ``migrate`` creates the Postgres relay's tables first."""
+    store, with its rules and used links there too; ``migrate`` creates the Postgres
+    tables first."""
     try:
         if migrate:
-            from .postgres_relay import PostgresRelay
-
-            if isinstance(relay, PostgresRelay):
-                await relay.migrate()
-        await relay.connect()
-        async with serving.server(relay):
+            await stores.migrate()
+        await stores.relay.connect()
+        async with serving.server(stores.relay):
             await asyncio.Event().wait()  # until Ctrl-C or SIGTERM
     finally:
-        await relay.aclose()
+        await stores.aclose()
 
 
-def _masked_url(url: str) -> str:
-    """``url`` fit to print: its password, and any ``password=`` parameter, as ``***``.
-
-    It errs towards hiding: everything before the last ``@`` but a user name is hidden,
-    so a password holding ``@`` or ``/`` stays hidden too.
-    """
-    url = re.sub(r"(?i)(password=)[^&#]*", r"\1***", url)
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    userinfo, at, host = rest.rpartition("@")
-    if not at:
-        return url
-    user, colon, _ = userinfo.partition(":")
-    return f"{scheme}{sep}{user}:***@{host}" if colon else f"{scheme}{sep}***@{host}"
-
-
-def _redis_relay(url: str, prefix: str) -> RedisRelay:
-    """The relay of ``--redis URL``; a bad URL or prefix is a ValueError that says so."""
-    from .redis_relay import RedisRelay
-
-    try:
-        return RedisRelay(url, prefix=prefix)
-    except ValueError as exc:
-        if "prefix" in str(exc):
-            raise ValueError(f"--prefix: {exc}") from None
-        raise ValueError(
-            f"--redis {_masked_url(url)!r} is not a Redis URL: use redis://HOST:PORT/DB,"
-            " rediss://HOST:PORT/DB or unix:///PATH"
-        ) from None
-
-
-def _postgres_relay(url: str, schema: str) -> PostgresRelay:
-    """The relay of ``--postgres URL``; a bad URL or schema is a ValueError that says so
-    (without the URL, which may hold a password)."""
-    from .postgres_relay import PostgresRelay
-
-    try:
-        return PostgresRelay(url, schema=schema)
-    except ValueError as exc:
-        if "schema" in str(exc):
-            raise ValueError(f"--schema: {exc}") from None
-        raise ValueError(
-            "--postgres is not a PostgreSQL URL or connection string:"
-            " use postgresql://USER@HOST:PORT/DB"
-        ) from None
+def _engine(
+    redis_url: str | None, prefix: str | None, postgres_url: str | None, schema: str | None
+) -> Engine | None:
+    """The engine ``--redis`` or ``--postgres`` names, if one does."""
+    if postgres_url is not None:
+        return Engine("postgres", postgres_url, schema or DEFAULT_SPACE)
+    if redis_url is not None:
+        return Engine("redis", redis_url, prefix or DEFAULT_SPACE)
+    return None
 
 
 def _serve(
@@ -436,9 +399,9 @@ def _serve(
         import interaction.web
 
         if redis_url is not None:
-            import interaction.redis_relay
+            import interaction.redis
         if postgres_url is not None:
-            import interaction.postgres_relay  # noqa: F401
+            import interaction.postgres  # noqa: F401
         pushing = push_setup(push, push_private, os.environ)
         named = _users(users)
         _check_proxy(trusted_proxies, user_header, named)
@@ -480,12 +443,13 @@ def _serve(
         user_header=user_header,
         push=pushed,
     )
+    engine = _engine(redis_url, prefix, postgres_url, schema)
     try:
-        if postgres_url is not None:
-            relay = _postgres_relay(postgres_url, schema)
-            running = _serve_shared(relay, serving, migrate=migrate)
-        elif redis_url is not None:
-            running = _serve_shared(_redis_relay(redis_url, prefix), serving)
+        if engine is not None:  # every store on it (the rules keyed) but a --rules file
+            stores = engine_stores(engine, rules_key=env_key("INTERACTION_RULES_KEY"))
+            rules_store = store if store is not None else stores.rules
+            serving = dataclasses.replace(serving, rules=rules_store, used_links=stores.links)
+            running = _serve_shared(stores, serving, migrate=migrate)
         else:
             running = _serve_demo(serving)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how one stops serving
@@ -820,14 +784,11 @@ def _fail(error: UserInteractionError) -> int:
 def _shared_relay(args: argparse.Namespace) -> RedisRelay | PostgresRelay | None:
     """The relay of ``ask --redis`` or ``ask --postgres``; ``None`` to ask here. A missing
     extra or a bad URL, prefix or schema is a ``BAD_REQUEST`` that says so."""
+    engine = _engine(args.redis, args.prefix, args.postgres, args.schema)
     try:
-        if args.redis is not None:
-            return _redis_relay(args.redis, args.prefix or "interaction")
-        if args.postgres is not None:
-            return _postgres_relay(args.postgres, args.schema or "interaction")
+        return None if engine is None else engine_relay(engine)
     except (ImportError, ValueError) as exc:
         raise UserInteractionError(str(exc), ErrorCode.BAD_REQUEST) from None
-    return None
 
 
 def _ask_shared(

@@ -6,7 +6,7 @@ key) and ``auth`` (16 secret bytes), both base64url. :func:`parse_subscription` 
 what a page sent (it is untrusted); :class:`PushSubscriptionStore` is the seam where
 subscriptions are kept, by endpoint, each with the named user who subscribed it:
 :class:`MemoryPushSubscriptionStore` here, ``RedisPushSubscriptionStore``
-(:mod:`interaction.redis_push`, extra ``[redis]``) and ``PostgresPushSubscriptionStore``
+(:mod:`interaction.redis`, extra ``[redis]``) and ``PostgresPushSubscriptionStore``
 (:mod:`interaction.postgres`, extra ``[postgres]``) shared with the relay. The sender is
 ``interaction.notify.PushNotifier`` (extra ``[notify]``); see docs/notify.md.
 """

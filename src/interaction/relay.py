@@ -6,7 +6,7 @@ or :meth:`Relay.cancel` from any client: a terminal, a web page, another process
 method runs on the event loop the relay is used from.
 
 :class:`RelayBackend` is the interface a transport (the web app, the CLI) and the asking
-side rely on, so that this in-memory relay and a shared one (``interaction.redis_relay``)
+side rely on, so that this in-memory relay and a shared one (``interaction.redis``)
 are interchangeable: :meth:`~RelayBackend.ask` (the provider), an atomic
 :meth:`~RelayBackend.snapshot` of the pending questions with a *position*,
 :meth:`~RelayBackend.events` after a position, :meth:`~RelayBackend.submit` (answer),

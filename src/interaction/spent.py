@@ -3,7 +3,7 @@
 The MCP bridge's ``request_state`` and the AG-UI endpoint's interrupt ids are such states.
 :class:`SpentStateStore` is the seam: ``spend(nonce, expires_at)`` records a state's
 nonce and says whether it was fresh. :class:`MemorySpentStore` (the default) remembers
-them in this process; ``RedisSpentStore`` (:mod:`interaction.redis_spent`, extra
+them in this process; ``RedisSpentStore`` (:mod:`interaction.redis`, extra
 ``[redis]``) shares them across restarts and workers.
 """
 

@@ -122,7 +122,7 @@ class AGUIInterrupts:
     an interrupt stays answerable. ``store`` keeps the nonces of answered interrupts: by
     default in this process (:class:`~interaction.spent.MemorySpentStore`); a deployment
     that restarts between runs, or runs several workers, shares one
-    (:class:`~interaction.redis_spent.RedisSpentStore`) and the secret.
+    (:class:`~interaction.redis.RedisSpentStore`) and the secret.
     """
 
     def __init__(

@@ -42,7 +42,7 @@ from ._server import (
 from ._suspend import SECRET_VARIABLE, InputRequiredBridge, InteractiveMCPServer, interactive
 
 if TYPE_CHECKING:
-    from ..redis_spent import RedisSpentStore
+    from ..redis import RedisSpentStore
     from ._fastmcp import (
         FastMCPElicitationError,
         FastMCPElicitationHandler,
@@ -55,7 +55,7 @@ _LAZY = {
     "FastMCPElicitationHandler": f"{__name__}._fastmcp",
     "FastMCPRefusals": f"{__name__}._fastmcp",
     "fastmcp_elicitation_handler": f"{__name__}._fastmcp",
-    "RedisSpentStore": "interaction.redis_spent",
+    "RedisSpentStore": "interaction.redis",
 }
 
 

@@ -4,21 +4,13 @@ there (``ON CONFLICT``), so of two workers redeeming one state at once exactly o
 
 from __future__ import annotations
 
-from typing import Final
-
 from ..spent import SpentStoreUnavailable
-from ._tables import CONNECTIONS, Tables, why
+from ._nonces import CLOCK_SKEW, CONNECTIONS, PURGE_BATCH, NonceTable
 
 __all__ = ["CLOCK_SKEW", "PURGE_BATCH", "PostgresSpentStore"]
 
-CLOCK_SKEW: Final = 60.0
-"""Seconds a spent nonce is kept past its state's expiry, for workers whose clocks differ
-from the database's."""
-PURGE_BATCH: Final = 100
-"""How many expired nonces each spend forgets at most."""
 
-
-class PostgresSpentStore:
+class PostgresSpentStore(NonceTable):
     """Spent nonces in the PostgreSQL database at ``url``.
 
     A row lives until its state's expiry plus :data:`CLOCK_SKEW` by the database's clock;
@@ -32,29 +24,15 @@ class PostgresSpentStore:
     def __init__(
         self, url: str, *, schema: str = "interaction", connections: int = CONNECTIONS
     ) -> None:
-        self._tables = Tables(
-            url, schema, connections, "spent-state store", "spent", self._failed, self._refused
+        super().__init__(
+            url,
+            schema=schema,
+            connections=connections,
+            what="spent-state store",
+            table="spent",
+            function="spend",
+            refused=SpentStoreUnavailable,
         )
-        self.where = self._tables.where
-        """Where the database is (host:port/dbname, never credentials), for messages."""
-        self._sql_spend = self._tables.sql("SELECT {s}.spend(%s, %s, %s)")
-
-    def _failed(self, where: str, exc: BaseException) -> SpentStoreUnavailable:
-        return SpentStoreUnavailable(f"the spent-state store at {where} cannot be used: {why(exc)}")
-
-    def _refused(self, message: str) -> SpentStoreUnavailable:
-        return SpentStoreUnavailable(message)
-
-    async def migrate(self) -> None:
-        """Create (or bring up to date) the schema's tables: the relay's and every store's."""
-        await self._tables.migrate()
-
-    async def aclose(self) -> None:
-        """Close the store's connections (a later call opens new ones)."""
-        await self._tables.close()
 
     async def spend(self, nonce: str, expires_at: float) -> bool:
-        rows = await self._tables.run(
-            self._sql_spend, [nonce, expires_at + CLOCK_SKEW, PURGE_BATCH]
-        )
-        return bool(rows[0][0])
+        return await self._add(nonce, expires_at)

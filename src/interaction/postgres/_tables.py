@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ..postgres_relay._schema import VERSION, check_schema
-from ..postgres_relay._store import Connections, Row, describe, migrate, newer
+from ._schema import VERSION, check_schema
+from ._store import Connections, Row, describe, migrate, newer
 
 __all__ = ["CONNECTIONS", "Tables", "why"]
 

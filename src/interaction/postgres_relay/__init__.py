@@ -1,17 +1,6 @@
-"""A :class:`~interaction.relay.RelayBackend` on PostgreSQL (extra ``[postgres]``): pending
-questions in the database most deployments already run, shared by every process that
-uses the same database and schema.
-
-:class:`PostgresRelay` keeps each question in a row of ``<schema>.questions`` and the
-``requested``/``resolved`` events in ``<schema>.events``, whose positions are the SSE event
-ids; every change is one call of a PL/pgSQL function (``_schema``) that takes the schema's
-one lock row first, so it is atomic, first-claim-wins, and the positions come in commit
-order. Each process reads the events after its last position when ``NOTIFY`` wakes it (or
-by polling, where ``LISTEN`` cannot pass), and wakes its own waiters and event iterators.
-Askers hold leases, as with the Redis relay. Create the tables once with
-``await relay.migrate()`` (or ``interaction serve --postgres URL --migrate``). See
-docs/relay.md for the table layout, the guarantees and the failure table.
-"""
+"""Deprecated: :class:`PostgresRelay` is in :mod:`interaction.postgres`, with every other
+PostgreSQL store. This name re-exports it, with a :class:`DeprecationWarning`, for
+one minor release."""
 
 try:
     import psycopg  # noqa: F401
@@ -21,6 +10,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         ' pip install "interaction-seam[postgres]" (the interaction[postgres] extra)'
     ) from exc
 
-from ._relay import PostgresRelay as PostgresRelay
+from .._moved import moved
+from ..postgres import PostgresRelay as PostgresRelay
+
+moved(__name__, "interaction.postgres")
 
 __all__ = ["PostgresRelay"]

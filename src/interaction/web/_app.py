@@ -57,7 +57,7 @@ from ..relay import (
     RelaySnapshot,
     not_pending_error,
 )
-from ..signing import AnswerLinks
+from ..signing import LINK_STORE_UNAVAILABLE, AnswerLinks
 from ..wire import decode_answer, encode_answer, encode_request
 from ._push_routes import WebPush, push_routes
 from ._rules import rule_routes
@@ -804,10 +804,10 @@ class WebApp:
         """The question a valid, unspent link names, or the page that refuses the link."""
         assert self.links is not None
         try:
-            question_id = self.links.verify(given)
+            question_id = await self.links.averify(given)
             pending = await self.relay.lookup(question_id)
         except UserInteractionError as error:
-            return None, _link_page(403 if error.code != RELAY_UNAVAILABLE else 503, error.message)
+            return None, _link_refused(error)
         if pending is None:
             return None, _link_page(410, "this question is no longer waiting for an answer")
         return pending, None
@@ -853,9 +853,9 @@ class WebApp:
             return refusal
         assert pending is not None
         try:
-            self.links.redeem(given)  # spent only once it opens the question: once
+            await self.links.aredeem(given)  # spent only once it opens the question: once
         except UserInteractionError as error:
-            return _link_page(403, error.message)
+            return _link_refused(error)
         selector, verifier = secrets.token_urlsafe(9), secrets.token_urlsafe(24)
         now = time.monotonic()
         while self._scoped and (
@@ -1256,6 +1256,12 @@ def _link_page(status: int, message: str) -> Response:
 
 def _shown(text: str) -> str:
     return html.escape(text if len(text) <= LINK_SHOWN else text[: LINK_SHOWN - 1] + "…")
+
+
+def _link_refused(error: UserInteractionError) -> Response:
+    """The page of a link refused: 503 when a store could not say, else 403."""
+    away = error.code in (RELAY_UNAVAILABLE, LINK_STORE_UNAVAILABLE)
+    return _link_page(503 if away else 403, error.message)
 
 
 def _link_offer(request: AskUserQuestionRequest, token: str) -> Response:

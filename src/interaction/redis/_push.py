@@ -1,4 +1,4 @@
-"""Web Push subscriptions in Redis, shared by every host on the store (extra ``[redis]``).
+"""Web Push subscriptions in Redis, shared by every host on the store.
 
 One hash, ``PREFIX:push``, maps each subscription's endpoint to its JSON
 (:meth:`~interaction.push.PushSubscription.to_json`): adding is one ``HSET``, so a device
@@ -8,22 +8,16 @@ removing a gone endpoint at once exactly one is told it was there.
 
 from __future__ import annotations
 
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        'interaction.redis_push needs the redis client: pip install "interaction-seam[redis]"'
-        " (the interaction[redis] extra)"
-    ) from exc
-
 import logging
 import re
 from collections.abc import Sequence
 from typing import Final
 
-from ._core import UserInteractionError
-from .push import PushStoreUnavailable, PushSubscription
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from .._core import UserInteractionError
+from ..push import PushStoreUnavailable, PushSubscription
 
 __all__ = ["RedisPushSubscriptionStore"]
 

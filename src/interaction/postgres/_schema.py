@@ -11,11 +11,11 @@ runs :func:`statements` in one transaction, under an advisory lock, and records
 :data:`VERSION`; running it again changes nothing.
 
 The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit
-trail, spent states, push subscriptions), so one ``migrate()``, of the relay or of any
-store, creates them all.
-They are not behind the relay's lock row: each store's change takes its own turn (the rule
-set's row, the audit trail's next ``seq``, a spent nonce's key). A store that finds its own
-tables missing says to run ``migrate()``.
+trail, spent states, used answer links, push subscriptions), so one ``migrate()``, of the
+relay or of any store, creates them all. They are not behind the relay's lock row: each
+store's change takes its own turn (the rule set's row, the audit trail's next ``seq``, a
+nonce's key, a subscription's endpoint). A store that finds its own tables missing says to
+run ``migrate()``.
 
 Version 2 added ``questions.answerer`` (who answered or dismissed a question, when the page
 named them) and the ``p_answerer`` argument of ``settle``; rows written before it have none.
@@ -280,28 +280,38 @@ END $$""",
   digest text NOT NULL,
   record text NOT NULL
 )""",
-        # Spent states' nonces until their states expire (interaction.postgres.PostgresSpentStore).
-        f"""CREATE TABLE IF NOT EXISTS {s}.spent (
-  nonce text PRIMARY KEY,
-  expires timestamptz NOT NULL
-)""",
-        f"CREATE INDEX IF NOT EXISTS spent_expires ON {s}.spent (expires)",
+        # Spent states' nonces until their states expire (interaction.postgres.PostgresSpentStore),
+        # and used answer links' until the links do (interaction.postgres.PostgresUsedLinks).
+        *_nonces(s, "spent", "spend"),
+        *_nonces(s, "used_links", "use_link"),
         # Web Push subscriptions, one per endpoint, each its JSON with its named user
         # (interaction.postgres.PostgresPushSubscriptionStore).
         f"""CREATE TABLE IF NOT EXISTS {s}.push_subscriptions (
   endpoint text PRIMARY KEY,
   subscription text NOT NULL
 )""",
+    ]
+
+
+def _nonces(s: str, table: str, function: str) -> list[str]:
+    """The DDL of a table of nonces, each kept until it expires, and of the function that
+    records one (``s`` is the quoted schema)."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {s}.{table} (
+  nonce text PRIMARY KEY,
+  expires timestamptz NOT NULL
+)""",
+        f"CREATE INDEX IF NOT EXISTS {table}_expires ON {s}.{table} (expires)",
         # Forget a bounded batch of expired nonces (rows another call is forgetting are
         # skipped), then record p_nonce; whether it was fresh (or its entry had expired).
-        f"""CREATE OR REPLACE FUNCTION {s}.spend(
+        f"""CREATE OR REPLACE FUNCTION {s}.{function}(
   p_nonce text, p_expires double precision, p_batch integer)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE now_ timestamptz := clock_timestamp();
 BEGIN
-  DELETE FROM {s}.spent WHERE nonce IN (
-    SELECT nonce FROM {s}.spent WHERE expires < now_ LIMIT p_batch FOR UPDATE SKIP LOCKED);
-  INSERT INTO {s}.spent AS old (nonce, expires) VALUES (p_nonce, to_timestamp(p_expires))
+  DELETE FROM {s}.{table} WHERE nonce IN (
+    SELECT nonce FROM {s}.{table} WHERE expires < now_ LIMIT p_batch FOR UPDATE SKIP LOCKED);
+  INSERT INTO {s}.{table} AS old (nonce, expires) VALUES (p_nonce, to_timestamp(p_expires))
     ON CONFLICT (nonce) DO UPDATE SET expires = excluded.expires WHERE old.expires < now_;
   RETURN FOUND;
 END $$""",

@@ -7,20 +7,16 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from typing import Final
 
 import psycopg
 
 from .._core import (
     DISPOSED_MESSAGE,
-    AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
-    cancelled_error,
-    check_answer,
-    check_request,
     request_digest,
 )
 from .._shared_relay import (
@@ -29,7 +25,7 @@ from .._shared_relay import (
     Key,
     LocalWaiters,
     RequestCache,
-    Waiter,
+    SharedRelay,
     not_pending,
     replay,
     stale,
@@ -37,14 +33,12 @@ from .._shared_relay import (
 )
 from ..decisions import answerer_name
 from ..relay import (
-    RELAY_FULL,
     RELAY_UNAVAILABLE,
     PendingQuestion,
     RelayEvent,
     RelaySnapshot,
-    end_on_abort,
 )
-from ..wire import decode_answer, dumps
+from ..wire import dumps
 from . import _schema
 from ._store import Connections, Row, describe, migrate, newer, unavailable
 
@@ -58,11 +52,11 @@ LISTEN_SAFETY_SECONDS: Final = 5.0
 connection, but a read costs little)."""
 
 
-class PostgresRelay:
+class PostgresRelay(SharedRelay):
     """A :class:`~interaction.relay.RelayBackend` whose questions live in PostgreSQL.
 
     Every process built with the same database and ``schema`` shares the questions, as
-    with :class:`~interaction.redis_relay.RedisRelay`. ``url`` is a libpq URL or
+    with :class:`~interaction.redis.RedisRelay`. ``url`` is a libpq URL or
     connection string (``postgresql://user@host:5432/db``; the password from the URL,
     ``PGPASSWORD`` or ``~/.pgpass``). Create the tables once with :meth:`migrate`.
 
@@ -87,6 +81,7 @@ class PostgresRelay:
         poll_interval: float = 0.5,
         connections: int = 16,
     ) -> None:
+        super().__init__()
         _schema.check_schema(schema)
         if history < 1 or max_pending < 1 or connections < 1:
             raise ValueError("history, max_pending and connections must be at least 1")
@@ -135,19 +130,12 @@ class PostgresRelay:
         self._failure: UserInteractionError | None = None  # the tail cannot read the store
         self._notified = asyncio.Event()
         self._listener: psycopg.AsyncConnection[Row] | None = None
-        self._ready: asyncio.Future[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._withdraw_later: set[str] = set()
-        self._closed = False
         self._stopping = asyncio.Event()
 
     # ------------------------------------------------------------------ plumbing
 
     def _unavailable(self, exc: BaseException) -> UserInteractionError:
         return unavailable(self.where, exc)
-
-    def _ms(self, seconds: float) -> int:
-        return max(1, round(seconds * 1000))
 
     def _key_of(self, position: str) -> Key | None:
         epoch, dot, number = position.partition(".")
@@ -157,11 +145,6 @@ class PostgresRelay:
 
     def _position(self, number: int) -> str:
         return f"{self._epoch}.{number}"
-
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def migrate(self) -> None:
         """Create (or bring up to date) the schema's tables and functions, the stores'
@@ -176,25 +159,6 @@ class PostgresRelay:
 
     def _newer(self, version: int) -> UserInteractionError:
         return self._refused(newer(self.where, self.schema, "relay", version))
-
-    async def connect(self) -> None:
-        """Reach the database, check its tables and start the tail; ``RELAY_UNAVAILABLE``
-        if it cannot be (or the tables are missing: run :meth:`migrate`).
-
-        Called by every method on first use; call it first to fail fast (``interaction
-        serve --postgres`` does).
-        """
-        if self._closed:
-            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
-        if self._ready is None:
-            self._ready = asyncio.ensure_future(self._start())
-        ready = self._ready
-        try:
-            await asyncio.shield(ready)
-        except UserInteractionError:
-            if self._ready is ready:
-                self._ready = None  # the next call tries again
-            raise
 
     async def _start(self) -> None:
         try:
@@ -231,18 +195,6 @@ class PostgresRelay:
         lease = 0 if release else self._ms(self.lease_ttl)
         params = [self.owner, lease, self._ms(self.settled_ttl), 100, self.history]
         await self._db.run(self._sql_heartbeat, params)
-
-    async def _beat(self) -> None:
-        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
-        and settle the local asks whose row was settled without an event read here."""
-        while not self._closed:
-            await asyncio.sleep(self.lease_ttl / 3)
-            with contextlib.suppress(UserInteractionError):
-                await self._heartbeat()
-                await self._recheck()
-                for question_id in list(self._withdraw_later):
-                    await self._settle(question_id, "aborted")
-                    self._withdraw_later.discard(question_id)
 
     # ------------------------------------------------------------------ the tail
 
@@ -404,59 +356,19 @@ class PostgresRelay:
 
     # ------------------------------------------------------------------ the asker's side
 
-    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        check_request(request)
-        await self.connect()
-        waiter = Waiter(request, asyncio.get_running_loop().create_future())
-        unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
-        question_id = secrets.token_urlsafe(12)
-        self._waiters.add(question_id, waiter)  # before publishing
-        maybe_published = True
-        try:
-            params: list[object] = [
-                question_id,
-                dumps(stamped(request)),
-                self.owner,
-                self._ms(self.lease_ttl),
-                self.max_pending,
-                self._ms(self.question_ttl),
-                self._ms(self.settled_ttl),
-                request.key,
-                request_digest(request) if request.key else None,
-            ]
-            reply = await self._function(self._sql_ask, params)
-            waiter.published = True
-            if reply[0] != "asked":
-                self._waiters.drop(question_id, waiter)
-                maybe_published = reply[0] == "attached"
-                if reply[0] == "full":
-                    raise UserInteractionError(
-                        f"the relay already holds {self.max_pending} pending questions",
-                        RELAY_FULL,
-                    )
-                if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
-                    waiter.settled_by(reply[3])
-                    if reply[0] == "cancelled":
-                        raise cancelled_error()
-                    return decode_answer(reply[2], request)
-                question_id = reply[1]  # attached to the question asked under its key
-                self._waiters.add(question_id, waiter)
-                await self._recheck(question_id)  # settled before we listened?
-            return await waiter.future
-        finally:
-            unlisten()
-            waiter.report()
-            self._waiters.drop(question_id, waiter)
-            # Not settled by the store (a cancelled wait cancels the future itself, an
-            # abort settles it): withdraw, unless a keyed ask ends by anything but its
-            # signal (a restarted asker takes it up).
-            future = waiter.future
-            unsettled = future.cancelled() or not future.done()
-            signal = request.signal
-            aborted = signal is not None and signal.aborted
-            if maybe_published and (aborted or (unsettled and request.key is None)):
-                # Withdraw, even while being cancelled: shielded, so it completes.
-                await asyncio.shield(self._withdraw(question_id))
+    async def _publish(self, question_id: str, request: AskUserQuestionRequest) -> list[str]:
+        params: list[object] = [
+            question_id,
+            dumps(stamped(request)),
+            self.owner,
+            self._ms(self.lease_ttl),
+            self.max_pending,
+            self._ms(self.question_ttl),
+            self._ms(self.settled_ttl),
+            request.key,
+            request_digest(request) if request.key else None,
+        ]
+        return await self._function(self._sql_ask, params)
 
     async def _function(self, query: str, params: list[object]) -> list[str]:
         """The text array one of the schema's functions returns."""
@@ -472,14 +384,6 @@ class PostgresRelay:
         await self.connect()
         for (question_id,) in await self._db.run(self._sql_keyed, [key]):
             await self._settle(question_id, "aborted")  # only a pending question changes
-
-    async def _withdraw(self, question_id: str) -> None:
-        if self._closed:
-            return
-        try:
-            await self._settle(question_id, "aborted")
-        except UserInteractionError:
-            self._withdraw_later.add(question_id)  # the heartbeat tries again
 
     async def _settle(
         self,
@@ -519,9 +423,6 @@ class PostgresRelay:
             self._wake_readers()
             await self._recheck()
         return RelaySnapshot(self._position(last), tuple(questions))
-
-    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
-        return self._events_after(after)
 
     async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         if not self._closed:
@@ -569,71 +470,21 @@ class PostgresRelay:
         except UserInteractionError:
             return None
 
-    async def submit(
-        self, question_id: str, answer: object, *, answerer: str | None = None
-    ) -> AskUserQuestionAnswer:
-        await self.connect()
-        request = self._requests.get(question_id)
-        if request is None:
-            question = await self.lookup(question_id)
-            if question is None:
-                raise await self._not_pending_now(question_id)
-            request = question.request
-        try:
-            checked = check_answer(request, answer)  # a bad answer leaves it pending
-        except UserInteractionError:
-            if await self.lookup(question_id) is None:  # not pending any more, in fact
-                raise await self._not_pending_now(question_id) from None
-            raise
-        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
-        if reply[0] != "ok":
-            raise not_pending(question_id, reply[1])
-        return checked
-
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
         """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
         rows = await self._db.run(self._sql_question, [question_id])
         return not_pending(question_id, rows[0][0] if rows else "")
 
-    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
-        await self.connect()
-        reply = await self._settle(question_id, "cancelled", answerer=answerer)
-        if reply[0] != "ok":
-            raise not_pending(question_id, reply[1])
-
-    async def aclose(self) -> None:
-        """Stop: plain questions asked here are withdrawn (``resolved/aborted``), keyed ones
-        stay pending for a restarted asker; local asks end with ``ASK_ABORTED``, iterators
-        end after the events up to now."""
-        if self._closed:
-            return
-        self._closed = True
-        ready, self._ready = self._ready, None
-        if ready is not None and not ready.done():
-            with contextlib.suppress(BaseException):
-                await ready
-        started = ready is not None and not ready.cancelled() and ready.exception() is None
-        self._waiters.abort_all(DISPOSED_MESSAGE)
-        if started:
-            with contextlib.suppress(UserInteractionError):
-                await self._heartbeat(release=True)
+    async def _shut(self, started: bool) -> None:
         self._stopping.set()
         if (listener := self._listener) is not None:
             self._listener = None
             with contextlib.suppress(psycopg.Error, OSError):
                 await listener.close()  # its notifies() ends
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
+        await self._cancel_tasks()
         if started:
             with contextlib.suppress(UserInteractionError):
                 while rows := await self._read(self._last()):
                     self._absorb(rows)
         self._changed.set()
         await self._db.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed

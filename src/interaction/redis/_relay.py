@@ -16,20 +16,14 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from .._core import (
-    DISPOSED_MESSAGE,
-    AskUserQuestionAnswer,
     AskUserQuestionRequest,
-    ErrorCode,
     UserInteractionError,
-    cancelled_error,
-    check_answer,
-    check_request,
     request_digest,
 )
-from .._shared_relay import LocalWaiters, Waiter, not_pending, replay, stamped
+from .._shared_relay import LocalWaiters, SharedRelay, not_pending, replay, stamped
 from ..decisions import answerer_name
-from ..relay import RELAY_FULL, PendingQuestion, RelayEvent, RelaySnapshot, end_on_abort
-from ..wire import decode_answer, dumps
+from ..relay import PendingQuestion, RelayEvent, RelaySnapshot
+from ..wire import dumps
 from . import _scripts
 from ._stream import call, client, entries, readable, strings, text, unavailable
 from ._tail import TAIL_BLOCK_MS, Tail, log
@@ -39,7 +33,7 @@ __all__ = ["RedisRelay"]
 _T = TypeVar("_T")
 
 
-class RedisRelay:
+class RedisRelay(SharedRelay):
     """A :class:`~interaction.relay.RelayBackend` whose questions live in Redis (or Valkey).
 
     Every process built with the same ``url`` and ``prefix`` shares the questions: one may
@@ -64,6 +58,7 @@ class RedisRelay:
         question_ttl: float = 86_400.0,
         settled_ttl: float = 86_400.0,
     ) -> None:
+        super().__init__()
         if not prefix or any(c in prefix for c in "{}"):
             raise ValueError(f"the prefix must be non-empty, without braces: {prefix!r}")
         if history < 1 or max_pending < 1:
@@ -106,10 +101,7 @@ class RedisRelay:
             owner=self.owner,
             lease_ms=self._ms(lease_ttl),
         )
-        self._ready: asyncio.Future[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._withdraw_later: set[str] = set()
-        self._closed = False
+        self._requests = self._tail.requests
 
     # ------------------------------------------------------------------ plumbing
 
@@ -119,32 +111,6 @@ class RedisRelay:
     async def _call(self, awaitable: Awaitable[_T]) -> _T:
         """Await a command; a failure of the store is ``RELAY_UNAVAILABLE``."""
         return await call(self.where, awaitable)
-
-    def _ms(self, seconds: float) -> int:
-        return max(1, round(seconds * 1000))
-
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def connect(self) -> None:
-        """Reach the store and start tailing it; ``RELAY_UNAVAILABLE`` if it cannot be.
-
-        Called by every method on first use; call it first to fail fast (``interaction
-        serve --redis`` does).
-        """
-        if self._closed:
-            raise UserInteractionError(DISPOSED_MESSAGE, ErrorCode.ASK_ABORTED)
-        if self._ready is None:
-            self._ready = asyncio.ensure_future(self._start())
-        ready = self._ready
-        try:
-            await asyncio.shield(ready)
-        except UserInteractionError:
-            if self._ready is ready:
-                self._ready = None  # the next call tries again
-            raise
 
     async def _start(self) -> None:
         last = entries(await self._call(self._client.xrevrange(self._events_key, count=1)))
@@ -165,75 +131,23 @@ class RedisRelay:
         ]
         await self._script(self._heartbeat_script, args)
 
-    async def _beat(self) -> None:
-        """Refresh the lease, withdraw the questions of lapsed askers, retry withdrawals,
-        and settle the local asks whose hash was settled without an event read here."""
-        while not self.closed:
-            await asyncio.sleep(self.lease_ttl / 3)
-            with contextlib.suppress(UserInteractionError):
-                await self._heartbeat()
-                await self._tail.recheck()
-                for question_id in list(self._withdraw_later):
-                    await self._settle(question_id, "aborted")
-                    self._withdraw_later.discard(question_id)
-
     # ------------------------------------------------------------------ the asker's side
 
-    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        check_request(request)
-        await self.connect()
-        waiter = Waiter(request, asyncio.get_running_loop().create_future())
-        unlisten = end_on_abort(request, waiter.future)  # not only a cancellation ends it
-        question_id = secrets.token_urlsafe(12)
-        self._waiters.add(question_id, waiter)  # before publishing
-        maybe_published = True
-        try:
-            args: list[str | int] = [
-                self._base,
-                question_id,
-                dumps(stamped(request)),
-                self.owner,
-                self._ms(self.lease_ttl),
-                self.max_pending,
-                self._ms(self.question_ttl),
-                self._ms(self.settled_ttl),
-                self.history,
-                request.key or "",
-                request_digest(request) if request.key else "",
-            ]
-            reply = await self._script(self._ask_script, args)
-            waiter.published = True
-            if reply[0] != "asked":
-                self._waiters.drop(question_id, waiter)
-                maybe_published = reply[0] == "attached"
-                if reply[0] == "full":
-                    raise UserInteractionError(
-                        f"the relay already holds {self.max_pending} pending questions",
-                        RELAY_FULL,
-                    )
-                if reply[0] in ("answered", "cancelled"):  # a restarted asker: at once
-                    waiter.settled_by(reply[3])
-                    if reply[0] == "cancelled":
-                        raise cancelled_error()
-                    return decode_answer(reply[2], request)
-                question_id = reply[1]  # attached to the question asked under its key
-                self._waiters.add(question_id, waiter)
-                await self._tail.recheck(question_id)  # settled before we listened?
-            return await waiter.future
-        finally:
-            unlisten()
-            waiter.report()
-            self._waiters.drop(question_id, waiter)
-            # Not settled by the store (a cancelled wait cancels the future itself, an
-            # abort settles it): withdraw, unless a keyed ask ends by anything but its
-            # signal (a restarted asker takes it up).
-            future = waiter.future
-            unsettled = future.cancelled() or not future.done()
-            signal = request.signal
-            aborted = signal is not None and signal.aborted
-            if maybe_published and (aborted or (unsettled and request.key is None)):
-                # Withdraw, even while being cancelled: shielded, so it completes.
-                await asyncio.shield(self._withdraw(question_id))
+    async def _publish(self, question_id: str, request: AskUserQuestionRequest) -> list[str]:
+        args: list[str | int] = [
+            self._base,
+            question_id,
+            dumps(stamped(request)),
+            self.owner,
+            self._ms(self.lease_ttl),
+            self.max_pending,
+            self._ms(self.question_ttl),
+            self._ms(self.settled_ttl),
+            self.history,
+            request.key or "",
+            request_digest(request) if request.key else "",
+        ]
+        return await self._script(self._ask_script, args)
 
     async def withdraw_keyed(self, key: str) -> None:
         """Withdraw the pending question asked under resume key ``key``, as its asker's
@@ -244,14 +158,6 @@ class RedisRelay:
         question_id = text(await self._call(self._client.get(self._base + "key:" + key)))
         if question_id is not None:
             await self._settle(question_id, "aborted")  # only a pending question changes
-
-    async def _withdraw(self, question_id: str) -> None:
-        if self._closed:
-            return
-        try:
-            await self._settle(question_id, "aborted")
-        except UserInteractionError:
-            self._withdraw_later.add(question_id)  # the heartbeat tries again
 
     async def _settle(
         self, question_id: str, outcome: str, answer: str = "", answerer: str | None = None
@@ -300,9 +206,6 @@ class RedisRelay:
                 )
         return RelaySnapshot(reply[0], tuple(questions))
 
-    def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
-        return self._events_after(after)
-
     async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         if not self._closed:
             await self.connect()
@@ -337,61 +240,18 @@ class RedisRelay:
         except UserInteractionError:
             return None
 
-    async def submit(
-        self, question_id: str, answer: object, *, answerer: str | None = None
-    ) -> AskUserQuestionAnswer:
-        await self.connect()
-        request = self._tail.requests.get(question_id)
-        if request is None:
-            question = await self.lookup(question_id)
-            if question is None:
-                raise await self._not_pending_now(question_id)
-            request = question.request
-        try:
-            checked = check_answer(request, answer)  # a bad answer leaves it pending
-        except UserInteractionError:
-            if await self.lookup(question_id) is None:  # not pending any more, in fact
-                raise await self._not_pending_now(question_id) from None
-            raise
-        reply = await self._settle(question_id, "answered", dumps(checked), answerer)
-        if reply[0] != "ok":
-            raise not_pending(question_id, reply[1])
-        return checked
-
     async def _not_pending_now(self, question_id: str) -> UserInteractionError:
         """The ``NOT_PENDING`` error for a question, saying why from its stored state."""
         (state,) = await self._fields(question_id, "state")
         return not_pending(question_id, state or "")
 
-    async def dismiss(self, question_id: str, *, answerer: str | None = None) -> None:
-        await self.connect()
-        reply = await self._settle(question_id, "cancelled", answerer=answerer)
-        if reply[0] != "ok":
-            raise not_pending(question_id, reply[1])
+    async def _recheck(self, *only: str) -> None:
+        await self._tail.recheck(*only)
 
-    async def aclose(self) -> None:
-        """Stop: plain questions asked here are withdrawn (``resolved/aborted``), keyed ones
-        stay pending for a restarted asker; local asks end with ``ASK_ABORTED``, iterators
-        end after the events up to now."""
-        if self._closed:
-            return
-        self._closed = True
-        ready, self._ready = self._ready, None
-        if ready is not None and not ready.done():
-            with contextlib.suppress(BaseException):
-                await ready
-        started = ready is not None and not ready.cancelled() and ready.exception() is None
+    async def _shut(self, started: bool) -> None:
         self._tail.closed = True
-        self._waiters.abort_all(DISPOSED_MESSAGE)
-        if started:
-            with contextlib.suppress(UserInteractionError):
-                await self._heartbeat(release=True)
         self._tail.stopping.set()  # the tail leaves its blocking read
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
+        await self._cancel_tasks()
         if started:
             with contextlib.suppress(UserInteractionError, RedisError, OSError):
                 await self._tail.drain()
@@ -405,7 +265,3 @@ class RedisRelay:
             await asyncio.wait({read}, timeout=1.0)
             if read.done() and not read.cancelled():
                 read.exception()  # retrieved: it is expected to have failed
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
