@@ -72,6 +72,7 @@ def test_each_engine_package_names_its_extra_and_holds_every_store() -> None:
     )
     assert interaction.postgres.__all__ == [
         "PostgresAuditLog",
+        "PostgresPushSubscriptionStore",
         "PostgresRelay",
         "PostgresRuleStore",
         "PostgresSpentStore",
@@ -79,6 +80,7 @@ def test_each_engine_package_names_its_extra_and_holds_every_store() -> None:
     ]
     assert interaction.redis.__all__ == [
         "RedisAuditLog",
+        "RedisPushSubscriptionStore",
         "RedisRelay",
         "RedisRuleStore",
         "RedisSpentStore",

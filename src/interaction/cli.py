@@ -46,6 +46,9 @@ from ._core import (
 )
 from ._demo import DEMO_BATCH, DEMO_PLAN
 from ._engines import DEFAULT_SPACE, Engine, EngineStores, engine_relay, engine_stores
+from ._push_cli import add_command as add_push_command
+from ._push_cli import add_serve_options as add_push_options
+from ._push_cli import push_setup, run_push
 from ._records_cli import add_commands as add_records_commands
 from ._records_cli import env_key, run_log, run_rules
 from .console import ConsoleProvider
@@ -59,7 +62,7 @@ if TYPE_CHECKING:
     from .redis import RedisRelay
     from .relay import RelayBackend
     from .signing import UsedLinkStore
-    from .web import WebServer
+    from .web import WebPush, WebServer
 
 _T = TypeVar("_T")
 
@@ -269,6 +272,7 @@ class _Serving:
     team: Team | None = None
     rules_by: Assignment | None = None
     routing: Routing | None = None
+    push: tuple[WebPush, Step] | None = None  # the page's offer and the push channel
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -281,7 +285,8 @@ class _Serving:
             WebServer,
         )
 
-        links = AnswerLinks(used=self.used_links) if self.steps or self.routing else None
+        steps = [*self.steps, *([self.push[1]] if self.push is not None else [])]
+        links = AnswerLinks(used=self.used_links) if steps or self.routing else None
         limits = self.limits
         async with WebServer(
             relay,
@@ -300,6 +305,7 @@ class _Serving:
             slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
+            push=self.push[0] if self.push is not None else None,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -324,7 +330,7 @@ class _Serving:
                     file=sys.stderr,
                     flush=True,
                 )
-            if not self.steps and self.routing is None:
+            if not steps and self.routing is None:
                 yield server
                 return
             from .notify import Notifications
@@ -332,8 +338,8 @@ class _Serving:
 
             base, routing = server.base, self.routing
             async with (
-                answering(self.steps, relay, server.answer_desk()),  # Telegram's buttons
-                Notifications(relay, self.steps, links=links, public_url=base, routing=routing),
+                answering(steps, relay, server.answer_desk()),  # Telegram's buttons
+                Notifications(relay, steps, links=links, public_url=base, routing=routing),
             ):
                 yield server
 
@@ -420,16 +426,11 @@ def _serve(
     rules_by: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
     telegram_users: Sequence[str] = (),
+    push: str | None = None,
+    push_private: bool = False,
 ) -> int:
-    if migrate and postgres_url is None:
-        print("interaction: --migrate needs --postgres URL", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if audit is not None and (redis_url is not None or postgres_url is not None):
-        print(
-            "interaction: --audit records the demo's asks; with --redis or --postgres each"
-            " asker records its own (interaction ask --audit PATH, or an AuditProvider)",
-            file=sys.stderr,
-        )
+    if (fault := _engine_fault(redis_url, postgres_url, migrate, audit)) is not None:
+        print(f"interaction: {fault}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         import interaction.web
@@ -438,6 +439,7 @@ def _serve(
             import interaction.redis
         if postgres_url is not None:
             import interaction.postgres  # noqa: F401
+        pushing = push_setup(push, push_private, os.environ)
         named = _users(users)
         _check_proxy(trusted_proxies, user_header, named)
         team = _team(named, groups, see_all, rules_by)
@@ -463,6 +465,8 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
+    where = {"redis_url": redis_url, "postgres_url": postgres_url}
+    pushed = None if pushing is None else pushing.parts(pushing.store(prefix, schema, **where))
     serving = _Serving(
         host,
         port,
@@ -479,6 +483,7 @@ def _serve(
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
         routing=routing,
+        push=pushed,
     )
     engine = _engine(redis_url, prefix, postgres_url, schema)
     try:
@@ -501,6 +506,20 @@ def _serve(
         print(f"interaction: cannot serve on {host}:{port}: {_why(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_ANSWERED
+
+
+def _engine_fault(
+    redis_url: str | None, postgres_url: str | None, migrate: bool, audit: str | None
+) -> str | None:
+    """What is wrong with ``serve``'s engine flags beside ``--migrate`` and ``--audit``."""
+    if migrate and postgres_url is None:
+        return "--migrate needs --postgres URL"
+    if audit is not None and (redis_url is not None or postgres_url is not None):
+        return (
+            "--audit records the demo's asks; with --redis or --postgres each asker records"
+            " its own (interaction ask --audit PATH, or an AuditProvider)"
+        )
+    return None
 
 
 def _check_proxy(trusted: Sequence[str], header: str | None, users: Sequence[_User]) -> None:
@@ -593,6 +612,31 @@ def _assign_flags(ask_: argparse.ArgumentParser) -> None:
         metavar="N",
         help="a permission or plan-review question settles as approved when N distinct"
         " assignees approve; one decline settles it at once (needs --assign)",
+    )
+
+
+def _people_flags(serve: argparse.ArgumentParser) -> None:
+    """``serve``'s named users, and who they are in Slack."""
+    serve.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME[=VARIABLE]",
+        help="a person with a token of their own, named in the audit when they answer"
+        " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--slack-user",
+        action="append",
+        default=[],
+        metavar="NAME=SLACK_ID",
+        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
+        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
+    )
+    serve.add_argument(
+        "--slack-anonymous",
+        action="store_true",
+        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
     )
 
 
@@ -723,27 +767,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="the page's address as people reach it (behind a reverse proxy):"
         " printed, and used by answer links",
     )
-    serve.add_argument(
-        "--user",
-        action="append",
-        default=[],
-        metavar="NAME[=VARIABLE]",
-        help="a person with a token of their own, named in the audit when they answer"
-        " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
-    )
-    serve.add_argument(
-        "--slack-user",
-        action="append",
-        default=[],
-        metavar="NAME=SLACK_ID",
-        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
-        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
-    )
-    serve.add_argument(
-        "--slack-anonymous",
-        action="store_true",
-        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
-    )
+    _people_flags(serve)
     serve.add_argument(
         "--rules",
         metavar="PATH",
@@ -812,9 +836,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="PATH",
         help="take every flag from the TOML file PATH (docs/deploy.md); flags given here win",
     )
+    add_push_options(serve)
     schema = commands.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", nargs="?", choices=SCHEMAS, help="which schema to print")
     add_records_commands(commands.add_parser)
+    add_push_command(commands.add_parser)
     ask_.add_argument(
         "--rules",
         metavar="PATH",
@@ -1080,7 +1106,11 @@ def _main(argv: Sequence[str] | None) -> int:
             rules_by=args.rules_by,
             routes=(args.notify_user, args.notify_group, args.escalate),
             telegram_users=args.telegram_user,
+            push=args.push,
+            push_private=args.push_private,
         )
+    if args.command == "push":
+        return run_push(args)
     if args.command == "rules":
         return run_rules(args)
     if args.command == "log":

@@ -3,8 +3,9 @@
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question, and with a :class:`Routing` reaches the people a
 question is assigned to through their own channels, escalating while it waits; the
-channels are :class:`WebhookNotifier`, :class:`EmailNotifier`, :class:`SlackNotifier` and
-:class:`TelegramNotifier`, or any :class:`Notifier` of your own; :class:`SlackInteractivity`
+channels are :class:`WebhookNotifier`, :class:`EmailNotifier`, :class:`SlackNotifier`,
+:class:`TelegramNotifier` and :class:`PushNotifier` (Web Push to a phone, keys from
+:class:`VapidKeys`), or any :class:`Notifier` of your own; :class:`SlackInteractivity`
 lets people answer in Slack itself, and a :class:`TelegramNotifier`'s buttons in Telegram.
 See docs/notify.md.
 """
@@ -12,6 +13,7 @@ See docs/notify.md.
 try:
     import aiohttp  # noqa: F401
     import aiosmtplib  # noqa: F401
+    import pywebpush  # noqa: F401
     import slack_sdk  # noqa: F401
     import telegram  # noqa: F401
 except ImportError as exc:  # pragma: no cover - the message is what matters
@@ -31,6 +33,9 @@ from ._dispatch import Retry as Retry
 from ._dispatch import Step as Step
 from ._email import EmailNotifier as EmailNotifier
 from ._email import notice_mail as notice_mail
+from ._push import PushNotifier as PushNotifier
+from ._push import VapidKeys as VapidKeys
+from ._push import push_payload as push_payload
 from ._routing import Escalation as Escalation
 from ._routing import Reach as Reach
 from ._routing import Routing as Routing
@@ -59,6 +64,7 @@ __all__ = [
     "Notifications",
     "Notifier",
     "Outcome",
+    "PushNotifier",
     "Reach",
     "Retry",
     "Routing",
@@ -66,10 +72,12 @@ __all__ = [
     "SlackNotifier",
     "Step",
     "TelegramNotifier",
+    "VapidKeys",
     "WebhookNotifier",
     "escape_mrkdwn",
     "notice_blocks",
     "notice_mail",
+    "push_payload",
     "telegram_keyboard",
     "telegram_text",
     "webhook_body",

@@ -18,6 +18,8 @@ PostgreSQL needs no other engine.
   bridge and the AG-UI endpoint (docs/mcp.md).
 - :class:`PostgresUsedLinks`: a :class:`~interaction.signing.UsedLinkStore`, the answer
   links' single-use set (docs/notify.md).
+- :class:`PostgresPushSubscriptionStore`: a :class:`~interaction.push.PushSubscriptionStore`,
+  one row per device that asked for Web Push notices (docs/notify.md).
 
 Each takes a libpq URL and a ``schema`` (``interaction`` by default); the ``migrate()`` of
 any of them creates every table of the schema, once.
@@ -33,12 +35,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ._audit import PostgresAuditLog as PostgresAuditLog
 from ._links import PostgresUsedLinks as PostgresUsedLinks
+from ._push import PostgresPushSubscriptionStore as PostgresPushSubscriptionStore
 from ._relay import PostgresRelay as PostgresRelay
 from ._rules import PostgresRuleStore as PostgresRuleStore
 from ._spent import PostgresSpentStore as PostgresSpentStore
 
 __all__ = [
     "PostgresAuditLog",
+    "PostgresPushSubscriptionStore",
     "PostgresRelay",
     "PostgresRuleStore",
     "PostgresSpentStore",

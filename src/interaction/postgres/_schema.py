@@ -11,10 +11,11 @@ runs :func:`statements` in one transaction, under an advisory lock, and records
 :data:`VERSION`; running it again changes nothing.
 
 The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit
-trail, spent states, used answer links), so one ``migrate()``, of the relay or of any
-store, creates them all. They are not behind the relay's lock row: each store's change
-takes its own turn (the rule set's row, the audit trail's next ``seq``, a nonce's key). A
-store that finds its own tables missing says to run ``migrate()``.
+trail, spent states, used answer links, push subscriptions), so one ``migrate()``, of the
+relay or of any store, creates them all. They are not behind the relay's lock row: each
+store's change takes its own turn (the rule set's row, the audit trail's next ``seq``, a
+nonce's key, a subscription's endpoint). A store that finds its own tables missing says to
+run ``migrate()``.
 
 Version 2 added ``questions.answerer`` (who answered or dismissed a question, when the page
 named them) and the ``p_answerer`` argument of ``settle``; rows written before it have none.
@@ -319,6 +320,12 @@ END $$""",
         # and used answer links' until the links do (interaction.postgres.PostgresUsedLinks).
         *_nonces(s, "spent", "spend"),
         *_nonces(s, "used_links", "use_link"),
+        # Web Push subscriptions, one per endpoint, each its JSON with its named user
+        # (interaction.postgres.PostgresPushSubscriptionStore).
+        f"""CREATE TABLE IF NOT EXISTS {s}.push_subscriptions (
+  endpoint text PRIMARY KEY,
+  subscription text NOT NULL
+)""",
     ]
 
 

@@ -17,6 +17,8 @@ needs no other engine.
   bridge and the AG-UI endpoint (docs/mcp.md).
 - :class:`RedisUsedLinks`: a :class:`~interaction.signing.UsedLinkStore`, the answer
   links' single-use set (docs/notify.md).
+- :class:`RedisPushSubscriptionStore`: a :class:`~interaction.push.PushSubscriptionStore`,
+  the devices that asked for Web Push notices (docs/notify.md).
 """
 
 try:
@@ -29,8 +31,16 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ._audit import RedisAuditLog as RedisAuditLog
 from ._links import RedisUsedLinks as RedisUsedLinks
+from ._push import RedisPushSubscriptionStore as RedisPushSubscriptionStore
 from ._relay import RedisRelay as RedisRelay
 from ._rules import RedisRuleStore as RedisRuleStore
 from ._spent import RedisSpentStore as RedisSpentStore
 
-__all__ = ["RedisAuditLog", "RedisRelay", "RedisRuleStore", "RedisSpentStore", "RedisUsedLinks"]
+__all__ = [
+    "RedisAuditLog",
+    "RedisPushSubscriptionStore",
+    "RedisRelay",
+    "RedisRuleStore",
+    "RedisSpentStore",
+    "RedisUsedLinks",
+]

@@ -16,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ._app import DEFAULT_MAX_STREAMS as DEFAULT_MAX_STREAMS
 from ._app import create_app as create_app
+from ._push_routes import WebPush as WebPush
 from ._server import DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS
 from ._server import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._server import WebServer as WebServer
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_STREAMS",
     "DEFAULT_REQUEST_TIMEOUT",
+    "WebPush",
     "WebServer",
     "create_app",
 ]

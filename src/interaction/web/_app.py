@@ -66,6 +66,7 @@ from ..relay import (
 )
 from ..signing import LINK_STORE_UNAVAILABLE, AnswerLinks
 from ..wire import decode_answer, encode_answer, encode_approvals, encode_request
+from ._push_routes import WebPush, push_routes
 from ._rules import rule_routes
 
 if TYPE_CHECKING:
@@ -624,6 +625,7 @@ class WebApp:
         slack: SlackInteractivity | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
+        push: WebPush | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
@@ -654,6 +656,7 @@ class WebApp:
         style = (_ASSETS / "app.css").read_text("utf-8")
         self._page = (
             page.replace("{{rules}}", "no" if rules is None else "yes")
+            .replace("{{push}}", "no" if push is None else "yes")
             .replace("{{style}}", style)
             .replace("{{script}}", script)
         )
@@ -671,6 +674,7 @@ class WebApp:
             Route("/api/me", self.me),
             *(Route(path, self.shell_file) for path in SHELL_FILES),
             *(rule_routes(rules, self._may_change_rules) if rules is not None else []),
+            *(push_routes(push) if push is not None else []),
             Route(LINK_PATH, self.link, methods=["GET"]),
             Route(LINK_PATH, self.open_link, methods=["POST"]),
             *([Route(SLACK_PATH, self.slack_interaction, methods=["POST"])] if slack else []),

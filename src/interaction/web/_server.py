@@ -36,6 +36,7 @@ from ._app import (
     parse_host,
     team_of,
 )
+from ._push_routes import WebPush
 
 if TYPE_CHECKING:
     from ..notify import AnswerDesk, SlackInteractivity
@@ -436,6 +437,9 @@ class WebServer:
     whose peer is one of them is the user whose name the header holds, exactly; the header
     from any other peer, or naming no user, is ``401`` (docs/deploy.md).
 
+    ``push`` (:class:`~interaction.web.WebPush`) lets the page subscribe its device to Web
+    Push notices ("Notify this device"), kept per named user (docs/notify.md).
+
     ``max_connections`` connections are served at once (one more is answered ``503
     TOO_MANY_CONNECTIONS``), ``max_streams`` event streams are open at once (one more is
     ``503 TOO_MANY_STREAMS``), and a request's head and body must arrive within
@@ -462,6 +466,7 @@ class WebServer:
         slack: SlackInteractivity | None = None,
         team: Team | None = None,
         rules_by: Assignment | None = None,
+        push: WebPush | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
@@ -472,6 +477,7 @@ class WebServer:
         self.relay = relay
         self.slack = slack
         self.rules = rules
+        self.push = push
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
         self.host = host
@@ -565,6 +571,7 @@ class WebServer:
             slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
+            push=self.push,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that

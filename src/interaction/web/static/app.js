@@ -10,6 +10,8 @@
   const TOKEN_KEY = "interaction-token";
   const linked = new URLSearchParams(location.hash.slice(1)).get("token")
     || new URLSearchParams(location.search).get("token");
+  // A question to open first (#question=…: a tapped push notification opened the page).
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("question");
   let token = linked || "";
   try {
     if (linked) sessionStorage.setItem(TOKEN_KEY, linked);
@@ -811,7 +813,7 @@
   const inbox = document.getElementById("inbox");
   const alerts = document.getElementById("alerts");
   const BASE_TITLE = document.title;
-  let chosen = null; // the question picked in the inbox
+  let chosen = wanted; // the question picked in the inbox (or by a tapped notification)
   let only = ""; // the source filter: "" for every source
   const sourceOf = (entry) => (entry.view.provenance && entry.view.provenance.source) || "";
   const firstLine = (entry) => {
@@ -915,8 +917,49 @@
       localStorage.setItem(SOUND, sound.checked ? "on" : "off");
       if (sound.checked && !audio && window.AudioContext) audio = new AudioContext();
     });
-    alerts.append(el("label", { class: "sound" }, sound, document.createTextNode(" Sound")));
+    alerts.append(el("label", { class: "sound" }, sound, document.createTextNode(" Sound")), pushSpot);
   };
+  // ---- Web Push, when the server sends it (data-push, and GET /api/push gives its VAPID key): "Notify
+  // this device" subscribes this browser; the service worker shows each push, and a tap
+  // on one brings this page to its question (the message below)
+  const pushSpot = el("span", { class: "push" });
+  const offerPush = async () => {
+    if (alerts.dataset.push !== "yes") return; // this server sends no pushes
+    if (!("serviceWorker" in navigator) || !("PushManager" in window) || !window.isSecureContext) return;
+    const { status, data } = await api("/api/push");
+    if (status !== 200 || !data || typeof data.publicKey !== "string") return;
+    const registration = await navigator.serviceWorker.ready;
+    const keep = async (subscription) => {
+      const result = await api("/api/push/subscribe", subscription.toJSON());
+      if (result.status === 201) {
+        pushSpot.replaceChildren(el("span", { "data-testid": "push-on", text: "This device is notified" }));
+      } else say(errorOf(result.data).message || `This device could not be subscribed (${result.status}).`, "warning");
+    };
+    const existing = await registration.pushManager.getSubscription();
+    if (existing) { await keep(existing); return; } // told again: the server may have lost it
+    const button = el("button", { type: "button", class: "link", "data-testid": "push-subscribe", text: "Notify this device" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const key = data.publicKey.replace(/-/g, "+").replace(/_/g, "/");
+        const bytes = Uint8Array.from(atob(key + "=".repeat((4 - key.length % 4) % 4)), (c) => c.charCodeAt(0));
+        await keep(await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes }));
+      } catch (_) {
+        say("This browser would not subscribe (are notifications blocked for this page?).", "warning");
+      }
+      button.disabled = false;
+    });
+    pushSpot.replaceChildren(button);
+  };
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.addEventListener("message", (event) => {
+      const data = event.data || {};
+      if (data.type !== "interaction-open" || typeof data.id !== "string") return;
+      chosen = data.id;
+      unfolded = false;
+      if (!busy) render();
+    });
+  }
   updateAlerts();
 
   // ---- the stream: a snapshot on every (re)connect, then what happens
@@ -1079,6 +1122,7 @@
       who.hidden = false;
     }
     showRules();
+    offerPush();
     connect();
   };
   // ---- the page as an app a phone keeps on its home screen: the worker keeps the shell only
