@@ -228,3 +228,31 @@ async def test_the_page_lists_adds_and_revokes_rules(
         assert [r.spec for r in await store.rules()] == ["Bash(rm:*)"]
     finally:
         await page.close()
+
+
+async def test_a_rules_refresh_keeps_what_is_being_typed_and_draws_only_the_latest_list(
+    browser: Browser, rules_site: tuple[WebServer, JsonFileRuleStore]
+) -> None:
+    """The panel is refreshed when it opens, when the page starts and after each change:
+    a refresh answered late once replaced the form and lost what was typed, so the rule
+    added next was an empty one (a flake on a busy machine)."""
+    server, store = rules_site
+    page = await browser.new_page()
+    try:
+        await page.goto(server.url)
+        panel = page.get_by_test_id("rules")
+        await panel.locator("summary").click()
+        await page.get_by_text("No rules yet.").wait_for()
+        await page.get_by_test_id("rule-spec").fill("Bash(npm test:*)")
+        await store.add(new_rule("Read(src/**)", created_by="alice"))
+        await panel.locator("summary").click()  # closed, then opened: a refresh
+        await panel.locator("summary").click()
+        await page.get_by_test_id("rule").first.wait_for()
+        assert await page.get_by_test_id("rule-spec").input_value() == "Bash(npm test:*)"
+        await page.get_by_test_id("rule-add").click()
+        await expect(page.get_by_test_id("rule")).to_have_count(2)
+        assert [r.spec for r in await store.rules()] == ["Read(src/**)", "Bash(npm test:*)"]
+        assert await page.get_by_test_id("rule-spec").input_value() == ""
+        assert await page.get_by_test_id("rule-error").inner_text() == ""
+    finally:
+        await page.close()

@@ -88,16 +88,19 @@ class Pane:
         return "\n".join(row.rstrip() for row in shown.split("\n")).rstrip("\n")
 
     def wait_for(self, text: str, timeout: float = 20) -> str:
-        """The screen once it shows ``text`` and has stopped changing."""
+        """The screen once it shows ``text`` and has stopped changing, its cursor too: a
+        redraw's last move (parking the cursor) changes no text, and a resize that lands
+        before it scrolls the rows above the cursor into the scrollback."""
         deadline = time.monotonic() + timeout
         previous = None
         while True:
             screen = self.screen()
-            if text in screen and screen == previous:
+            state = (screen, self.run("display-message", "-p", "#{cursor_x},#{cursor_y}"))
+            if text in screen and state == previous:
                 return screen
             if time.monotonic() > deadline:
                 raise AssertionError(f"{text!r} did not show; the screen:\n{screen}")
-            previous = screen
+            previous = state
             time.sleep(0.02)  # polling the screen; the deadline bounds it
 
     def finish(self) -> tuple[int, str]:

@@ -49,7 +49,7 @@ from .tool import tool_parameters
 from .wire import answer_schema, decode_request, dumps, request_schema
 
 if TYPE_CHECKING:
-    from .notify import Step
+    from .notify import SlackInteractivity, Step
     from .policies import RuleStore
     from .postgres_relay import PostgresRelay
     from .redis_relay import RedisRelay
@@ -229,6 +229,7 @@ class _Serving:
     users: Sequence[_User] = ()
     rules: RuleStore | None = None
     audit: str | None = None
+    slack: SlackInteractivity | None = None
 
     @contextlib.asynccontextmanager
     async def server(self, relay: RelayBackend) -> AsyncIterator[WebServer]:
@@ -255,6 +256,7 @@ class _Serving:
             request_timeout=_given(limits.request_timeout, DEFAULT_REQUEST_TIMEOUT),
             rules=self.rules,
             users={user.name: user.token for user in self.users} if self.users else None,
+            slack=self.slack,
         ) as server:
             if not self.users:
                 print(f"interaction: answer at {server.url}", file=sys.stderr, flush=True)
@@ -396,6 +398,8 @@ def _serve(
     users: Sequence[str] = (),
     rules: str | None = None,
     audit: str | None = None,
+    slack_users: Sequence[str] = (),
+    slack_anonymous: bool = False,
 ) -> int:
     if migrate and postgres_url is None:
         print("interaction: --migrate needs --postgres URL", file=sys.stderr)
@@ -414,8 +418,9 @@ def _serve(
             import interaction.redis_relay
         if postgres_url is not None:
             import interaction.postgres_relay  # noqa: F401
-        steps = _steps(notify)
         named = _users(users)
+        slack = _slack(notify, slack_users, slack_anonymous, named)
+        steps = _steps(notify, slack)
         if public_url is not None:
             from .web._server import check_public_url
 
@@ -435,7 +440,9 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    serving = _Serving(host, port, allow_hosts, limits, steps, public_url, named, store, audit)
+    serving = _Serving(
+        host, port, allow_hosts, limits, steps, public_url, named, store, audit, slack
+    )
     try:
         if postgres_url is not None:
             relay = _postgres_relay(postgres_url, schema)
@@ -458,13 +465,25 @@ def _serve(
     return EXIT_ANSWERED
 
 
-def _steps(specs: Sequence[str]) -> list[Step]:
+def _steps(specs: Sequence[str], slack: SlackInteractivity | None = None) -> list[Step]:
     """The notification steps of ``--notify`` (none without it: no extra needed then)."""
     if not specs:
         return []
     from .notify._config import steps_from_specs
 
-    return steps_from_specs(specs, os.environ)
+    return steps_from_specs(specs, os.environ, slack=slack)
+
+
+def _slack(
+    specs: Sequence[str], slack_users: Sequence[str], anonymous: bool, named: Sequence[_User]
+) -> SlackInteractivity | None:
+    """Answering in Slack (``--notify slack`` with ``SLACK_SIGNING_SECRET``), if on."""
+    if not specs and not slack_users and not anonymous:
+        return None
+    from .notify._config import slack_interactivity
+
+    names = [user.name for user in named]
+    return slack_interactivity(specs, slack_users, anonymous, names, os.environ)
 
 
 def _why(exc: OSError) -> str:
@@ -567,6 +586,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         metavar="NAME[=VARIABLE]",
         help="a person with a token of their own, named in the audit when they answer"
         " (repeatable): the token in $VARIABLE, or made at random and printed in NAME's link",
+    )
+    serve.add_argument(
+        "--slack-user",
+        action="append",
+        default=[],
+        metavar="NAME=SLACK_ID",
+        help="answers in Slack by Slack user SLACK_ID (U01ABC) are NAME's, a --user"
+        " (repeatable; needs --notify slack and $SLACK_SIGNING_SECRET; docs/notify.md)",
+    )
+    serve.add_argument(
+        "--slack-anonymous",
+        action="store_true",
+        help="let Slack users no --slack-user names answer in Slack too (unnamed)",
     )
     serve.add_argument(
         "--rules",
@@ -857,6 +889,8 @@ def _main(argv: Sequence[str] | None) -> int:
             users=args.user,
             rules=args.rules,
             audit=args.audit,
+            slack_users=args.slack_user,
+            slack_anonymous=args.slack_anonymous,
         )
     if args.command == "rules":
         return run_rules(args)

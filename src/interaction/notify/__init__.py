@@ -2,7 +2,8 @@
 
 :class:`Notifications` follows a relay and runs a list of :class:`Step` (a channel and a
 delay) for each pending question; the channels are :class:`WebhookNotifier`,
-:class:`EmailNotifier` and :class:`SlackNotifier`, or any :class:`Notifier` of your own.
+:class:`EmailNotifier` and :class:`SlackNotifier`, or any :class:`Notifier` of your own;
+:class:`SlackInteractivity` lets people answer in Slack itself.
 See docs/notify.md.
 """
 
@@ -30,6 +31,8 @@ from ._email import notice_mail as notice_mail
 from ._slack import SlackNotifier as SlackNotifier
 from ._slack import escape_mrkdwn as escape_mrkdwn
 from ._slack import notice_blocks as notice_blocks
+from ._slack_interactive import AnswerDesk as AnswerDesk
+from ._slack_interactive import SlackInteractivity as SlackInteractivity
 from ._webhook import IDEMPOTENCY_HEADER as IDEMPOTENCY_HEADER
 from ._webhook import WebhookNotifier as WebhookNotifier
 from ._webhook import webhook_body as webhook_body
@@ -37,6 +40,7 @@ from ._webhook import webhook_body as webhook_body
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "SYSTEM_CLOCK",
+    "AnswerDesk",
     "Clock",
     "DeliveryError",
     "EmailNotifier",
@@ -46,6 +50,7 @@ __all__ = [
     "Notifier",
     "Outcome",
     "Retry",
+    "SlackInteractivity",
     "SlackNotifier",
     "Step",
     "WebhookNotifier",

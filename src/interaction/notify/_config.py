@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
 from ._dispatch import Notifier, Step
 from ._email import EmailNotifier
 from ._slack import SlackNotifier
+from ._slack_interactive import SlackInteractivity
 from ._webhook import WebhookNotifier
 
-__all__ = ["ENV", "parse_delay", "steps_from_specs"]
+__all__ = ["ENV", "parse_delay", "slack_interactivity", "steps_from_specs"]
 
 ENV: Final = {
     "webhook": "INTERACTION_WEBHOOK_SECRET",
@@ -21,6 +22,8 @@ ENV: Final = {
     "smtp_password": "INTERACTION_SMTP_PASSWORD",
     "smtp_from": "INTERACTION_SMTP_FROM",
     "slack": "INTERACTION_SLACK_WEBHOOK_URL",
+    "slack_signing": "SLACK_SIGNING_SECRET",
+    "slack_bot": "SLACK_BOT_TOKEN",
 }
 """The environment variables the channels read their secrets and servers from."""
 
@@ -65,7 +68,12 @@ def _email(target: str, environ: Mapping[str, str]) -> EmailNotifier:
     )
 
 
-def _channel(kind: str, target: str | None, environ: Mapping[str, str]) -> Notifier:
+def _channel(
+    kind: str,
+    target: str | None,
+    environ: Mapping[str, str],
+    slack: SlackInteractivity | None = None,
+) -> Notifier:
     if kind == "webhook":
         if not target:
             raise ValueError("--notify webhook=URL needs the URL")
@@ -75,13 +83,19 @@ def _channel(kind: str, target: str | None, environ: Mapping[str, str]) -> Notif
             raise ValueError("--notify email=ADDRESS[,ADDRESS...] needs an address")
         return _email(target, environ)
     url = target or _need(environ, ENV["slack"], "--notify slack (without =URL)")
-    return SlackNotifier(url)
+    return SlackNotifier(url, interactive=slack)
 
 
-def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[Step]:
+def steps_from_specs(
+    specs: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    slack: SlackInteractivity | None = None,
+) -> list[Step]:
     """The steps of ``--notify`` specs (``webhook=URL``, ``email@30m=a@x.org``,
     ``slack@5m`` with the URL in the environment); ``ValueError`` with one line that
-    names the bad spec, and never a secret."""
+    names the bad spec, and never a secret. With ``slack``, Slack notices are answered
+    in Slack."""
     steps = []
     for spec in specs:
         head, equals, target = spec.partition("=")
@@ -90,7 +104,7 @@ def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[S
             raise ValueError(f"--notify {head!r}: the kinds are {', '.join(_KINDS)}")
         try:
             after = parse_delay(delay) if at else 0.0
-            channel = _channel(kind, target.strip() if equals else None, environ)
+            channel = _channel(kind, target.strip() if equals else None, environ, slack)
         except ValueError as exc:
             said = str(exc)
             raise ValueError(
@@ -98,3 +112,45 @@ def steps_from_specs(specs: Sequence[str], environ: Mapping[str, str]) -> list[S
             ) from None
         steps.append(Step(channel, after))
     return steps
+
+
+def slack_interactivity(
+    specs: Sequence[str],
+    slack_users: Sequence[str],
+    anonymous: bool,
+    names: Collection[str],
+    environ: Mapping[str, str],
+) -> SlackInteractivity | None:
+    """Answering in Slack, for ``--notify slack`` with ``SLACK_SIGNING_SECRET`` set
+    (``None`` without either: the notice is a link); ``--slack-user NAME=SLACK_ID`` maps
+    a Slack user to the ``--user`` named ``NAME``. ``ValueError`` with one line, never a
+    secret, for a bad mapping or one that cannot apply."""
+    secret = environ.get(ENV["slack_signing"], "")
+    slack = any(spec.partition("=")[0].partition("@")[0].strip() == "slack" for spec in specs)
+    if not (secret and slack):
+        if slack_users or anonymous:
+            flag = "--slack-user" if slack_users else "--slack-anonymous"
+            raise ValueError(
+                f"{flag} answers in Slack: it needs --notify slack and"
+                f" {ENV['slack_signing']} in the environment"
+            )
+        return None
+    users: dict[str, str] = {}
+    for spec in slack_users:
+        name, equals, slack_id = (part.strip() for part in spec.partition("="))
+        if not equals or not name or not slack_id:
+            raise ValueError(f"--slack-user {spec!r}: write NAME=SLACK_USER_ID (alice=U01ABC)")
+        if name not in names:
+            raise ValueError(f"--slack-user {spec!r}: there is no --user named {name!r}")
+        if slack_id in users:
+            raise ValueError(f"--slack-user: the Slack user {slack_id!r} is mapped twice")
+        users[slack_id] = name
+    try:
+        return SlackInteractivity(
+            secret,
+            users=users,
+            anonymous=anonymous,
+            bot_token=environ.get(ENV["slack_bot"]) or None,
+        )
+    except ValueError as exc:
+        raise ValueError(f"--slack-user: {exc}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import heapq
 import logging
@@ -62,7 +63,8 @@ class Notice:
     ``view`` is the display model (every model string escaped); ``link`` the signed,
     single-use answer link for this notice (``None`` without a public URL);
     ``idempotency_key`` is the same for the same question and step however often the
-    notice is retried or re-sent after a restart.
+    notice is retried or re-sent after a restart. ``answerer`` is who settled the
+    question (a named user, on any host), in the notice a channel's ``settled`` gets.
     """
 
     question_id: str
@@ -71,6 +73,7 @@ class Notice:
     link: str | None
     step: int
     idempotency_key: str
+    answerer: str | None = None
 
 
 class Notifier(Protocol):
@@ -204,6 +207,7 @@ class _Tracked:
     told: dict[int, tuple[Notifier, Notice]] = field(default_factory=dict)  # by id(notifier)
     settled: bool = False
     outcome: Outcome | None = None
+    answerer: str | None = None
     closed: set[int] = field(default_factory=set)  # channels told how it ended
 
 
@@ -316,7 +320,7 @@ class Notifications:
             if event.id not in self._tracked:
                 self._start(event.question)
         elif event.kind == "resolved":
-            self._settle(event.id, event.outcome)
+            self._settle(event.id, event.outcome, event.answerer)
 
     def _start(self, question: PendingQuestion) -> None:
         tracked = self._tracked[question.id] = _Tracked(question)
@@ -331,11 +335,13 @@ class Notifications:
             tracked.tasks.add(task)
             task.add_done_callback(tracked.tasks.discard)
 
-    def _settle(self, question_id: str, outcome: Outcome | None) -> None:
+    def _settle(
+        self, question_id: str, outcome: Outcome | None, answerer: str | None = None
+    ) -> None:
         tracked = self._tracked.pop(question_id, None)
         if tracked is None:
             return
-        tracked.settled, tracked.outcome = True, outcome
+        tracked.settled, tracked.outcome, tracked.answerer = True, outcome, answerer
         for task in tracked.tasks - tracked.calling:
             task.cancel()  # the steps still to come, and their retries, stop here
         # A call already made may have reached its channel: it finishes, and that channel
@@ -348,7 +354,8 @@ class Notifications:
         if id(notifier) in tracked.closed:
             return
         tracked.closed.add(id(notifier))
-        call = functools.partial(notifier.settled, notice, tracked.outcome)
+        ended = dataclasses.replace(notice, answerer=tracked.answerer)
+        call = functools.partial(notifier.settled, ended, tracked.outcome)
         told = asyncio.get_running_loop().create_task(self._deliver(notifier, "settled", call))
         self._settling.add(told)
         told.add_done_callback(self._settling.discard)

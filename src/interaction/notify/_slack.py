@@ -17,6 +17,7 @@ from slack_sdk.models.blocks import (
 
 from ._dispatch import DeliveryError, Notice, Outcome
 from ._http import post_json
+from ._slack_interactive import SlackInteractivity
 from ._text import OUTCOME_WORDS, cut, lines_of, subject_of
 
 __all__ = ["SlackNotifier", "escape_mrkdwn", "notice_blocks"]
@@ -62,21 +63,37 @@ def notice_blocks(notice: Notice) -> list[Block]:
 class SlackNotifier:
     """Posts each pending notice to a Slack incoming webhook (``url`` is its secret: read it
     from the environment). With ``on_settle``, a short message says how it ended. A
-    redirect is never followed: it would re-post the answer link to the host it names."""
+    redirect is never followed: it would re-post the answer link to the host it names.
 
-    def __init__(self, url: str, *, timeout: float = 10.0, on_settle: bool = False) -> None:
+    With ``interactive`` (a :class:`SlackInteractivity`, whose Request URL the page's
+    server serves), a one-question notice carries its choices as buttons answered in
+    Slack, and once the question settles the messages clicked are replaced with how it
+    ended; without it, the notice is a link to the page."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        on_settle: bool = False,
+        interactive: SlackInteractivity | None = None,
+    ) -> None:
         if not url.startswith(("https://", "http://")):
             raise ValueError("a Slack webhook URL is https://hooks.slack.com/...")
         self._url = url
         self.timeout = timeout
         self.on_settle = on_settle
+        self.interactive = interactive
         self.name = "slack"
 
     async def pending(self, notice: Notice) -> None:
         text = escape_mrkdwn(subject_of(notice.view))
-        await self._send(text, notice_blocks(notice))
+        blocks = None if self.interactive is None else self.interactive.blocks(notice)
+        await self._send(text, notice_blocks(notice) if blocks is None else blocks)
 
     async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
+        if self.interactive is not None:
+            await self.interactive.settled(notice.question_id, outcome, notice.answerer)
         if self.on_settle:
             said = f"{subject_of(notice.view)}: it {OUTCOME_WORDS[outcome]}."
             await self._send(escape_mrkdwn(said), None)

@@ -19,7 +19,7 @@ from collections.abc import (
     Mapping,
 )
 from importlib import resources
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -59,6 +59,9 @@ from ..signing import AnswerLinks
 from ..wire import decode_answer, encode_answer, encode_request
 from ._rules import rule_routes
 
+if TYPE_CHECKING:
+    from ..notify import SlackInteractivity
+
 __all__ = ["DEFAULT_MAX_STREAMS", "WebApp", "create_app", "parse_host"]
 
 _ASSETS: Final = resources.files("interaction.web") / "static"
@@ -80,6 +83,10 @@ SCOPED_KEPT: Final = 10_000
 LINK_PATH: Final = "/link"
 LINK_FORM_MAX: Final = 2_048
 """The largest answer link form read (the link's token is at most 400 characters)."""
+SLACK_PATH: Final = "/slack/interactivity"
+"""Slack's Request URL for interactivity: served with a ``SlackInteractivity`` only, and
+reached without the token (Slack cannot send one): each request proves itself with its
+Slack signature instead."""
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 HOSTS_SEEN: Final = 256
@@ -337,8 +344,10 @@ class _Guard:
         origins: Collection[str] = (),
         *,
         users: Mapping[str, str] | None = None,
+        signed: str | None = None,
     ) -> None:
         self.app = app
+        self.signed = signed  # the path whose requests carry a signature, not the token
         named = {} if users is None else users
         self.tokens: tuple[tuple[bytes, str | None], ...] = (
             *(() if token is None else ((token.encode(), None),)),
@@ -359,6 +368,8 @@ class _Guard:
             return None
         if self.scoped is not None and scope["path"] == LINK_PATH:
             return None  # an answer link carries its own signed, single-use proof
+        if scope["path"] == self.signed and scope.get("method") == "POST":
+            return None  # Slack's own signature is checked by the route, before anything
         return self._refuse_token(scope, raw_authorization)
 
     def _refuse_place(self, raw_host: bytes, raw_origin: bytes | None) -> Response | None:
@@ -497,10 +508,12 @@ class WebApp:
         links: AnswerLinks | None = None,
         origins: Collection[str] = (),
         users: Mapping[str, str] | None = None,
+        slack: SlackInteractivity | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
         self.relay = relay
+        self.slack = slack
         self.token = token
         self.users = None if users is None else check_users(users)
         self.max_streams = check_limit("max_streams", max_streams)
@@ -541,13 +554,17 @@ class WebApp:
             *(rule_routes(rules) if rules is not None else []),
             Route(LINK_PATH, self.link, methods=["GET"]),
             Route(LINK_PATH, self.open_link, methods=["POST"]),
+            *([Route(SLACK_PATH, self.slack_interaction, methods=["POST"])] if slack else []),
         ]
-        starlette = Starlette(
+        self._routes = Starlette(
             routes=routes,
             exception_handlers={HTTPException: self._http_error, Exception: self._crash},
         )
         scoped = self._question_of if links is not None else None
-        self._app = _Guard(starlette, token, hosts, scoped, origins, users=self.users)
+        signed = SLACK_PATH if slack is not None else None
+        self._app = _Guard(
+            self._routes, token, hosts, scoped, origins, users=self.users, signed=signed
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -817,6 +834,85 @@ class WebApp:
     async def ping(self, request: Request) -> Response:
         return Response(status_code=204)
 
+    # ------------------------------------------------------------------ Slack
+
+    async def slack_interaction(self, request: Request) -> Response:
+        """Slack's Request URL: the body read up to the Slack side's bound, then handed
+        to it, which checks the signature and answers at once (docs/notify.md)."""
+        assert self.slack is not None
+        most = self.slack.max_body
+        length = request.headers.get("content-length", "0")
+        if not (length.isascii() and length.isdigit()) or int(length) > most:
+            return _error(413, "TOO_LARGE", f"a Slack payload is at most {most} bytes")
+        body = bytearray()
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > most:
+                    return _error(413, "TOO_LARGE", f"a Slack payload is at most {most} bytes")
+        except ClientDisconnect:
+            return Response(status_code=400)
+        status = self.slack.receive(bytes(body), request.headers, _SlackDesk(self))
+        if status == 401:
+            return _error(401, "UNAUTHORIZED", "a valid, recent Slack signature is required")
+        if status == 400:
+            return _error(400, "BAD_PAYLOAD", "not an interaction payload this server handles")
+        return Response(status_code=200)
+
+    async def answer_as(
+        self, question_id: str, body: bytes, user: str | None
+    ) -> tuple[int, str, str]:
+        """The page's own answer route, called in-process for an answer taken elsewhere
+        (a Slack click) under ``user``'s name: every check it makes applies unchanged.
+        Its status, and its error's code and message (``""`` on success)."""
+        path = f"/api/questions/{question_id}/answer"
+        scope: Scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(b"content-type", b"application/json")],
+            "client": None,
+            "server": None,
+            "state": {} if user is None else {"user": user},
+        }
+        given = False
+
+        async def receive() -> Message:
+            nonlocal given
+            if given:
+                return {"type": "http.disconnect"}
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        status, said = 500, bytearray()
+
+        async def send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                said.extend(message.get("body", b""))
+
+        await self._routes(scope, receive, send)
+        if status == 200:
+            return status, "", ""
+        try:
+            error = json.loads(said)["error"]
+            return status, str(error["code"]), str(error["message"])
+        except (ValueError, KeyError, TypeError):
+            return status, "HTTP_ERROR", f"the answer route said {status}"
+
+    async def aclose(self) -> None:
+        """Stop the work the app does beside its requests (Slack clicks being settled)."""
+        if self.slack is not None:
+            await self.slack.aclose()
+
     async def events(self, request: Request) -> Response:
         if self._stopping:
             return _error(503, "STOPPING", "the server is stopping")
@@ -971,6 +1067,24 @@ def create_app(
     return WebApp(
         relay, token=token, hosts=hosts, max_streams=max_streams, links=links, origins=origins
     )
+
+
+class _SlackDesk:
+    """What the Slack side may do here: read a question as it waits, and answer it
+    through :meth:`WebApp.answer_as`."""
+
+    def __init__(self, app: WebApp) -> None:
+        self._app = app
+
+    async def request_of(self, question_id: str) -> AskUserQuestionRequest | None:
+        question = await self._app.relay.lookup(question_id)
+        return None if question is None else question.request
+
+    async def answer(
+        self, question_id: str, answer: AskUserQuestionAnswer, user: str | None
+    ) -> tuple[int, str, str]:
+        body = _ANSWER_JSON.encode(encode_answer(answer)).encode()
+        return await self._app.answer_as(question_id, body, user)
 
 
 def _user(request: Request) -> str | None:

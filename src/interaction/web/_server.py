@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import h11
@@ -32,6 +32,9 @@ from ._app import (
     error_body,
     parse_host,
 )
+
+if TYPE_CHECKING:
+    from ..notify import SlackInteractivity
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_REQUEST_TIMEOUT", "WebServer"]
 
@@ -429,11 +432,13 @@ class WebServer:
         links: AnswerLinks | None = None,
         public_url: str | None = None,
         users: Mapping[str, str] | None = None,
+        slack: SlackInteractivity | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
         self.users = None if users is None else check_users(users)
         self.relay = relay
+        self.slack = slack
         self.rules = rules
         self.links = links
         self.public_url = None if public_url is None else check_public_url(public_url)
@@ -524,6 +529,7 @@ class WebServer:
             links=self.links,
             origins=origins,
             users=self.users,
+            slack=self.slack,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
         # keep-alive timer (5 s) matches httpx's pool expiry (5 s), and a client that
@@ -547,6 +553,7 @@ class WebServer:
             self._server.should_exit = True
             self._server.exit_now.set()
             await self._task
+            await self._app.aclose()
             self._server = self._task = self._app = None
 
     async def __aenter__(self) -> WebServer:

@@ -987,15 +987,27 @@
   const rulesPanel = document.getElementById("rules");
   const rulesRegion = document.getElementById("rules-region");
   const rulesBody = document.getElementById("rules-body");
+  // The form is made once: a list refresh (the panel opened, a rule added or revoked) never
+  // takes away what someone is typing, and only the latest refresh is drawn.
+  const ruleSpec = el("input", { type: "text", "data-testid": "rule-spec", "aria-label": "New rule, as Bash(npm test:*)", placeholder: "Bash(npm test:*)", autocomplete: "off" });
+  const ruleEffect = el("select", { "data-testid": "rule-effect", "aria-label": "Effect" },
+    el("option", { value: "allow", text: "allow" }), el("option", { value: "deny", text: "deny" }));
+  const ruleForm = el("form", { class: "rule-form" }, ruleSpec, ruleEffect,
+    el("button", { type: "submit", "data-testid": "rule-add", text: "Add rule" }));
+  const ruleProblem = el("p", { class: "error", role: "alert", "data-testid": "rule-error" });
+  const rulesList = el("div", {});
+  let rulesAsked = 0;
   const showRules = async () => {
     if (rulesPanel.dataset.enabled !== "yes") return; // this server keeps no rules
+    const asked = ++rulesAsked;
     const { status, data } = await api("/api/rules");
+    if (asked !== rulesAsked) return; // a later refresh is on its way
     if (status === 401) { unauthorized(); return; }
     if (stopped && status === 0) return;
     rulesRegion.hidden = false;
-    rulesBody.replaceChildren();
+    if (!ruleForm.isConnected) rulesBody.replaceChildren(rulesList, ruleForm, ruleProblem);
     if (status !== 200) {
-      rulesBody.append(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
+      rulesList.replaceChildren(el("p", { class: "error", text: errorOf(data).message || `The rules could not be read (${status}).` }));
       return;
     }
     const table = el("table", { class: "rules-table", "data-testid": "rules-table" });
@@ -1014,20 +1026,17 @@
         el("td", { text: rule.source || "any" }), el("td", { text: rule.scope }),
         el("td", { text: rule.createdBy || "" }), el("td", {}, revoke)));
     }
-    const spec = el("input", { type: "text", "data-testid": "rule-spec", "aria-label": "New rule, as Bash(npm test:*)", placeholder: "Bash(npm test:*)", autocomplete: "off" });
-    const effect = el("select", { "data-testid": "rule-effect", "aria-label": "Effect" },
-      el("option", { value: "allow", text: "allow" }), el("option", { value: "deny", text: "deny" }));
-    const add = el("button", { type: "submit", "data-testid": "rule-add", text: "Add rule" });
-    const form = el("form", { class: "rule-form" }, spec, effect, add);
-    const problem = el("p", { class: "error", role: "alert", "data-testid": "rule-error" });
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const result = await api("/api/rules", { spec: spec.value, effect: effect.value });
-      if (result.status === 201) showRules();
-      else problem.textContent = errorOf(result.data).message || `The rule was refused (${result.status}).`;
-    });
-    rulesBody.append(data.rules.length ? table : el("p", { text: "No rules yet." }), form, problem);
+    rulesList.replaceChildren(data.rules.length ? table : el("p", { text: "No rules yet." }));
   };
+  ruleForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const result = await api("/api/rules", { spec: ruleSpec.value, effect: ruleEffect.value });
+    if (result.status === 201) {
+      ruleSpec.value = "";
+      ruleProblem.textContent = "";
+      showRules();
+    } else ruleProblem.textContent = errorOf(result.data).message || `The rule was refused (${result.status}).`;
+  });
   rulesPanel.addEventListener("toggle", () => { if (rulesPanel.open) showRules(); });
 
   // ---- who the token is, first: a named user is shown by name; a token that is not valid
