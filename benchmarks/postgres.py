@@ -1,6 +1,7 @@
 """The Postgres relay beside the Redis relay: (p) one question across hosts, (q) bytes per
 pending question, (u) answers per second under the Redis relay's load
-(``benchmarks/relay_load.py`` on PostgreSQL, which also runs on its own).
+(``benchmarks/relay_load.py`` on PostgreSQL, which also runs on its own) against its floor
+app: two bare Starlette hosts, one SQL claim per answer, taking turns with ours.
 
 Needs the ``postgres``, ``redis`` and ``web`` extras, PostgreSQL's server binaries (as the
 tests find them) and ``redis-server``. Every ratio compares subjects measured in the same
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -41,6 +43,8 @@ from interaction import (
 )
 from interaction.postgres import PostgresRelay
 from interaction.redis import RedisRelay
+from interaction.relay import Relay
+from interaction.web import WebServer
 
 
 def request_1x3() -> AskUserQuestionRequest:
@@ -59,6 +63,13 @@ def request_1x3() -> AskUserQuestionRequest:
             )
         ]
     )
+
+
+class CountingServer(PostgresServer):
+    """The tests' server with ``pg_stat_statements`` loaded, which counts (p)'s statements."""
+
+    def _argv(self) -> list[str]:
+        return [*super()._argv(), "-c", "shared_preload_libraries=pg_stat_statements"]
 
 
 def web_host(*store: str) -> tuple[subprocess.Popen[bytes], str, str]:
@@ -94,12 +105,25 @@ NO_FLUSH_WAIT = "options=-c%20synchronous_commit%3Doff"
 """A connection setting (in the URL) that commits without waiting for the disk's flush."""
 
 
-async def round_trips(
-    postgres_url: str, redis_url: str, number: int, repeat: int
-) -> tuple[float, float, float, float]:
+@dataclass(frozen=True, slots=True)
+class Trips:
+    """(p)'s figures: medians of seconds per question across hosts (over Postgres, the
+    same with ``synchronous_commit=off``, over Redis), per bare ``SELECT 1``, per question
+    on one host in memory; and the statements per question by what they run."""
+
+    over_postgres: float
+    over_redis: float
+    not_flushed: float
+    select: float
+    near: float
+    statements: dict[str, float]
+
+
+async def round_trips(postgres_url: str, redis_url: str, number: int, repeat: int) -> Trips:
     """(p): seconds per question across hosts over Postgres, the same with
-    ``synchronous_commit=off``, over Redis, and per bare ``SELECT 1``, the four taking
-    turns round by round."""
+    ``synchronous_commit=off``, over Redis, per bare ``SELECT 1``, and one host in memory,
+    the five taking turns round by round; then the statements ``number`` questions across
+    hosts over Postgres run (:func:`statements_per_question`)."""
     schema = f"bench{os.getpid()}"
     unflushed_url = f"{postgres_url}?{NO_FLUSH_WAIT}"
     postgres = PostgresRelay(postgres_url, schema=schema)
@@ -116,9 +140,13 @@ async def round_trips(
         await asyncio.to_thread(web_host, "--postgres", unflushed_url, "--schema", f"{schema}u"),
     ]
     bare = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
-    samples: list[list[float]] = [[], [], [], []]
+    memory = Relay()
+    samples: list[list[float]] = [[], [], [], [], []]
     try:
         async with (
+            WebServer(memory) as near_server,
+            httpx.AsyncClient(base_url=near_server.base, headers=auth(near_server.token)) as near,
+            near.stream("GET", "/api/events") as near_events,
             httpx.AsyncClient(base_url=hosts[0][1], headers=auth(hosts[0][2])) as to_postgres,
             httpx.AsyncClient(base_url=hosts[1][1], headers=auth(hosts[1][2])) as to_redis,
             httpx.AsyncClient(base_url=hosts[2][1], headers=auth(hosts[2][2])) as to_unflushed,
@@ -131,6 +159,7 @@ async def round_trips(
                 (postgres, to_postgres, aiter(postgres_events.aiter_lines())),
                 (redis, to_redis, aiter(redis_events.aiter_lines())),
                 (unflushed, to_unflushed, aiter(unflushed_events.aiter_lines())),
+                (memory, near, aiter(near_events.aiter_lines())),
             ]
 
             async def selects() -> float:
@@ -139,12 +168,17 @@ async def round_trips(
                     await bare.execute("SELECT 1")
                 return (time.perf_counter() - start) / number
 
-            for subject in subjects:  # warm both paths
-                await trips(*subject, number)
+            async def subject(index: int) -> float:
+                if index == 3:
+                    return await selects()
+                return await trips(*subjects[index if index < 3 else 3], number)
+
+            for index in range(5):  # warm every path
+                await subject(index)
             for round_number in range(repeat):
-                for index in turns(4, round_number):
-                    sample = await (selects() if index == 3 else trips(*subjects[index], number))
-                    samples[index].append(sample)
+                for index in turns(5, round_number):
+                    samples[index].append(await subject(index))
+            statements = await statements_per_question(postgres_url, subjects[0], number)
     finally:
         for child, _, _ in hosts:
             child.terminate()
@@ -153,8 +187,53 @@ async def round_trips(
         await postgres.aclose()
         await unflushed.aclose()
         await redis.aclose()
-    over_postgres, over_redis, not_flushed, select = (statistics.median(s) for s in samples)
-    return over_postgres, over_redis, not_flushed, select
+        memory.close()
+    over_postgres, over_redis, not_flushed, select, near_trip = (
+        statistics.median(s) for s in samples
+    )
+    return Trips(over_postgres, over_redis, not_flushed, select, near_trip, statements)
+
+
+async def statements_per_question(
+    url: str,
+    subject: tuple[UserInteractionProvider, httpx.AsyncClient, AsyncIterator[str]],
+    number: int,
+) -> dict[str, float]:
+    """The statements every process runs per question across hosts over Postgres, by the
+    schema function or table they call, counted by ``pg_stat_statements`` over ``number``
+    sequential questions (the relay's connections are autocommit and send each statement
+    in one flush: a statement is a round trip; a notification is none). Each phase ends
+    with a short pause, so the tails' reads after the last notification fall into it."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+        await db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        await asyncio.sleep(0.3)  # the warm-up's last reads are done
+        await db.execute("SELECT pg_stat_statements_reset()")
+        await trips(*subject, number)
+        await asyncio.sleep(0.3)  # the tails have read the last events
+        rows = await (
+            await db.execute(
+                "SELECT query, calls FROM pg_stat_statements"
+                " WHERE query NOT LIKE %s AND query <> 'SELECT 1'",
+                ["%pg_stat_statements%"],
+            )
+        ).fetchall()
+    counts: dict[str, float] = {}
+    for query, calls in rows:
+        name = statement_name(str(query))
+        counts[name] = counts.get(name, 0) + int(calls) / number
+    return counts
+
+
+def statement_name(query: str) -> str:
+    """What a counted statement runs: the schema function it calls (``ask``, ``settle``,
+    ``heartbeat``), else the table it reads (``read events``: a tail's read)."""
+    for function in ("ask", "settle", "heartbeat"):
+        if f".{function}(" in query:
+            return function
+    for table in ("events", "questions", "meta"):
+        if f".{table}" in query:
+            return f"read {table}"
+    return query.split(maxsplit=1)[0]
 
 
 def auth(token: str) -> dict[str, str]:
@@ -208,27 +287,54 @@ def measure_postgres(quick: bool) -> list[Row]:
     question in Postgres."""
     rows = []
     with (
-        PostgresServer(durable=True) as database,
+        CountingServer(durable=True) as database,
         tempfile.TemporaryDirectory() as directory,
         RedisServer(Path(directory)) as redis_server,
     ):
         number, repeat = (5, 3) if quick else (100, 7)
-        over_postgres, over_redis, not_flushed, select = asyncio.run(
-            round_trips(database.url, redis_server.url, number, repeat)
-        )
+        found = asyncio.run(round_trips(database.url, redis_server.url, number, repeat))
         case = "(p) one question across hosts over Postgres"
         subject = "ask on A -> event on B -> POST to B -> return on A"
-        ms = over_postgres * 1e3
-        rows.append(Row(case, subject, ms, "the same over Redis", over_redis * 1e3, "ms", "-"))
-        rows.append(Row(case, subject, ms, "bare SELECT 1", select * 1e3, "ms", "-"))
+        ms = found.over_postgres * 1e3
+        floor = (found.near + 4 * found.select) * 1e3
+        rows.append(
+            Row(
+                case,
+                subject,
+                ms,
+                "in-memory trip, one host + 4 SELECT 1",
+                floor,
+                "ms",
+                "<= 1.3x",
+                headline=True,
+            )
+        )
+        rows.append(
+            Row(case, subject, ms, "in-memory relay, one host", found.near * 1e3, "ms", "-")
+        )
+        rows.append(
+            Row(case, subject, ms, "the same over Redis", found.over_redis * 1e3, "ms", "-")
+        )
+        rows.append(Row(case, subject, ms, "bare SELECT 1", found.select * 1e3, "ms", "-"))
         rows.append(
             Row(
                 case,
                 "the same, synchronous_commit=off",
-                not_flushed * 1e3,
+                found.not_flushed * 1e3,
                 "the same over Redis",
-                over_redis * 1e3,
+                found.over_redis * 1e3,
                 "ms",
+                "-",
+            )
+        )
+        rows.append(
+            Row(
+                "(p) Postgres round trips per question, every process",
+                " + ".join(f"{name} {n:g}" for name, n in sorted(found.statements.items())),
+                sum(found.statements.values()),
+                "the floor: ask + notify, claim + notify",
+                4.0,
+                "trips",
                 "-",
             )
         )
@@ -264,22 +370,33 @@ TITLE = "the Postgres relay: across hosts, storage per pending question, load"
 
 
 def measure(quick: bool) -> list[Row]:
-    """(p) and (q) beside the Redis relay's rows, and (u) the load run."""
+    """(p) and (q) beside the Redis relay's rows, and (u) the load run against its floor
+    app (bare Starlette, one SQL claim per answer), taking turns."""
     import relay_load
 
-    total, clients = (400, 10) if quick else (10_000, 50)
-    load = asyncio.run(relay_load.run("postgres", total, clients))
+    total, clients, repeat = (200, 10, 1) if quick else (10_000, 50, 2)
+    both = asyncio.run(relay_load.compare(total, clients, repeat, "postgres"))
+    ours, bare = both["ours"], both["floor"]
     case = f"(u) load over Postgres: {total:,} asks, 4 askers, {clients} clients, 2 hosts"
-    return [
-        *measure_postgres(quick),
+    rows = [
         Row(
             case,
             "answers per second, none lost or doubled",
-            load["answers_per_s"],
-            "none (the Redis relay's is (o))",
-            0.0,
+            ours["answers_per_s"],
+            "floor app: bare Starlette + one SQL claim",
+            bare["answers_per_s"],
             "answers/s",
-            "report, answers/s",
+            ">= 0.8x",
             headline=True,
-        ),
+        )
     ]
+    for figure in ("p50_ms", "p99_ms"):
+        cut = figure.split("_")[0]
+        latency = f"answer POST latency {cut}"
+        rows.append(Row(case, latency, ours[figure], "floor app", bare[figure], "ms", "-"))
+    for who in ("hosts", "postgres", "clients"):
+        key = f"cpu_ms_per_answer_{who}"
+        rows.append(
+            Row(case, f"CPU per answer, {who}", ours[key], "floor app", bare[key], "ms", "-")
+        )
+    return [*measure_postgres(quick), *rows]

@@ -2,7 +2,7 @@
 processes, answered by 50 HTTP clients across two ``interaction serve`` hosts on one store;
 none lost, none answered twice.
 
-    python benchmarks/relay_load.py redis               # ours and the floor app (full run)
+    python benchmarks/relay_load.py redis               # ours and its floor app (full run)
     python benchmarks/relay_load.py postgres --quick    # 400 asks, 10 clients
 
 Needs the ``web`` extra and the engine's: ``redis-server`` on PATH and the ``redis`` extra,
@@ -10,9 +10,11 @@ or PostgreSQL's server binaries (as the tests find them, run with ``fsync`` on) 
 ``postgres`` extra. Every 20th question is claimed through both hosts at once: exactly one
 claim may win. ``redis_relay.py``'s (o) and ``postgres.py``'s (u) are this run.
 
-The Redis run is measured against a floor, in the same run: two bare Starlette apps on
-uvicorn, each answer one Lua claim script (first claim wins) on the same number of pending
-question hashes, answered by the same clients; no askers. The subjects take turns (ours,
+Each engine's run is measured against its floor, in the same run: two bare Starlette apps
+on uvicorn, each answer one claim (first claim wins) on the same number of pending
+questions, answered by the same clients; no askers. On Redis the claim is one Lua script on
+a question hash; on PostgreSQL one ``UPDATE`` of a pending row (:data:`POSTGRES_FLOOR`, a
+fresh server with ``fsync`` on, as ours). The subjects take turns (ours,
 the floor, the floor, ours); each figure is the median of its turns: answers per second,
 the answer POST's p50/p99 latency as the clients see it, and the CPU seconds per answer of
 the askers, the hosts, the store and the clients' own process over the answering phase.
@@ -111,6 +113,41 @@ async def main(url, prefix, port):
 
 asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
 """
+
+POSTGRES_FLOOR = r"""
+import asyncio, sys
+import psycopg, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+# First claim wins: one statement, its own transaction.
+CLAIM = "UPDATE floor SET state = 'answered', answer = %s WHERE id = %s AND state = 'pending'"
+
+async def main(url, port):
+    idle = asyncio.Queue()
+    for _ in range(16):  # the relay's pool size
+        idle.put_nowait(await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=None))
+
+    async def answer(request):
+        body = (await request.body()).decode()
+        connection = await idle.get()
+        try:
+            claimed = (await connection.execute(CLAIM, [body, request.path_params["id"]])).rowcount
+        finally:
+            idle.put_nowait(connection)
+        return JSONResponse({"ok": True}) if claimed else Response(status_code=409)
+
+    app = Starlette(routes=[Route("/answer/{id}", answer, methods=["POST"])])
+    config = uvicorn.Config(
+        app, port=port, log_level="warning", lifespan="off", timeout_keep_alive=10)
+    await uvicorn.Server(config).serve()
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+"""The Postgres floor app: :data:`FLOOR`'s answer route with one SQL claim (an ``UPDATE``
+of a pending row, autocommit, on a pool of the relay's 16 connections) for the Lua one."""
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -400,16 +437,18 @@ async def run(engine: Engine, total: int, clients: int) -> dict[str, float]:
 
 @contextlib.asynccontextmanager
 async def floor_hosts(
-    url: str, prefix: str
+    url: str, prefix: str, engine: Engine = "redis"
 ) -> AsyncIterator[tuple[list[int], list[httpx.AsyncClient]]]:
-    """Two :data:`FLOOR` apps, up: their PIDs and a client of each; stopped by their PIDs
-    on the way out."""
+    """Two floor apps of ``engine`` (:data:`FLOOR`, :data:`POSTGRES_FLOOR`), up: their PIDs
+    and a client of each; stopped by their PIDs on the way out."""
     async with contextlib.AsyncExitStack() as stack:
         pids: list[int] = []
         https: list[httpx.AsyncClient] = []
         for _ in range(2):
             port = free_port()
             argv = [sys.executable, "-c", FLOOR, url, prefix, str(port)]
+            if engine == "postgres":
+                argv = [sys.executable, "-c", POSTGRES_FLOOR, url, str(port)]
             child = stack.enter_context(
                 popen(argv, number=signal.SIGKILL, stdout=subprocess.DEVNULL)
             )
@@ -420,6 +459,42 @@ async def floor_hosts(
                 await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
             )
         yield pids, https
+
+
+async def postgres_floor(total: int, clients: int) -> dict[str, float]:
+    """The same answering on the Postgres floor app: ``total`` pending rows of one table on
+    a fresh server (``fsync`` on, as for ours), two bare Starlette hosts claiming each with
+    one ``UPDATE``, the same clients."""
+    import psycopg
+
+    texts = [f"f-{i}" for i in range(total)]
+    with store("postgres") as server:
+        assert server.process is not None
+        async with await psycopg.AsyncConnection.connect(server.url, autocommit=True) as db:
+            await db.execute(
+                "CREATE TABLE floor (id text PRIMARY KEY, state text NOT NULL,"
+                " request text NOT NULL, answer text)"
+            )
+            async with db.cursor() as cursor:
+                await cursor.executemany(
+                    "INSERT INTO floor (id, state, request) VALUES (%s, 'pending', '{}')",
+                    [(text,) for text in texts],
+                )
+            async with floor_hosts(server.url, "", "postgres") as (pids, https):
+
+                async def answer(http: httpx.AsyncClient, text: str) -> int:
+                    body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
+                    return (await http.post(f"/answer/{text}", json=body)).status_code
+
+                groups = {"hosts": pids, "postgres": [server.process.pid], "clients": [os.getpid()]}
+                cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+                seconds, latencies, refused = await answering(https, texts, clients, answer)
+                cpu = {who: cpu_seconds(pids) - cpu[who] for who, pids in groups.items()}
+            left = await (
+                await db.execute("SELECT count(*) FROM floor WHERE state <> 'answered'")
+            ).fetchone()
+            assert left == (0,), left
+    return figures(total, seconds, latencies, cpu, refused=refused)
 
 
 async def floor(total: int, clients: int) -> dict[str, float]:
@@ -453,14 +528,18 @@ async def floor(total: int, clients: int) -> dict[str, float]:
     return figures(total, seconds, latencies, cpu, refused=refused)
 
 
-async def compare(total: int, clients: int, repeat: int) -> dict[str, dict[str, float]]:
-    """Ours on Redis and the floor taking turns (ours, floor, floor, ours, ...): each
-    figure's median over the turns."""
+async def compare(
+    total: int, clients: int, repeat: int, engine: Engine = "redis"
+) -> dict[str, dict[str, float]]:
+    """Ours on ``engine`` and its floor app taking turns (ours, floor, floor, ours, ...):
+    each figure's median over the turns."""
     turns: dict[str, list[dict[str, float]]] = {"ours": [], "floor": []}
+    floor_of = floor if engine == "redis" else postgres_floor
     for round_number in range(repeat):
         order = ("ours", "floor") if round_number % 2 == 0 else ("floor", "ours")
         for subject in order:
-            measured = run("redis", total, clients) if subject == "ours" else floor(total, clients)
+            ours = subject == "ours"
+            measured = run(engine, total, clients) if ours else floor_of(total, clients)
             turns[subject].append(await measured)
     return {
         subject: {key: statistics.median(t[key] for t in taken) for key in taken[0]}
@@ -472,18 +551,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("engine", choices=sorted(SPACE), help="the store the relay runs on")
     parser.add_argument("--quick", action="store_true", help="400 asks, 10 clients")
-    parser.add_argument("--repeat", type=int, default=2, help="turns of each on Redis (default 2)")
+    parser.add_argument("--repeat", type=int, default=2, help="turns of each (default 2)")
     args = parser.parse_args()
     total, clients = (400, 10) if args.quick else (10_000, 50)
     load = os.getloadavg()[0]
-    if args.engine == "postgres":
-        print(
-            json.dumps(
-                {"load_at_start": load, **asyncio.run(run("postgres", total, clients))}, indent=2
-            )
-        )
-        return 0
-    both = asyncio.run(compare(total, clients, args.repeat))
+    both = asyncio.run(compare(total, clients, args.repeat, args.engine))
     both["ratio"] = {
         "answers_per_s": both["ours"]["answers_per_s"] / both["floor"]["answers_per_s"]
     }

@@ -10,14 +10,14 @@ Every ratio compares subjects measured in the same run, taking turns round by ro
 medians of rounds (``timing.py``).
 
 Each area is one file beside this one, which reads on its own: ``core.py``, ``web.py``,
-``terminal.py``, ``redis_relay.py``, ``pages.py``, ``policies.py``, ``postgres.py``,
-``teams.py``. To add an area:
+``web_load.py``, ``terminal.py``, ``redis_relay.py``, ``pages.py``, ``policies.py``,
+``postgres.py``, ``teams.py``. To add an area:
 
 1. write ``benchmarks/<area>.py`` with a module docstring saying what each of its cases
    measures, a ``TITLE`` string, and ``def measure(quick: bool) -> list[Row]``, built from
    ``timing.py`` (``interleaved``, ``timed``, ``Row``; ``Row(..., headline=True)`` puts a
    row's figure in RESULTS.md's history table). With ``quick`` it must finish in seconds:
-   CI runs every area that way. Name cases by the next free letter, ``(v)`` on. Do not name
+   CI runs every area that way. Name cases by the next free letter, ``(w)`` on. Do not name
    the file after an importable package (``redis.py`` would hide ``redis``: this directory
    is first on ``sys.path``);
 2. add its name to ``AREAS`` below.
@@ -45,7 +45,17 @@ from timing import Row, table
 
 import interaction
 
-AREAS = ("core", "web", "terminal", "redis_relay", "pages", "policies", "postgres", "teams")
+AREAS = (
+    "core",
+    "web",
+    "web_load",
+    "terminal",
+    "redis_relay",
+    "pages",
+    "policies",
+    "postgres",
+    "teams",
+)
 """Every area, in the order a full run measures them."""
 
 RESULTS = Path(__file__).with_name("RESULTS.md")

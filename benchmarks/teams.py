@@ -1,6 +1,6 @@
 """Teams: what a quorum costs across hosts.
 
-(v) a permission question with a quorum of 2 (assigned to ``ops = alice, bob``), asked here
+(w) a permission question with a quorum of 2 (assigned to ``ops = alice, bob``), asked here
 over Redis (host A) and approved on two other hosts: its ``requested`` event is read on
 host B's stream, alice's approval is POSTed to B and bob's to host C, and the ask returns
 here; against two plain answers' trips in the same run (the same permission question,
@@ -139,7 +139,7 @@ def _bearer(name: str) -> dict[str, str]:
 
 
 def measure(quick: bool) -> list[Row]:
-    """(v) a quorum-2 approval across hosts over Redis, against two plain trips."""
+    """(w) a quorum-2 approval across hosts over Redis, against two plain trips."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.redis_server import RedisServer
 
@@ -148,7 +148,7 @@ def measure(quick: bool) -> list[Row]:
         quorum, plain = asyncio.run(quorum_over_redis(server.url, number, repeat))
     return [
         Row(
-            "(v) a quorum-2 approval across hosts over Redis",
+            "(w) a quorum-2 approval across hosts over Redis",
             "ask on A -> event on B -> alice approves on B -> bob on C -> return on A",
             quorum * 1e3,
             "two plain answers' trips (ask on A, answer on B, twice)",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -13,6 +13,7 @@ from interaction import AskUserQuestionRequest
 from interaction.relay import Relay
 from interaction.web import WebServer
 
+from .browser_server import BrowserServer
 from .helpers import pkg_question
 from .web_helpers import served
 
@@ -62,16 +63,26 @@ ARGS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def browser_server() -> Iterator[BrowserServer]:
+    """One Chromium for the test process (each xdist worker), launched on first use."""
+    server = BrowserServer(CHROMIUM, ARGS)
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
+async def browser(browser_server: BrowserServer) -> AsyncIterator[Browser]:
+    """The worker's Chromium, connected for this test: its contexts and pages are its own
+    and are closed when it ends."""
     if not HAVE_CHROMIUM:
         if os.environ.get("CI"):
             pytest.fail("chromium is required under CI: .ci/run installs it")
         pytest.skip("chromium is not installed (apt-get install chromium)")
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        await launched.close()
+        connected = await playwright.chromium.connect(browser_server.endpoint())
+        yield connected
+        await connected.close()
 
 
 @pytest.fixture

@@ -1,24 +1,21 @@
-"""Load, on loopback only and bounded: 10,000 pending asks answered by 50 HTTP clients."""
+"""Load, on loopback only and bounded: 1,000 pending asks answered by 50 HTTP clients, none
+lost or answered twice. The rate at 10,000 is measured by benchmarks/web_load.py's (v)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 
-import pytest
-
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask
 
 from .web_helpers import client, served
 
-ASKS = 10_000
+ASKS = 1_000
 CLIENTS = 50
 
 
-@pytest.mark.long
-@pytest.mark.timeout(300)  # its own bound below, past the suite's 120 s on a busy machine
-async def test_ten_thousand_pending_asks_answered_over_http_none_lost_or_twice() -> None:
-    async with asyncio.timeout(300), served(max_pending=ASKS, queue_size=ASKS) as (relay, server):
+async def test_a_thousand_pending_asks_answered_over_http_none_lost_or_twice() -> None:
+    async with asyncio.timeout(100), served(max_pending=ASKS, queue_size=ASKS) as (relay, server):
         watcher = relay.subscribe()
         tasks = [
             asyncio.create_task(ask(AskUserQuestionRequest([AskUserQuestionItem(f"q{n}", "?")])))
