@@ -31,7 +31,9 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     PermissionIntent,
+    Team,
     UserInteractionError,
     ask,
     provide,
@@ -254,10 +256,14 @@ class Desk:
 
 @asynccontextmanager
 async def desk(
-    *, bot_token: str | None = None, anonymous: bool = False, on_settle: bool = False
+    *,
+    bot_token: str | None = None,
+    anonymous: bool = False,
+    on_settle: bool = False,
+    team: Team | None = None,
 ) -> AsyncIterator[Desk]:
     links = AnswerLinks(secret=b"s" * 32)
-    relay = Relay()
+    relay = Relay(team=team)
     async with slack_stand_in() as slack:
         interactive = SlackInteractivity(
             SECRET,
@@ -269,7 +275,9 @@ async def desk(
         hook = f"{slack.base}/services/T0/B0/hook"
         channel = SlackNotifier(hook, interactive=interactive, on_settle=on_settle)
         with provide(relay):
-            async with WebServer(relay, links=links, users=TOKENS, slack=interactive) as server:
+            async with WebServer(
+                relay, links=links, users=TOKENS, slack=interactive, team=team
+            ) as server:
                 notifications = Notifications(
                     relay, [Step(channel)], links=links, public_url=server.base, clock=ManualClock()
                 )
@@ -554,6 +562,42 @@ async def test_an_unmapped_slack_user_is_told_and_nothing_changes() -> None:
         assert not task.done()
         assert len(d.relay.pending()) == 1
         task.cancel()
+
+
+async def test_assignment_and_quorum_apply_in_slack_as_on_the_page() -> None:
+    """A mapped Slack user not assigned is refused as the page refuses them; a quorum
+    counts each approval made in Slack and settles at the last."""
+    team = Team(["alice", "bob"], {"ops": ["alice", "bob"]})
+    async with desk(team=team) as d:
+        only_bob = AskUserQuestionRequest([DEPLOY], assignment=Assignment(["bob"]))
+        task = asyncio.create_task(ask(only_bob))
+        message = await d.slack.notice()
+        await d.click(message, ALICE, "Approve")
+        _, told = await d.slack.response()
+        assert told["response_type"] == "ephemeral"
+        assert told["text"] == (
+            "Your answer was not taken: question "
+            f"{d.relay.pending()[0].id!r} is assigned to others: 'alice' may not settle it"
+        )
+        assert not task.done()
+        await d.click(message, BOB, "Approve")
+        assert (await task).answers[0].selected == ("Allow",)
+        for _ in ("alice's click", "bob's"):  # each clicked message is replaced
+            _, replaced = await d.slack.response()
+            assert replaced["text"].endswith("it was answered by bob.")
+
+        both = AskUserQuestionRequest([DEPLOY], assignment=Assignment(["ops"], quorum=2))
+        task = asyncio.create_task(ask(both))
+        message = await d.slack.notice()
+        await d.click(message, ALICE, "Approve")
+        _, told = await d.slack.response()
+        assert told["text"] == (
+            "Your approval is recorded (1 of 2 approved: alice); it still waits."
+        )
+        assert not task.done()
+        await d.click(message, BOB, "Approve")
+        assert (await task).answers[0].selected == ("Allow",)
+        assert not d.relay.pending()
 
 
 async def test_an_unmapped_slack_user_answers_when_anonymous_answers_are_allowed() -> None:
