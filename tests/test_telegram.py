@@ -25,8 +25,10 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     PermissionIntent,
     Provenance,
+    Team,
     ask,
     provide,
 )
@@ -79,11 +81,13 @@ class Desk:
     notifications: Notifications
 
     async def asked(
-        self, item: AskUserQuestionItem
+        self, item: AskUserQuestionItem, assignment: Assignment | None = None
     ) -> tuple[asyncio.Task[AskUserQuestionAnswer], Message]:
         """Ask ``item`` and wait for the bot's message about it."""
         before = len(self.api.messages)
-        request = AskUserQuestionRequest([item], provenance=Provenance(source="deploy-bot"))
+        request = AskUserQuestionRequest(
+            [item], provenance=Provenance(source="deploy-bot"), assignment=assignment
+        )
         task = asyncio.get_running_loop().create_task(ask(request))
         await self.api.until(lambda: len(self.api.messages) > before)
         return task, self.api.sent()[-1]
@@ -95,10 +99,12 @@ class Desk:
 
 @asynccontextmanager
 async def desk(
-    users: dict[int, str] | None = None, chats: tuple[int, ...] = (CHAT,)
+    users: dict[int, str] | None = None,
+    chats: tuple[int, ...] = (CHAT,),
+    team: Team | None = None,
 ) -> AsyncIterator[Desk]:
     async with bot_api() as api:
-        relay = Relay()
+        relay = Relay(team=team)
         mapped = {ALICE: "alice", BOB: "bob"} if users is None else users
         notifier = TelegramNotifier(
             api.token, chats, users=mapped, base_url=api.url, poll_timeout=5, retry=QUICK
@@ -238,6 +244,33 @@ async def test_an_unmapped_user_is_told_and_nothing_changes() -> None:
         assert d.api.called("editMessageText") == []
         await d.api.click(message, ALICE, message.data_of("Deny"))
         assert (await task).answers[0].selected == ("Deny",)
+
+
+async def test_assignment_and_quorum_apply_to_taps_as_on_the_page() -> None:
+    """A mapped user not assigned is refused; a quorum counts each tap's approval and
+    settles at the last."""
+    async with desk(team=Team(["alice", "bob"], {"ops": ["alice", "bob"]})) as d:
+        task, message = await d.asked(PERMISSION, Assignment(["bob"]))
+        said = await d.api.click(message, ALICE, message.data_of("Approve"))
+        assert said == (
+            f"Not accepted: question {d.question_id()!r} is assigned to others:"
+            " 'alice' may not settle it"
+        )
+        assert not task.done()
+        assert await d.api.click(message, BOB, message.data_of("Approve")) == (
+            "Answered as bob: Allow"
+        )
+        assert (await task).answers[0].selected == ("Allow",)
+
+        task, message = await d.asked(PERMISSION, Assignment(["ops"], quorum=2))
+        said = await d.api.click(message, ALICE, message.data_of("Approve"))
+        assert said == "Your approval is recorded (1 of 2 approved: alice); it still waits."
+        assert not task.done()
+        assert await d.api.click(message, BOB, message.data_of("Approve")) == (
+            "Answered as bob: Allow"
+        )
+        assert (await task).answers[0].selected == ("Allow",)
+        assert await settled_text(d.api, message) == "It was answered by bob: Allow."
 
 
 async def test_a_button_from_another_chat_or_message_is_refused() -> None:

@@ -408,7 +408,21 @@ class TelegramNotifier:
         found = _CALLBACK.fullmatch(click.data)
         if found is None:
             return "This button is not one of this bot's; nothing changed."
-        ref = found.group(1)
+        sent = await self._sent_for(found.group(1), click)
+        if isinstance(sent, str):
+            return sent
+        user = self.users.get(click.user)
+        if user is None:
+            return (
+                f"Your Telegram account ({click.user}) is not mapped to a user here;"
+                " nothing changed."
+            )
+        if not _answerable(sent.view):
+            return "This question is answered on the page; nothing changed."
+        return await self._act(relay, sent, found, user)
+
+    async def _sent_for(self, ref: str, click: _Click) -> _Sent | str:
+        """The message ``ref`` names, if the click came from it; else what to tell."""
         sent = self._refs.get(ref)
         if sent is None:
             line = self._settled.get(ref)
@@ -424,14 +438,10 @@ class TelegramNotifier:
                     await sent.sent.wait()
         if sent.messages.get(click.chat) != click.message:
             return "This button is not from this question's message; nothing changed."
-        user = self.users.get(click.user)
-        if user is None:
-            return (
-                f"Your Telegram account ({click.user}) is not mapped to a user here;"
-                " nothing changed."
-            )
-        if not _answerable(sent.view):
-            return "This question is answered on the page; nothing changed."
+        return sent
+
+    async def _act(self, relay: RelayBackend, sent: _Sent, found: re.Match[str], user: str) -> str:
+        """What the button does: answer with an option, send the ticked ones, or tick."""
         question = sent.request.questions[0]
         view = sent.view.questions[0]
         index = int(found.group(3)) if found.group(3) is not None else -1
@@ -443,6 +453,10 @@ class TelegramNotifier:
             return "This button does not fit this question; nothing changed."
         if action == "o":
             return await self._submit(relay, sent, question, [view.options[index].label], user)
+        return await self._tick(relay, sent, index)
+
+    async def _tick(self, relay: RelayBackend, sent: _Sent, index: int) -> str:
+        """Tick or untick a multi-select's option, on every message of the question."""
         if await relay.lookup(sent.question_id) is None:
             return "Too late: it no longer waits. Nothing changed."
         sent.chosen ^= {index}
@@ -450,7 +464,8 @@ class TelegramNotifier:
         for chat, message in list(sent.messages.items()):
             with contextlib.suppress(TelegramError):
                 await self._bot.edit_message_reply_markup(chat, message, reply_markup=keyboard)
-        names = ", ".join(view.options[i].text for i in sorted(sent.chosen)) or "nothing"
+        options = sent.view.questions[0].options
+        names = ", ".join(options[i].text for i in sorted(sent.chosen)) or "nothing"
         return f"Chosen so far: {names}. Press Send to answer."
 
     async def _submit(
@@ -468,10 +483,19 @@ class TelegramNotifier:
             status, code, message = 200, "", ""
             try:
                 await relay.submit(sent.question_id, answer, answerer=user)
+                assignment = sent.request.assignment
+                if assignment is not None and assignment.quorum is not None:
+                    still = await relay.lookup(sent.question_id)
+                    if still is not None:  # an approval short of the quorum: it waits on
+                        names = ", ".join(approval.user for approval in still.approvals)
+                        count = f"{len(still.approvals)} of {assignment.quorum}"
+                        status, message = 202, f"{count} approved: {names}"
             except UserInteractionError as error:
                 status, code, message = 400, error.code, error.message
         if code == NOT_PENDING:
             return "Too late: it was settled already. Nothing changed."
+        if status == 202:  # an approval short of the question's quorum
+            return f"Your approval is recorded ({message}); it still waits."
         if status != 200:
             return f"Not accepted: {message}"
         sent.decided = ", ".join(labels) or "nothing chosen"

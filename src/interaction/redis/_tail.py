@@ -158,47 +158,33 @@ class Tail:
         request (the scripts' entries name only the question), a ``resolved`` one the
         stored outcome, answer and answerer, never its own.
         """
-        kinds = ("requested", "resolved", "approved")
-        checked: list[Checked] = []
-        for position, raw, (state, request, answer, answerer) in found:
-            fields = self._readable(position, raw)
-            kind, question_id = fields.get("kind"), fields.get("id", "")
-            if kind not in kinds:  # no script writes one: a position, and nothing more
-                checked.append((position, {}, None))
-                continue
-            if kind == "requested" and request is None:  # gone since (or never asked)
-                checked.append((position, {}, None))
-                continue
-            if kind == "approved":  # shown while it waits; once settled, its resolved says all
-                shown = state == "pending" and request is not None and readable(request)
-                approved = {**fields, "request": request or "", "approvals": answer or ""}
-                checked.append((position, approved if shown else {}, None))
-                continue
-            if kind == "requested" and request != fields.get("request", request):
-                why = "was not asked with that request"
-            elif kind == "requested" and not readable(request or ""):
-                why = "holds a request that is not UTF-8"
-            elif kind == "resolved" and state == "pending":
-                why = "is still pending"
-            else:
-                kept = fields
-                if kind == "requested":  # the entry names it; the hash holds the request
-                    kept = {**fields, "request": request or ""}
-                elif state is not None:
-                    outcome = state if state in OUTCOMES else "aborted"
-                    kept = {
-                        **fields,
-                        "outcome": outcome,
-                        "answer": answer or "",
-                        "answerer": answerer or "",
-                    }
-                else:  # the hash is gone: nobody is named by the entry's word alone
-                    kept = {k: v for k, v in fields.items() if k != "answerer"}
-                checked.append((position, kept, state))
-                continue
+        return [self._check(position, raw, stored) for position, raw, stored in found]
+
+    def _check(self, position: str, raw: Mapping[str, str], stored: Stored) -> Checked:
+        """One entry as its question's hash bears it out (see :meth:`checked`)."""
+        state, request, answer, answerer = stored
+        fields = self._readable(position, raw)
+        kind = fields.get("kind")
+        if kind not in ("requested", "resolved", "approved"):  # no script writes one
+            return (position, {}, None)
+        if kind == "requested" and request is None:  # gone since (or never asked)
+            return (position, {}, None)
+        if kind == "approved":  # shown while it waits; once settled, its resolved says all
+            shown = state == "pending" and request is not None and readable(request)
+            approved = {**fields, "request": request or "", "approvals": answer or ""}
+            return (position, approved if shown else {}, None)
+        why = _not_borne_out(kind, fields, state, request)
+        if why is not None:
+            question_id = fields.get("id", "")
             log.warning("ignored the stream entry %s: question %r %s", position, question_id, why)
-            checked.append((position, {}, None))
-        return checked
+            return (position, {}, None)
+        if kind == "requested":  # the entry names it; the hash holds the request
+            return (position, {**fields, "request": request or ""}, state)
+        if state is None:  # the hash is gone: nobody is named by the entry's word alone
+            return (position, {k: v for k, v in fields.items() if k != "answerer"}, state)
+        outcome = state if state in OUTCOMES else "aborted"
+        settled = {**fields, "outcome": outcome, "answer": answer or "", "answerer": answerer or ""}
+        return (position, settled, state)
 
     def _read_keys_args(
         self, after: str, inbox_after: str = ""
@@ -485,3 +471,17 @@ class Tail:
         closes); a tail on its inbox alone has no iterators to give it to."""
         while self.following and (checked := await self.read(self.buffer.last)):
             self.absorb(checked)
+
+
+def _not_borne_out(
+    kind: str, fields: Mapping[str, str], state: str | None, request: str | None
+) -> str | None:
+    """Why a ``requested`` or ``resolved`` entry is not what its question's hash says, if
+    it is not."""
+    if kind == "requested" and request != fields.get("request", request):
+        return "was not asked with that request"
+    if kind == "requested" and not readable(request or ""):
+        return "holds a request that is not UTF-8"
+    if kind == "resolved" and state == "pending":
+        return "is still pending"
+    return None
