@@ -28,10 +28,13 @@ from interaction import (
     AskUserQuestionItem,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Assignment,
     ErrorCode,
     PlanReviewIntent,
+    Team,
     UserInteractionError,
     ask,
+    permission_question,
     provide,
 )
 from interaction.relay import Relay
@@ -326,6 +329,39 @@ async def test_a_named_users_page_says_who_answered_or_dismissed_it(browser: Bro
                             await task
             await page.close()
             relay.close()
+
+
+async def test_every_page_shows_a_quorums_approvals_and_the_last_approver_settles_it(
+    browser: Browser,
+) -> None:
+    users = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
+    team = Team(list(users), {"ops": list(users)})
+    relay = Relay(team=team)
+    deploy = permission_question("Bash", "make deploy", id="deploy")
+    with provide(relay):
+        async with WebServer(relay, users=users, team=team) as server:
+            page = await browser.new_page()
+            try:
+                await page.goto(server.user_url("bob"))
+                request = AskUserQuestionRequest([deploy], assignment=Assignment(["ops"], 2))
+                task = asyncio.create_task(ask(request))
+                approvals = page.get_by_test_id("approvals")
+                await approvals.get_by_text("0 of 2 approved").wait_for()
+                (pending,) = relay.pending()
+                alice = {"Authorization": f"Bearer {users['alice']}"}
+                allow = {"answers": [{"id": "deploy", "selected": ["Allow"]}]}
+                async with httpx.AsyncClient(base_url=server.base, headers=alice) as api:
+                    path = f"/api/questions/{pending.id}/answer"
+                    assert (await api.post(path, json=allow)).status_code == 202
+                await approvals.get_by_text("1 of 2 approved: alice").wait_for()
+                assert not task.done()
+                await page.get_by_text("Allow once", exact=True).click()
+                await page.get_by_test_id("submit").click()
+                assert (await task).answers == (Item("deploy", ["Allow"]),)
+                assert relay.pending() == []
+            finally:
+                await page.close()
+                relay.close()
 
 
 async def test_a_network_error_or_a_5xx_keeps_the_question_and_the_draft(
