@@ -2,16 +2,18 @@
 
 (w) a permission question with a quorum of 2 (assigned to ``ops = alice, bob``), asked here
 over Redis (host A) and approved on two other hosts: its ``requested`` event is read on
-host B's stream, alice's approval is POSTed to B and bob's to host C, and the ask returns
-here; against two plain answers' trips in the same run (the same permission question,
-unassigned, asked here, read on B's stream and answered on B, twice). The subjects take
-turns round by round. Both hosts are ``interaction serve --redis`` processes with the same
-team. Needs ``redis-server`` on PATH.
+host B's stream, alice's approval is POSTed to B and bob's to host C (where bob's page is
+open too, as it is when he approves what it shows), and the ask returns here; against two
+plain answers' trips in the same run (the same permission question, unassigned, asked
+here, read on B's stream and answered on B, twice). The subjects take turns round by
+round. Both hosts are ``interaction serve --redis`` processes with the same team. Needs
+``redis-server`` on PATH.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -95,6 +97,12 @@ async def _plain_pairs(lines: AsyncIterator[str], alice: httpx.AsyncClient, numb
     return (time.perf_counter() - start) / number
 
 
+async def _read_all(lines: AsyncIterator[str]) -> None:
+    """Read a page's stream as the page does, to its end."""
+    async for _ in lines:
+        pass
+
+
 async def quorum_over_redis(url: str, number: int, repeat: int) -> tuple[float, float]:
     """Seconds of a quorum-2 approval across hosts, and of two plain trips (medians)."""
     from interaction.redis import RedisRelay
@@ -111,20 +119,27 @@ async def quorum_over_redis(url: str, number: int, repeat: int) -> tuple[float, 
             httpx.AsyncClient(base_url=base_b, headers=_bearer("alice"), timeout=60) as alice,
             httpx.AsyncClient(base_url=base_c, headers=_bearer("bob"), timeout=60) as bob,
             alice.stream("GET", "/api/events") as events,
+            bob.stream("GET", "/api/events") as bobs_events,
         ):
             lines = aiter(events.aiter_lines())
             while "snapshot" not in await anext(lines):  # asked from now on: requested events
                 pass
+            bobs_page = asyncio.create_task(_read_all(aiter(bobs_events.aiter_lines())))
             measured: list[Callable[[], Awaitable[float]]] = [
                 lambda: _quorum_trips(lines, alice, bob, number),
                 lambda: _plain_pairs(lines, alice, number),
             ]
-            with interaction.provide(relay):
-                for subject in measured:  # warm every path (connections, scripts loaded)
-                    await subject()
-                for round_number in range(repeat):
-                    for index in turns(len(measured), round_number):
-                        samples[index].append(await measured[index]())
+            try:
+                with interaction.provide(relay):
+                    for subject in measured:  # warm every path (connections, scripts loaded)
+                        await subject()
+                    for round_number in range(repeat):
+                        for index in turns(len(measured), round_number):
+                            samples[index].append(await measured[index]())
+            finally:
+                bobs_page.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await bobs_page
     finally:
         for process in (host_b, host_c):
             process.terminate()
