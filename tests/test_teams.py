@@ -345,6 +345,31 @@ async def test_the_page_refuses_a_claim_by_someone_not_assigned_with_403() -> No
         assert await task == ALLOW
 
 
+async def test_a_default_assignment_takes_the_questions_that_name_nobody() -> None:
+    async with team_page(default_assignment=Assignment(["ops"])) as (relay, server):
+        task, question = await _asked(relay, AskUserQuestionRequest([DEPLOY]))
+        mine, _ = await _asked(relay, deploy("dave"))  # its own assignment still wins
+        async with page(server, "dave") as dave:
+            listed = (await dave.get("/api/questions")).json()["questions"]
+            assert [q["request"]["assignment"]["to"] for q in listed] == [["dave"]]
+            for path, body in (("answer", ALLOW_JSON), ("cancel", None)):
+                refused = await dave.post(f"/api/questions/{question}/{path}", json=body)
+                assert (refused.status_code, refused.json()["error"]["code"]) == (
+                    403,
+                    "NOT_ASSIGNED",
+                )
+        async with page(server, "erin") as erin:  # see_all: shown, but not assigned
+            listed = (await erin.get("/api/questions")).json()["questions"]
+            assert len(listed) == 2
+        assert len(relay.pending()) == 2
+        async with page(server, "bob") as bob:
+            assert (await bob.post(f"/api/questions/{question}/cancel")).status_code == 204
+        with pytest.raises(UserInteractionError) as cancelled:
+            await task
+        assert cancelled.value.code == ErrorCode.ASK_CANCELLED
+        mine.cancel()
+
+
 async def test_the_page_records_an_approval_short_of_the_quorum_and_shows_it_everywhere() -> None:
     async with team_page() as (relay, server):
         async with page(server, "erin") as erin, erin.stream("GET", "/api/events") as stream:
@@ -474,6 +499,11 @@ def run(*argv: str) -> subprocess.CompletedProcess[str]:
             ["--user", "alice", "--rules-by", "ops"],
             "--rules-by: ops is no user or group (--user, --group)",
         ),
+        (
+            ["--user", "alice", "--assign-default", "ops"],
+            "--assign-default: ops is no user or group (--user, --group)",
+        ),
+        (["--assign-default", "ops"], "--assign-default needs named users (--user NAME)"),
     ],
 )
 def test_serve_refuses_a_bad_team_in_one_line(flags: list[str], line: str) -> None:

@@ -224,12 +224,18 @@ def _users(specs: Sequence[str]) -> list[_User]:
 
 
 def _team(
-    users: Sequence[_User], groups: Sequence[str], see_all: Sequence[str], rules_by: Sequence[str]
+    users: Sequence[_User],
+    groups: Sequence[str],
+    see_all: Sequence[str],
+    rules_by: Sequence[str],
+    assign_default: Sequence[str] = (),
 ) -> Team | None:
-    """The team of ``--user``, ``--group NAME=USER,USER``, ``--see-all USER`` and
-    ``--rules-by NAME`` (``None`` without named users); ``ValueError``, one line, otherwise."""
+    """The team of ``--user``, ``--group NAME=USER,USER``, ``--see-all USER``, and the names
+    of ``--rules-by`` and ``--assign-default`` (``None`` without named users);
+    ``ValueError``, one line, otherwise."""
+    named = (("--rules-by", rules_by), ("--assign-default", assign_default))
     if not users:
-        for flag, given in (("--group", groups), ("--see-all", see_all), ("--rules-by", rules_by)):
+        for flag, given in (("--group", groups), ("--see-all", see_all), *named):
             if given:
                 raise ValueError(f"{flag} needs named users (--user NAME)")
         return None
@@ -245,9 +251,10 @@ def _team(
         team = Team([user.name for user in users], members, list(see_all))
     except UserInteractionError as error:
         raise ValueError(error.message) from None
-    for name in rules_by:
-        if name not in team.groups and name not in team.users:
-            raise ValueError(f"--rules-by: {name} is no user or group (--user, --group)")
+    for flag, names in named:
+        for name in names:
+            if name not in team.groups and name not in team.users:
+                raise ValueError(f"{flag}: {name} is no user or group (--user, --group)")
     return team
 
 
@@ -271,6 +278,7 @@ class _Serving:
     used_links: UsedLinkStore | None = None
     team: Team | None = None
     rules_by: Assignment | None = None
+    default_assignment: Assignment | None = None
     routing: Routing | None = None
     push: tuple[WebPush, Step] | None = None  # the page's offer and the push channel
 
@@ -305,6 +313,7 @@ class _Serving:
             slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
+            default_assignment=self.default_assignment,
             push=self.push[0] if self.push is not None else None,
         ) as server:
             if not self.users:
@@ -424,6 +433,7 @@ def _serve(
     groups: Sequence[str] = (),
     see_all: Sequence[str] = (),
     rules_by: Sequence[str] = (),
+    assign_default: Sequence[str] = (),
     routes: Sequence[Sequence[str]] = ((), (), ()),
     telegram_users: Sequence[str] = (),
     push: str | None = None,
@@ -442,7 +452,7 @@ def _serve(
         pushing = push_setup(push, push_private, os.environ)
         named = _users(users)
         _check_proxy(trusted_proxies, user_header, named)
-        team = _team(named, groups, see_all, rules_by)
+        team = _team(named, groups, see_all, rules_by, assign_default)
         slack = _slack(notify, slack_users, slack_anonymous, named)
         steps = _steps(notify, slack, telegram_users, [user.name for user in named])
         routing = _routing(routes, team, slack)
@@ -482,6 +492,7 @@ def _serve(
         user_header=user_header,
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
+        default_assignment=Assignment(tuple(assign_default)) if assign_default else None,
         routing=routing,
         push=pushed,
     )
@@ -647,6 +658,12 @@ def _team_flags(serve: argparse.ArgumentParser) -> None:
         ("--notify-user", "NAME:KIND=TARGET", "a --user's own channel (docs/teams.md)"),
         ("--notify-group", "NAME:KIND=TARGET", "a --group's own channel (else its members')"),
         ("--escalate", "FROM@DELAY=TO", "tell TO DELAY after FROM if it still waits"),
+        (
+            "--assign-default",
+            "NAME",
+            "a question that names nobody may be seen and settled only by this user or"
+            " group (docs/teams.md)",
+        ),
         (
             "--telegram-user",
             "NAME=ID",
@@ -1104,6 +1121,7 @@ def _main(argv: Sequence[str] | None) -> int:
             groups=args.group,
             see_all=args.see_all,
             rules_by=args.rules_by,
+            assign_default=args.assign_default,
             routes=(args.notify_user, args.notify_group, args.escalate),
             telegram_users=args.telegram_user,
             push=args.push,

@@ -47,7 +47,6 @@ from .._core import (
     Team,
     UserInteractionError,
     answer_item,
-    may_answer,
     may_settle,
     not_assigned_error,
 )
@@ -626,6 +625,7 @@ class WebApp:
         team: Team | None = None,
         rules_by: Assignment | None = None,
         push: WebPush | None = None,
+        default_assignment: Assignment | None = None,
     ) -> None:
         if token is None and users is None:
             raise ValueError("the app needs a token or named users")
@@ -637,6 +637,7 @@ class WebApp:
         self.users = None if users is None else check_users(users)
         self.team = team_of(relay, team, self.users)
         self.rules_by = rules_by
+        self.default_assignment = default_assignment
         self.max_streams = check_limit("max_streams", max_streams)
         self.links = links
         # A one-question session: selector -> (verifier, question id, end).
@@ -701,15 +702,22 @@ class WebApp:
 
     # ------------------------------------------------------------------ who sees what
 
+    def _assignment(self, request: AskUserQuestionRequest) -> Assignment | None:
+        """Who may settle ``request``: its own assignment, else ``default_assignment``."""
+        return request.assignment if request.assignment is not None else self.default_assignment
+
+    def _may_settle(self, user: str | None, request: AskUserQuestionRequest) -> bool:
+        """:func:`may_answer`, a question that names nobody taking ``default_assignment``."""
+        return may_settle(self.team, user, self._assignment(request))
+
     def _sees(self, user: str | None, question: PendingQuestion) -> bool:
         """Whether ``user`` is shown ``question``: one assigned to nobody or to them, and
         every one to the unnamed token and the team's ``see_all`` users."""
-        request = question.request
-        if request.assignment is None or user is None:
+        if self._assignment(question.request) is None or user is None:
             return True
         if self.team is not None and user in self.team.see_all:
             return True
-        return may_answer(self.team, user, request)
+        return self._may_settle(user, question.request)
 
     def _sees_everything(self, user: str | None) -> bool:
         return user is None or (self.team is not None and user in self.team.see_all)
@@ -969,7 +977,7 @@ class WebApp:
                 raise
             typed = as_typed(asked, decoded)
             user = _user(request)
-            if not may_answer(self.team, user, asked):
+            if not self._may_settle(user, asked):
                 raise not_assigned_error(question_id, user)
             checked = await self.relay.submit(question_id, typed, answerer=user)
             quorum = None if asked.assignment is None else asked.assignment.quorum
@@ -989,8 +997,15 @@ class WebApp:
 
     async def cancel(self, request: Request) -> Response:
         question_id = request.path_params["id"]
+        user = _user(request)
         try:
-            await self.relay.dismiss(question_id, answerer=_user(request))
+            if self.default_assignment is not None:  # the relay knows the request's own
+                asked = self._requests.get(question_id)
+                if asked is None and (question := await self.relay.lookup(question_id)):
+                    asked = question.request
+                if asked is not None and not self._may_settle(user, asked):
+                    raise not_assigned_error(question_id, user)
+            await self.relay.dismiss(question_id, answerer=user)
         except UserInteractionError as error:
             if error.code == NOT_PENDING:
                 return self._not_pending(question_id, error)
@@ -1245,6 +1260,7 @@ def create_app(
     origins: Collection[str] = (),
     team: Team | None = None,
     rules_by: Assignment | None = None,
+    default_assignment: Assignment | None = None,
 ) -> ASGIApp:
     """The app over ``relay``.
 
@@ -1255,7 +1271,8 @@ def create_app(
     ``POST /link`` redeems the link (docs/notify.md). ``origins`` are further ``Origin``
     values accepted beside ``http://<Host>`` (the ``https://`` origin of a page behind a
     TLS proxy). ``team`` (by default the relay's) decides who sees and may settle each
-    question; ``rules_by``, who may change the rules (docs/teams.md).
+    question; ``rules_by``, who may change the rules; ``default_assignment``, who may
+    settle a question that names nobody (docs/teams.md).
     """
     return WebApp(
         relay,
@@ -1266,6 +1283,7 @@ def create_app(
         origins=origins,
         team=team,
         rules_by=rules_by,
+        default_assignment=default_assignment,
     )
 
 

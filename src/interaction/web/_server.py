@@ -431,7 +431,8 @@ class WebServer:
     (:class:`~interaction.Team`, by default the relay's) groups them: each sees the
     questions assigned to them or to nobody (its ``see_all`` users see all), and a claim
     on one assigned to others is ``403 NOT_ASSIGNED``; with ``rules_by`` only its
-    assignees may add or revoke rules (docs/teams.md).
+    assignees may add or revoke rules, and with ``default_assignment`` only its assignees
+    see and settle the questions that name nobody (docs/teams.md).
     ``user_header`` (``"X-Forwarded-Email"``) signs users in through an authenticating
     reverse proxy at one of ``trusted_proxies`` (IP addresses or CIDR networks): a request
     whose peer is one of them is the user whose name the header holds, exactly; the header
@@ -467,6 +468,7 @@ class WebServer:
         team: Team | None = None,
         rules_by: Assignment | None = None,
         push: WebPush | None = None,
+        default_assignment: Assignment | None = None,
     ) -> None:
         if users is not None and token is not None:
             raise ValueError("give named users or one token, not both")
@@ -474,6 +476,7 @@ class WebServer:
         self.proxy = _proxy(tuple(trusted_proxies), user_header, self.users)
         self.team = team_of(relay, team, self.users)
         self.rules_by = rules_by
+        self.default_assignment = default_assignment
         self.relay = relay
         self.slack = slack
         self.rules = rules
@@ -571,6 +574,7 @@ class WebServer:
             slack=self.slack,
             team=self.team,
             rules_by=self.rules_by,
+            default_assignment=self.default_assignment,
             push=self.push,
         )
         # An idle connection is closed by the request timeout alone: uvicorn's own
