@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 
 import pytest
@@ -18,7 +19,9 @@ from interaction import (
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     AskUserQuestionRequest,
+    Assignment,
     Provenance,
+    Team,
     UserInteractionError,
     ask,
     provide,
@@ -121,6 +124,30 @@ async def test_a_device_receives_who_asks_and_what_signed_and_encrypted_to_it() 
                 assert url.startswith("https://q.example.org/link?t=")  # opens that question
                 assert links.verify(url.partition("?t=")[2]) == question.id
                 await answer_all(relay, task)
+
+
+async def test_an_assigned_question_reaches_the_devices_of_those_its_page_shows_it_to() -> None:
+    team = Team(["alice", "dave", "erin"], {"ops": ["alice"]}, see_all=["erin"])
+    async with push_service() as service:
+        phones = [service.device(name) for name in ("alice", "dave", "erin")]
+        store = WatchedStore()
+        for phone in phones:
+            await store.add(phone.subscription(phone.name))
+        channel = PushNotifier(store, KEYS, subject=SUBJECT, team=team)
+        relay = Relay(team=team)
+        with provide(relay):
+            async with Notifications(relay, [Step(channel)]):
+                for_ops = AskUserQuestionRequest([DEPLOY], assignment=Assignment(["ops"]))
+                first = asyncio.create_task(ask(for_ops))
+                told = {(await service.next_delivery()).device for _ in range(2)}
+                assert told == {"alice", "erin"}  # dave's page does not show it
+                second = asyncio.create_task(ask(asked(OTHER)))
+                told = {(await service.next_delivery()).device for _ in range(3)}
+                assert told == {"alice", "dave", "erin"}
+                first.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await first
+                await answer_all(relay, second)
 
 
 async def test_private_mode_sends_the_source_and_a_count_and_no_question_text() -> None:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from ._core import Team
+
 if TYPE_CHECKING:
     from .notify import PushNotifier, Step
     from .push import PushSubscriptionStore
@@ -115,14 +117,15 @@ class PushSetup:
 
         return MemoryPushSubscriptionStore()
 
-    def parts(self, store: PushSubscriptionStore) -> tuple[WebPush, Step]:
-        """The page's offer and the notification step over ``store``."""
+    def parts(self, store: PushSubscriptionStore, team: Team | None = None) -> tuple[WebPush, Step]:
+        """The page's offer and the notification step over ``store``, which tells each
+        device of the questions its user's page shows (``team`` resolves the groups)."""
         from .notify import PushNotifier, Step, VapidKeys
         from .web import WebPush
 
         keys = VapidKeys.from_private(self.private_key)
         channel: PushNotifier = PushNotifier(
-            store, keys, subject=self.subject, private=self.private
+            store, keys, subject=self.subject, private=self.private, team=team
         )
         return WebPush(store, keys.public), Step(channel)
 

@@ -476,7 +476,9 @@ def _serve(
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
     where = {"redis_url": redis_url, "postgres_url": postgres_url}
-    pushed = None if pushing is None else pushing.parts(pushing.store(prefix, schema, **where))
+    pushed = (
+        None if pushing is None else pushing.parts(pushing.store(prefix, schema, **where), team)
+    )
     serving = _Serving(
         host,
         port,

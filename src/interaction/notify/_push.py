@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid import Vapid02
 from pywebpush import WebPusher
 
-from .._core import UserInteractionError
+from .._core import Team, UserInteractionError, may_answer
 from ..push import PushSubscription, PushSubscriptionStore
 from ._dispatch import DeliveryError, Notice, Outcome
 from ._http import post_json
@@ -134,7 +134,9 @@ class PushNotifier:
     docs/notify.md), ``subject`` its contact (``mailto:`` or ``https:``) that push
     services see in the token. ``private`` keeps the question's text out of the payload
     (who asks and a count only). ``ttl`` is how long a push service holds a notice for a
-    device that is offline; ``timeout`` bounds each POST.
+    device that is offline; ``timeout`` bounds each POST. A question assigned to some
+    people goes to their devices only (and to the devices of ``team``'s ``see_all`` users,
+    and of nobody named), as the page shows it; ``team`` resolves its groups.
     """
 
     def __init__(
@@ -146,6 +148,7 @@ class PushNotifier:
         private: bool = False,
         ttl: int = DEFAULT_TTL,
         timeout: float = 10.0,
+        team: Team | None = None,
     ) -> None:
         parts = urlsplit(subject)
         if parts.scheme not in {"mailto", "https"} or not (parts.path or parts.netloc):
@@ -158,6 +161,7 @@ class PushNotifier:
         self.private = private
         self.ttl = ttl
         self.timeout = timeout
+        self.team = team
         self.name = "web push"
         self._vapid = Vapid02.from_raw(keys.private.encode())
         self._waiting: OrderedDict[str, None] = OrderedDict()  # told of, not yet settled
@@ -171,7 +175,11 @@ class PushNotifier:
         while len(self._sent) > _SENT_KEPT:
             self._sent.popitem(last=False)
         payload = push_payload(notice, private=self.private, waiting=len(self._waiting))
-        owed = [s for s in await self.store.subscriptions() if s.endpoint not in done]
+        owed = [
+            s
+            for s in await self.store.subscriptions()
+            if s.endpoint not in done and self._shown(s.user, notice)
+        ]
         failed = 0
         results = await asyncio.gather(*(self._send(s, payload) for s in owed))
         for subscription, result in zip(owed, results, strict=True):
@@ -191,6 +199,14 @@ class PushNotifier:
                 failed += 1
         if failed:
             raise DeliveryError(f"{failed} of {len(owed)} devices could not be reached")
+
+    def _shown(self, user: str | None, notice: Notice) -> bool:
+        """Whether ``user``'s page shows the question: the device is told of it then."""
+        if notice.request.assignment is None or user is None:
+            return True
+        if self.team is not None and user in self.team.see_all:
+            return True
+        return may_answer(self.team, user, notice.request)
 
     async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
         self._waiting.pop(notice.question_id, None)
