@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ from interaction.web import (
     WebServer,
     create_app,
 )
-from interaction.web._server import _Server
+from interaction.web._server import _Server, accept_when_ready
 
 from .loopback import ANSWER_AT, announced, running
 from .web_helpers import client
@@ -408,3 +409,32 @@ async def test_out_of_descriptors_the_server_logs_once_and_recovers() -> None:
             rest = await asyncio.wait_for(child.stderr.read(), WAIT)
             await asyncio.wait_for(child.wait(), WAIT)
     assert len(rest) < 1_000, rest[:2_000]  # nothing more than, at most, a second report
+
+
+async def test_a_cancelled_accept_leaves_every_connection_queued_and_nothing_in_the_loops_log() -> (
+    None
+):
+    """The server's accept loop is cancelled when it stops: a connection that arrives then
+    must stay queued for whoever accepts next (loop.sock_accept could accept it for a
+    future already cancelled on Python 3.11, and the loop logged InvalidStateError)."""
+    loop = asyncio.get_running_loop()
+    logged: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: logged.append(context))
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            listener.setblocking(False)
+            waiting = asyncio.create_task(accept_when_ready(loop, listener))
+            await asyncio.sleep(0)  # one loop step: it waits for a connection now
+            with socket.create_connection(listener.getsockname()) as first:
+                await asyncio.sleep(0)  # one loop step: the loop sees the connection
+                waiting.cancel()
+                try:
+                    accepted = await waiting  # taken before the cancellation reached it
+                except asyncio.CancelledError:  # else it waits for the next accept
+                    accepted = await asyncio.wait_for(accept_when_ready(loop, listener), 10)
+                with accepted:
+                    assert accepted.getpeername() == first.getsockname()
+                    assert not accepted.getblocking()
+    finally:
+        loop.set_exception_handler(None)
+    assert logged == []

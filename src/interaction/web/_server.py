@@ -237,11 +237,42 @@ class _Protocol(H11Protocol):
         self.transport.close()
 
 
+async def accept_when_ready(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> socket.socket:
+    """The next connection on the non-blocking listening ``sock``, once one waits.
+
+    ``loop.sock_accept`` accepts in the loop's own callback: on Python 3.11 a connection
+    that arrives in the loop step that cancels the wait (a server stopping) is accepted for
+    a future already cancelled, the loop logs ``InvalidStateError``, and the connection is
+    dropped. Here the wait is only for readiness, and accepting happens in the caller:
+    cancelled, it removes its reader at once and leaves every connection queued.
+    """
+    fd = sock.fileno()
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            pass
+        else:
+            conn.setblocking(False)
+            return conn
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _wake, ready)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, told to exit by an event instead of noticing it within 0.1 s, and
     shut down without uvicorn's fixed pauses (0.1 s each).
 
-    It accepts connections itself (``loop.sock_accept``, ``loop.connect_accepted_socket``)
+    It accepts connections itself (:func:`accept_when_ready`, ``loop.connect_accepted_socket``)
     rather than through ``loop.create_server``, to bound them: up to ``max_connections``
     are served, up to ``REFUSED_AT_ONCE`` more are answered 503, and beyond that, or when
     the process runs out of descriptors, accepting waits for a connection to close. asyncio's
@@ -320,7 +351,7 @@ class _Server(uvicorn.Server):
                 await self._room()
                 continue
             try:
-                conn, _ = await loop.sock_accept(sock)
+                conn = await accept_when_ready(loop, sock)
             except (ConnectionAbortedError, InterruptedError):
                 continue  # the client gave up while it waited to be accepted
             except OSError as exc:  # EMFILE, ENFILE, ENOBUFS, ENOMEM, ...
