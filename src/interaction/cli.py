@@ -475,9 +475,15 @@ def _serve(
         from .policies import JsonFileRuleStore
 
         store = JsonFileRuleStore(rules, key=env_key("INTERACTION_RULES_KEY"))
-    where = {"redis_url": redis_url, "postgres_url": postgres_url}
+    default_assignment = Assignment(tuple(assign_default)) if assign_default else None
     pushed = (
-        None if pushing is None else pushing.parts(pushing.store(prefix, schema, **where), team)
+        None
+        if pushing is None
+        else pushing.parts(
+            pushing.store(prefix, schema, redis_url=redis_url, postgres_url=postgres_url),
+            team,
+            default_assignment,
+        )
     )
     serving = _Serving(
         host,
@@ -494,7 +500,7 @@ def _serve(
         user_header=user_header,
         team=team,
         rules_by=Assignment(tuple(rules_by)) if rules_by else None,
-        default_assignment=Assignment(tuple(assign_default)) if assign_default else None,
+        default_assignment=default_assignment,
         routing=routing,
         push=pushed,
     )
