@@ -38,7 +38,7 @@ from interaction.relay import (
     RelaySnapshot,
 )
 from interaction.web import WebServer, create_app
-from interaction.web._app import HOSTS_SEEN, _Hosts, parse_host
+from interaction.web._guard import HOSTS_SEEN, _Hosts, parse_host
 from interaction.web._server import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
@@ -426,7 +426,7 @@ async def test_a_reconnect_drops_what_was_settled_while_away() -> None:
 
 
 async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.01)
     async with served() as (_relay, server), client(server) as http:
         async with http.stream("GET", "/api/events") as stream:
             events = sse(stream.aiter_lines(), comments=True)
@@ -465,7 +465,7 @@ async def test_an_idle_spell_reads_on_after_the_last_event_and_loses_nothing(
 ) -> None:
     """A keep-alive ends the wait for the relay's next event, and the stream reads on after
     the last event it read: what happened in between arrives once, in order."""
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.01)
     relay = ReopenedRelay()
     with provide(relay):
         async with WebServer(relay) as server, client(server) as http:
@@ -498,7 +498,7 @@ async def test_an_idle_spell_reads_on_after_the_last_event_and_loses_nothing(
 async def test_open_streams_share_each_events_text_and_keep_only_the_recent_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("interaction.web._app.TEXTS_KEPT", 8)
+    monkeypatch.setattr("interaction.web._streams.TEXTS_KEPT", 8)
     async with served() as (_relay, server), client(server) as http:
         assert server._app is not None
         positions: list[str | None] = []

@@ -196,7 +196,7 @@ _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 def _users(specs: Sequence[str]) -> list[_User]:
     """The users of ``--user NAME`` (a random token) and ``--user NAME=VARIABLE`` (the token
     in that environment variable); ``ValueError`` with one line, never a token, otherwise."""
-    from .web._app import check_users
+    from .web._guard import check_users
 
     users: list[_User] = []
     for spec in specs:
@@ -552,7 +552,7 @@ def _check_proxy(trusted: Sequence[str], header: str | None, users: Sequence[_Us
         raise ValueError("--user-header: say which proxy may send it: --trusted-proxy ADDRESS")
     if not users:
         raise ValueError("--user-header names users: name them with --user NAME")
-    from .web._app import ProxySignIn
+    from .web._guard import ProxySignIn
 
     ProxySignIn.of(trusted, header)
 

@@ -23,20 +23,12 @@ from .._core import Assignment, Team
 from ..policies import RuleStore
 from ..relay import RelayBackend
 from ..signing import AnswerLinks
-from ._app import (
-    DEFAULT_MAX_STREAMS,
-    LOOPBACK_NAMES,
-    SECURITY_HEADERS,
-    ProxySignIn,
-    WebApp,
-    _SlackDesk,
-    check_limit,
-    check_users,
-    error_body,
-    parse_host,
-    team_of,
-)
+from ._access import team_of
+from ._app import WebApp, check_limit
+from ._guard import LOOPBACK_NAMES, SECURITY_HEADERS, ProxySignIn, check_users, parse_host
+from ._json import error_body
 from ._push_routes import WebPush
+from ._streams import DEFAULT_MAX_STREAMS
 
 if TYPE_CHECKING:
     from ..notify import AnswerDesk, SlackInteractivity
@@ -641,7 +633,7 @@ class WebServer:
         named user's name (a Telegram button): every check the route makes applies."""
         if self._app is None:
             raise RuntimeError("the server is not running")
-        return _SlackDesk(self._app)
+        return self._app.answer_desk()
 
     async def __aenter__(self) -> WebServer:
         await self.start()
