@@ -39,7 +39,7 @@ from interaction.relay import (
 )
 from interaction.web import WebServer, create_app
 from interaction.web._guard import HOSTS_SEEN, _Hosts, parse_host
-from interaction.web._server import GRACE_SECONDS
+from interaction.web._uvicorn import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
 from .helpers import import_error_without

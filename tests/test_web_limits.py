@@ -28,7 +28,7 @@ from interaction.web import (
     WebServer,
     create_app,
 )
-from interaction.web._server import _Server, accept_when_ready
+from interaction.web._uvicorn import _Server, accept_when_ready
 
 from .loopback import ANSWER_AT, announced, running
 from .web_helpers import client
