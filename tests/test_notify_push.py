@@ -185,26 +185,29 @@ async def test_a_question_naming_nobody_takes_the_default_assignment_as_the_page
         with provide(relay):
             async with Notifications(relay, [Step(channel)]):
                 tasks = [asyncio.create_task(ask(asked()))]
-                first = await channel.next_told()
-                tasks.append(  # its own assignment wins over the default
-                    asyncio.create_task(
-                        ask(AskUserQuestionRequest([OTHER], assignment=Assignment(["dave"])))
+                try:
+                    first = await channel.next_told()
+                    tasks.append(  # its own assignment wins over the default
+                        asyncio.create_task(
+                            ask(AskUserQuestionRequest([OTHER], assignment=Assignment(["dave"])))
+                        )
                     )
-                )
-                second = await channel.next_told()
-                told = sorted(
-                    (d.device, phones[d.device].decrypt(d)["id"]) for d in service.deliveries
-                )
-                assert told == [
-                    ("alice", first),
-                    ("dave", second),
-                    ("erin", first),
-                    ("erin", second),
-                ]  # dave's page does not show the first, nor alice's the second
-                for task in tasks:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    second = await channel.next_told()
+                    told = [
+                        (d.device, phones[d.device].decrypt(d)["id"]) for d in service.deliveries
+                    ]
+                    assert len(told) == 4
+                    assert set(told) == {
+                        ("alice", first),
+                        ("erin", first),
+                        ("dave", second),
+                        ("erin", second),
+                    }  # dave's page does not show the first, nor alice's the second
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
 
 
 async def test_private_mode_sends_the_source_and_a_count_and_no_question_text() -> None:
