@@ -39,6 +39,7 @@ from interaction.relay import (
 )
 from interaction.web import WebServer, create_app
 from interaction.web._guard import HOSTS_SEEN, _Hosts, parse_host
+from interaction.web._streams import _EventStream
 from interaction.web._uvicorn import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
@@ -603,6 +604,42 @@ async def test_stop_with_pages_open_is_quick_and_ends_their_streams(
     uvicorn_log.removeHandler(caplog.handler)
     assert elapsed < GRACE_SECONDS, elapsed  # the streams ended themselves, none was cut off
     assert [r for r in caplog.records if r.name.startswith("uvicorn")] == []  # no traceback
+
+
+@pytest.mark.parametrize("stopping", [True, False], ids=["server-stopping", "otherwise"])
+async def test_a_stream_cancelled_by_the_stopping_server_ends_quietly(stopping: bool) -> None:
+    """Past the stop's grace (a busy machine), the server cancels the streams still open:
+    each ends without an error for uvicorn to log as a traceback, and gives its place back.
+    A cancellation for any other reason goes on up."""
+    sent: list[dict[str, object]] = []
+    blocked = asyncio.Event()
+    released: list[bool] = []
+
+    async def body() -> AsyncGenerator[str]:
+        yield "event: snapshot\n\n"
+
+    async def send(message: dict[str, object]) -> None:  # a client that stopped reading
+        sent.append(message)
+        if message.get("more_body"):
+            blocked.set()
+            await asyncio.Event().wait()
+
+    async def receive() -> dict[str, object]:
+        await asyncio.Event().wait()
+        return {}
+
+    stream = _EventStream(body(), lambda: released.append(True), lambda: stopping)
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "method": "GET", "path": "/"}
+    task = asyncio.create_task(stream(scope, receive, send))  # type: ignore[arg-type]
+    await blocked.wait()
+    task.cancel()
+    if stopping:
+        await task
+    else:
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert released == [True]
+    assert sent[0]["type"] == "http.response.start"
 
 
 async def test_closing_the_relay_tells_the_page() -> None:

@@ -64,15 +64,29 @@ def _snapshot_json(snapshot: RelaySnapshot) -> str:
 
 class _EventStream(StreamingResponse):
     """An event stream that gives its place back however it ends, also when the client
-    left before its first byte (the body's generator, never started, runs no cleanup)."""
+    left before its first byte (the body's generator, never started, runs no cleanup).
 
-    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+    A stream the stopping server cancels (it had not ended within the server's grace,
+    on a machine too busy to finish its ``closing`` event in time) ends there, quietly:
+    the server is going away, and uvicorn would log the cancellation as an "Exception in
+    ASGI application" with a traceback on stderr."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        release: Callable[[], None],
+        stopping: Callable[[], bool],
+    ) -> None:
         super().__init__(content, media_type="text/event-stream")
         self._release = release
+        self._stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
+        except asyncio.CancelledError:
+            if not self._stopping():
+                raise
         finally:
             self._release()
 
@@ -118,7 +132,7 @@ class EventStreams:
         self.open.add(stop)
         last = request.headers.get("last-event-id", "").strip() or None
         stream = self._stream(last, stop, _only(request)[0], _user(request))
-        return _EventStream(stream, lambda: self.open.discard(stop))
+        return _EventStream(stream, lambda: self.open.discard(stop), lambda: self.stopping)
 
     async def _stream(
         self,
