@@ -609,8 +609,8 @@ async def test_stop_with_pages_open_is_quick_and_ends_their_streams(
 @pytest.mark.parametrize("stopping", [True, False], ids=["server-stopping", "otherwise"])
 async def test_a_stream_cancelled_by_the_stopping_server_ends_quietly(stopping: bool) -> None:
     """Past the stop's grace (a busy machine), the server cancels the streams still open:
-    each ends without an error for uvicorn to log as a traceback, and gives its place back.
-    A cancellation for any other reason goes on up."""
+    each ends its body and returns, with no error for uvicorn to log as a traceback, and
+    gives its place back. A cancellation for any other reason goes on up."""
     sent: list[dict[str, object]] = []
     blocked = asyncio.Event()
     released: list[bool] = []
@@ -635,9 +635,11 @@ async def test_a_stream_cancelled_by_the_stopping_server_ends_quietly(stopping: 
     task.cancel()
     if stopping:
         await task
+        assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
     else:
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert sent[-1]["more_body"] is True  # nothing more was sent
     assert released == [True]
     assert sent[0]["type"] == "http.response.start"
 

@@ -17,7 +17,7 @@ from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from .._core import UserInteractionError
 from ..relay import STALE_POSITION, RelayBackend, RelayEvent, RelaySnapshot
@@ -35,6 +35,8 @@ TEXTS_KEPT: Final = 1_000
 """How many recent events the app keeps as SSE text, built once for every open stream."""
 DEFAULT_MAX_STREAMS: Final = 64
 """How many event streams the app keeps open at once by default."""
+END_SECONDS: Final = 0.5
+"""How long a stream cancelled by the stopping server tries to end its body."""
 
 # Built once: json.dumps builds an encoder at every call that passes an option. No cycle
 # check, as the app encodes only the fresh trees of dicts and lists it builds itself.
@@ -69,7 +71,8 @@ class _EventStream(StreamingResponse):
     A stream the stopping server cancels (it had not ended within the server's grace,
     on a machine too busy to finish its ``closing`` event in time) ends there, quietly:
     the server is going away, and uvicorn would log the cancellation as an "Exception in
-    ASGI application" with a traceback on stderr."""
+    ASGI application" with a traceback on stderr. Its body is ended (within
+    :data:`END_SECONDS`), so that the response is whole."""
 
     def __init__(
         self,
@@ -82,11 +85,21 @@ class _EventStream(StreamingResponse):
         self._stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, sending)
         except asyncio.CancelledError:
-            if not self._stopping():
+            if not (self._stopping() and started):
                 raise
+            with contextlib.suppress(Exception):  # the client may be gone, or not reading
+                async with asyncio.timeout(END_SECONDS):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._release()
 
