@@ -504,7 +504,7 @@ async def test_serve_answers_a_click_on_a_question_asked_by_another_process(
     prefix = f"tg{secrets.token_hex(4)}"
     relay = RedisRelay(redis_server.url, prefix=prefix)
     await relay.connect()
-    async with bot_api() as api:
+    async with contextlib.aclosing(relay), bot_api() as api:
         kept = ("INTERACTION_", "TELEGRAM_")
         env = {k: v for k, v in os.environ.items() if not k.startswith(kept)}
         env |= {"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": api.url}
@@ -524,7 +524,6 @@ async def test_serve_answers_a_click_on_a_question_asked_by_another_process(
                 assert said == "Answered as alice: npm"
                 assert (await task).answers == (AskUserQuestionAnswerItem("pkg", ("npm",)),)
                 assert await settled_text(api, message) == "It was answered by alice: npm."
-    await relay.aclose()
 
 
 async def _result(task: asyncio.Task[AskUserQuestionAnswer]) -> AskUserQuestionAnswer:

@@ -163,7 +163,9 @@ class _Sent:
     text: str
     messages: dict[int, int] = field(default_factory=dict)  # chat id -> message id
     chosen: set[int] = field(default_factory=set)
-    decided: str | None = None  # what a click here answered
+    # What a click here answers, and who clicked: set before the answer is submitted, since
+    # the relay may report the question settled before the submission returns.
+    decided: tuple[str, str] | None = None
     sent: asyncio.Event = field(default_factory=asyncio.Event)  # each chat tried once
 
 
@@ -304,7 +306,8 @@ class TelegramNotifier:
         sent = self._sent.get(notice.question_id)
         if sent is None:
             return
-        line = _outcome_line(outcome, notice.answerer, sent.decided)
+        said = sent.decided[1] if sent.decided and sent.decided[0] == notice.answerer else None
+        line = _outcome_line(outcome, notice.answerer, said)
         self._remember(sent.ref, line)
         failed: list[TelegramError] = []
         for chat, message in list(sent.messages.items()):
@@ -477,6 +480,8 @@ class TelegramNotifier:
         user: str,
     ) -> str:
         answer = AskUserQuestionAnswer([answer_item(question, labels)])
+        decided = ", ".join(labels) or "nothing chosen"
+        sent.decided = (user, decided)
         if self._desk is not None:
             status, code, message = await self._desk.answer(sent.question_id, answer, user)
         else:
@@ -492,14 +497,15 @@ class TelegramNotifier:
                         status, message = 202, f"{count} approved: {names}"
             except UserInteractionError as error:
                 status, code, message = 400, error.code, error.message
+        if status != 200:
+            sent.decided = None
         if code == NOT_PENDING:
             return "Too late: it was settled already. Nothing changed."
         if status == 202:  # an approval short of the question's quorum
             return f"Your approval is recorded ({message}); it still waits."
         if status != 200:
             return f"Not accepted: {message}"
-        sent.decided = ", ".join(labels) or "nothing chosen"
-        return f"Answered as {user}: {sent.decided}"
+        return f"Answered as {user}: {decided}"
 
 
 def _said(error: TelegramError) -> str:
