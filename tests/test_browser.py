@@ -250,7 +250,7 @@ async def test_idle_keep_alives_never_drop_the_stream(
     _, server, page = site
     await page.get_by_text("connected", exact=True).wait_for()
     app = app_of(server)
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.02)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.02)
     await page.reload()  # a stream opened under the short keep-alive
     await page.get_by_text("connected", exact=True).wait_for()
     opened = app._opened

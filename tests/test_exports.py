@@ -64,6 +64,9 @@ INTERNAL_ONLY = {
     "now_utc",
     "is_name",
     "may_settle",
+    "may_see",
+    "assignment_of",
+    "quorum_progress",
 }
 
 

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -28,6 +29,7 @@ from interaction import (
 )
 from interaction.notify import (
     ManualClock,
+    Notice,
     Notifications,
     PushNotifier,
     Retry,
@@ -148,6 +150,64 @@ async def test_an_assigned_question_reaches_the_devices_of_those_its_page_shows_
                 with contextlib.suppress(asyncio.CancelledError):
                     await first
                 await answer_all(relay, second)
+
+
+class ToldNotifier(PushNotifier):
+    """The real channel, telling a test each question whose notice it has sent to every
+    device it meant to (so a test can see that no other device was told)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.told: asyncio.Queue[str] = asyncio.Queue()
+
+    async def pending(self, notice: Notice) -> None:
+        await super().pending(notice)
+        self.told.put_nowait(notice.question_id)
+
+    async def next_told(self) -> str:
+        async with asyncio.timeout(WAIT):
+            return await self.told.get()
+
+
+async def test_a_question_naming_nobody_takes_the_default_assignment_as_the_page_does() -> None:
+    # serve --assign-default ops: a question that names nobody is for ops to settle, and
+    # only ops (and erin, who sees all) have it on their page; so only their devices ring.
+    team = Team(["alice", "dave", "erin"], {"ops": ["alice"]}, see_all=["erin"])
+    async with push_service() as service:
+        phones = {name: service.device(name) for name in ("alice", "dave", "erin")}
+        store = WatchedStore()
+        for phone in phones.values():
+            await store.add(phone.subscription(phone.name))
+        channel = ToldNotifier(
+            store, KEYS, subject=SUBJECT, team=team, default_assignment=Assignment(["ops"])
+        )
+        relay = Relay(team=team)
+        with provide(relay):
+            async with Notifications(relay, [Step(channel)]):
+                tasks = [asyncio.create_task(ask(asked()))]
+                try:
+                    first = await channel.next_told()
+                    tasks.append(  # its own assignment wins over the default
+                        asyncio.create_task(
+                            ask(AskUserQuestionRequest([OTHER], assignment=Assignment(["dave"])))
+                        )
+                    )
+                    second = await channel.next_told()
+                    told = [
+                        (d.device, phones[d.device].decrypt(d)["id"]) for d in service.deliveries
+                    ]
+                    assert len(told) == 4
+                    assert set(told) == {
+                        ("alice", first),
+                        ("erin", first),
+                        ("dave", second),
+                        ("erin", second),
+                    }  # dave's page does not show the first, nor alice's the second
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
 
 
 async def test_private_mode_sends_the_source_and_a_count_and_no_question_text() -> None:

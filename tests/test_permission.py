@@ -32,7 +32,7 @@ from interaction.flow import BatchFlow
 from interaction.relay import PendingQuestion
 from interaction.terminal._text import plain
 from interaction.terminal._view import Viewport, paint
-from interaction.web._app import question_json
+from interaction.web._json import question_json
 
 Option = AskUserQuestionOption
 

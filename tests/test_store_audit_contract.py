@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -32,9 +31,9 @@ from interaction.postgres import PostgresAuditLog
 from interaction.redis import RedisAuditLog
 from interaction.testing import ScriptedProvider
 
-from .loopback import free_port
-from .postgres_server import PostgresServer, postgres_server
-from .redis_server import RedisServer, redis_server
+from .postgres_server import postgres_server
+from .redis_server import redis_server
+from .store_contract import Place
 
 __all__ = ["postgres_server", "redis_server"]  # fixtures, used through Logs
 
@@ -42,47 +41,30 @@ LOGS = ["jsonl", "redis", "postgres"]
 KEY = b"an-audit-key-of-32-bytes--------"
 
 
-class Logs:
-    """Builds logs of one kind on one storage (a fresh file, Redis prefix or Postgres
-    schema per test), reads their lines back; closes them."""
+class Logs(Place):
+    """Builds logs of one kind on one place (or a fresh file), reads their lines back."""
 
     def __init__(self, kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-        self.kind = kind
-        self.request = request
-        self.space = f"t{secrets.token_hex(6)}"
+        super().__init__(kind, request)
         self.path = tmp_path / "audit.jsonl"
-        self.made: list[AuditLog] = []
-        self.migrated = False
-
-    @property
-    def url(self) -> str:
-        if self.kind == "redis":
-            server: RedisServer = self.request.getfixturevalue("redis_server")
-            return server.url
-        database: PostgresServer = self.request.getfixturevalue("postgres_server")
-        return database.url
+        self.files: list[JsonlAuditLog] = []
 
     async def make(self, key: bytes | None = None) -> AuditLog:
         """Another log on the same storage (as another process would open it)."""
-        log: AuditLog
         if self.kind == "jsonl":
             log = JsonlAuditLog(self.path, key=key, durable=True)
-        elif self.kind == "redis":
-            log = RedisAuditLog(self.url, prefix=self.space, key=key)
-        else:
-            log = PostgresAuditLog(self.url, schema=self.space, key=key)
-            if not self.migrated:
-                await log.migrate()
-                self.migrated = True
-        self.made.append(log)
-        return log
+            self.files.append(log)
+            return log
+        if self.kind == "redis":
+            return await self.keep(RedisAuditLog(self.url, prefix=self.space, key=key))
+        return await self.keep(PostgresAuditLog(self.url, schema=self.space, key=key))
 
     def unreachable(self) -> AuditLog:
         if self.kind == "jsonl":
             return JsonlAuditLog(Path(__file__) / "not-a-folder" / "audit.jsonl")
         if self.kind == "redis":
-            return RedisAuditLog(f"redis://127.0.0.1:{free_port()}/0")
-        return PostgresAuditLog(f"postgresql://postgres@127.0.0.1:{free_port()}/db")
+            return RedisAuditLog(self.unreachable_url())
+        return PostgresAuditLog(self.unreachable_url())
 
     async def lines(self) -> list[tuple[str, bytes]]:
         """Every record's line, oldest first, with where it is."""
@@ -92,15 +74,13 @@ class Logs:
         assert isinstance(reader, RedisAuditLog | PostgresAuditLog)
         return await reader.read_all(batch=7)
 
-    def spec(self) -> str:
-        return json.dumps({"path": str(self.path), "space": self.space, "url": self.url})
+    def spec(self, **more: str) -> str:
+        return super().spec(path=str(self.path), **more)
 
     async def close(self) -> None:
-        for log in self.made:
-            if isinstance(log, JsonlAuditLog):
-                log.close()
-            elif isinstance(log, RedisAuditLog | PostgresAuditLog):
-                await log.aclose()
+        for log in self.files:
+            log.close()
+        await super().close()
 
 
 @pytest.fixture(params=LOGS)

@@ -30,9 +30,9 @@ from interaction.signing import (
     UsedLinkStore,
 )
 
-from .loopback import free_port
-from .postgres_server import PostgresServer, postgres_server
-from .redis_server import RedisServer, redis_server
+from .postgres_server import postgres_server
+from .redis_server import redis_server
+from .store_contract import Place
 
 __all__ = ["postgres_server", "redis_server"]  # fixtures, used through Uses
 
@@ -44,50 +44,25 @@ key on its own clock; the others forget it at the next use)."""
 SECRET = b"s" * 32
 
 
-class Uses:
-    """Builds stores of one kind on one storage (a fresh Redis prefix or Postgres schema
-    per test); closes them."""
+class Uses(Place):
+    """Builds used-link stores of one kind on one place."""
 
     def __init__(self, kind: str, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.request = request
-        self.space = f"t{secrets.token_hex(6)}"
+        super().__init__(kind, request)
         self.memory = MemoryUsedLinks()
-        self.made: list[RedisUsedLinks | PostgresUsedLinks] = []
-
-    @property
-    def url(self) -> str:
-        if self.kind == "redis":
-            server: RedisServer = self.request.getfixturevalue("redis_server")
-            return server.url
-        database: PostgresServer = self.request.getfixturevalue("postgres_server")
-        return database.url
 
     async def make(self) -> UsedLinkStore:
         """Another worker's store on the same storage (the in-memory store is its own)."""
-        store: RedisUsedLinks | PostgresUsedLinks
         if self.kind == "memory":
             return self.memory
         if self.kind == "redis":
-            store = RedisUsedLinks(self.url, prefix=self.space)
-        else:
-            store = PostgresUsedLinks(self.url, schema=self.space)
-            if not self.made:
-                await store.migrate()
-        self.made.append(store)
-        return store
+            return await self.keep(RedisUsedLinks(self.url, prefix=self.space))
+        return await self.keep(PostgresUsedLinks(self.url, schema=self.space))
 
     def unreachable(self) -> RedisUsedLinks | PostgresUsedLinks:
         if self.kind == "redis":
-            return RedisUsedLinks(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
-        return PostgresUsedLinks(f"postgresql://postgres@127.0.0.1:{free_port()}/db")
-
-    def spec(self) -> str:
-        return json.dumps({"space": self.space, "url": self.url})
-
-    async def close(self) -> None:
-        for store in self.made:
-            await store.aclose()
+            return RedisUsedLinks(self.unreachable_url(), timeout=1.0)
+        return PostgresUsedLinks(self.unreachable_url())
 
 
 @pytest.fixture(params=STORES)

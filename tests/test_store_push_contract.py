@@ -29,7 +29,8 @@ from interaction.redis import RedisPushSubscriptionStore
 
 from .loopback import free_port
 from .postgres_server import PostgresServer, postgres_server
-from .redis_server import RedisServer, redis_server
+from .redis_server import redis_server
+from .store_contract import Place
 
 __all__ = ["postgres_server", "redis_server"]  # fixtures, used through Stores
 
@@ -49,43 +50,25 @@ def device(user: str | None = "alice", endpoint: str | None = None) -> PushSubsc
     )
 
 
-class Stores:
-    """Builds stores of one kind on one storage (a fresh Redis prefix or Postgres schema
-    per test); closes them."""
+class Stores(Place):
+    """Builds subscription stores of one kind on one place."""
 
     def __init__(self, kind: str, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.request = request
-        self.space = f"t{secrets.token_hex(6)}"
-        self.made: list[RedisPushSubscriptionStore | PostgresPushSubscriptionStore] = []
+        super().__init__(kind, request)
         self.memory = MemoryPushSubscriptionStore()
-
-    @property
-    def url(self) -> str:
-        if self.kind == "redis":
-            server: RedisServer = self.request.getfixturevalue("redis_server")
-            return server.url
-        database: PostgresServer = self.request.getfixturevalue("postgres_server")
-        return database.url
 
     async def make(self) -> PushSubscriptionStore:
         """Another instance on the same storage (the in-memory store is its own)."""
         if self.kind == "memory":
             return self.memory
-        store: RedisPushSubscriptionStore | PostgresPushSubscriptionStore
         if self.kind == "redis":
-            store = RedisPushSubscriptionStore(self.url, prefix=self.space)
-        else:
-            store = PostgresPushSubscriptionStore(self.url, schema=self.space)
-            if not self.made:
-                await store.migrate()
-        self.made.append(store)
-        return store
+            return await self.keep(RedisPushSubscriptionStore(self.url, prefix=self.space))
+        return await self.keep(PostgresPushSubscriptionStore(self.url, schema=self.space))
 
     def unreachable(self) -> PushSubscriptionStore:
         if self.kind == "redis":
-            return RedisPushSubscriptionStore(f"redis://127.0.0.1:{free_port()}/0")
-        return PostgresPushSubscriptionStore(f"postgresql://postgres@127.0.0.1:{free_port()}/db")
+            return RedisPushSubscriptionStore(self.unreachable_url())
+        return PostgresPushSubscriptionStore(self.unreachable_url())
 
     async def write_garbage(self, endpoint: str) -> None:
         """Another hand writes an entry that is not a subscription."""
@@ -99,10 +82,6 @@ class Stores:
                     f'INSERT INTO "{self.space}".push_subscriptions VALUES (%s, %s)',
                     [endpoint, '{"endpoint": "ftp://x"}'],
                 )
-
-    async def close(self) -> None:
-        for store in self.made:
-            await store.aclose()
 
 
 @pytest.fixture(params=STORES)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -38,9 +37,9 @@ from interaction.postgres import PostgresRuleStore
 from interaction.redis import RedisRuleStore
 from interaction.testing import ScriptedProvider
 
-from .loopback import free_port
-from .postgres_server import PostgresServer, postgres_server
-from .redis_server import RedisServer, redis_server
+from .postgres_server import postgres_server
+from .redis_server import redis_server
+from .store_contract import Place
 
 __all__ = ["postgres_server", "redis_server"]  # fixtures, used through Stores
 
@@ -171,56 +170,39 @@ class PostgresHand:
         pass
 
 
-class Stores:
-    """Builds stores of one kind on one storage (a fresh file, Redis prefix or Postgres
-    schema per test); closes them."""
+class Stores(Place):
+    """Builds rule stores of one kind on one place (or a fresh file); makes the other
+    hands that change the storage under them."""
 
     def __init__(self, kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-        self.kind = kind
-        self.request = request
-        self.space = f"t{secrets.token_hex(6)}"
+        super().__init__(kind, request)
         self.path = tmp_path / "rules.json"
-        self.made: list[RuleStore] = []
         self.hands: list[Hand] = []
         self.memory = MemoryRuleStore()
 
-    @property
-    def url(self) -> str:
-        if self.kind == "redis":
-            server: RedisServer = self.request.getfixturevalue("redis_server")
-            return server.url
-        database: PostgresServer = self.request.getfixturevalue("postgres_server")
-        return database.url
-
     async def make(self) -> RuleStore:
         """Another instance on the same storage (the in-memory store is its own)."""
-        store: RuleStore
         if self.kind == "memory":
             return self.memory
         if self.kind == "file":
-            store = JsonFileRuleStore(self.path)
-        elif self.kind == "file-keyed":
-            store = JsonFileRuleStore(self.path, key=KEY)
-        elif self.kind == "redis":
-            store = RedisRuleStore(self.url, key=KEY, prefix=self.space)
-        else:
-            store = PostgresRuleStore(self.url, key=KEY, schema=self.space)
-            if not self.made:
-                await store.migrate()
-        self.made.append(store)
-        return store
+            return JsonFileRuleStore(self.path)
+        if self.kind == "file-keyed":
+            return JsonFileRuleStore(self.path, key=KEY)
+        if self.kind == "redis":
+            return await self.keep(RedisRuleStore(self.url, key=KEY, prefix=self.space))
+        return await self.keep(PostgresRuleStore(self.url, key=KEY, schema=self.space))
 
     def unreachable(self) -> RuleStore:
         """A store whose storage cannot be reached."""
         if self.kind.startswith("file"):
             return JsonFileRuleStore(Path(__file__) / "not-a-folder" / "rules.json", key=KEY)
         if self.kind == "redis":
-            return RedisRuleStore(f"redis://127.0.0.1:{free_port()}/0", key=KEY)
-        return PostgresRuleStore(f"postgresql://postgres@127.0.0.1:{free_port()}/db", key=KEY)
+            return RedisRuleStore(self.unreachable_url(), key=KEY)
+        return PostgresRuleStore(self.unreachable_url(), key=KEY)
 
-    def spec(self) -> str:
+    def spec(self, **more: str) -> str:
         """How another process builds a store here (``BUILD``)."""
-        return json.dumps({"path": str(self.path), "space": self.space, "url": self.url})
+        return super().spec(path=str(self.path), **more)
 
     async def hand(self, store: RuleStore) -> Hand:
         hand: Hand
@@ -237,9 +219,7 @@ class Stores:
     async def close(self) -> None:
         for hand in self.hands:
             await hand.aclose()
-        for store in self.made:
-            if isinstance(store, RedisRuleStore | PostgresRuleStore):
-                await store.aclose()
+        await super().close()
 
 
 async def stores_of(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:

@@ -24,9 +24,9 @@ from interaction.postgres import PostgresSpentStore
 from interaction.redis import RedisSpentStore
 from interaction.spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
 
-from .loopback import free_port
-from .postgres_server import PostgresServer, postgres_server
-from .redis_server import RedisServer, redis_server
+from .postgres_server import postgres_server
+from .redis_server import redis_server
+from .store_contract import Place
 
 __all__ = ["postgres_server", "redis_server"]  # fixtures, used through Spends
 
@@ -37,43 +37,25 @@ FORGET_SECONDS = 10.0
 key on its own clock; the others forget it at the next spend)."""
 
 
-class Spends:
-    """Builds stores of one kind on one storage (a fresh Redis prefix or Postgres schema
-    per test); says whether a nonce is remembered; closes them."""
+class Spends(Place):
+    """Builds stores of one kind on one place; says whether a nonce is remembered."""
 
     def __init__(self, kind: str, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.request = request
-        self.space = f"t{secrets.token_hex(6)}"
+        super().__init__(kind, request)
         self.memory = MemorySpentStore()
-        self.made: list[RedisSpentStore | PostgresSpentStore] = []
-
-    @property
-    def url(self) -> str:
-        if self.kind == "redis":
-            server: RedisServer = self.request.getfixturevalue("redis_server")
-            return server.url
-        database: PostgresServer = self.request.getfixturevalue("postgres_server")
-        return database.url
 
     async def make(self) -> SpentStateStore:
         """Another worker's store on the same storage (the in-memory store is its own)."""
-        store: RedisSpentStore | PostgresSpentStore
         if self.kind == "memory":
             return self.memory
         if self.kind == "redis":
-            store = RedisSpentStore(self.url, prefix=self.space)
-        else:
-            store = PostgresSpentStore(self.url, schema=self.space)
-            if not self.made:
-                await store.migrate()
-        self.made.append(store)
-        return store
+            return await self.keep(RedisSpentStore(self.url, prefix=self.space))
+        return await self.keep(PostgresSpentStore(self.url, schema=self.space))
 
     def unreachable(self) -> RedisSpentStore | PostgresSpentStore:
         if self.kind == "redis":
-            return RedisSpentStore(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
-        return PostgresSpentStore(f"postgresql://postgres@127.0.0.1:{free_port()}/db")
+            return RedisSpentStore(self.unreachable_url(), timeout=1.0)
+        return PostgresSpentStore(self.unreachable_url())
 
     async def remembered(self, nonce: str) -> bool:
         """Whether the storage still holds ``nonce``."""
@@ -91,13 +73,6 @@ class Spends:
             )
             row = await cursor.fetchone()
             return row is not None and row[0] == 1
-
-    def spec(self) -> str:
-        return json.dumps({"space": self.space, "url": self.url})
-
-    async def close(self) -> None:
-        for store in self.made:
-            await store.aclose()
 
 
 @pytest.fixture(params=STORES)

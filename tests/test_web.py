@@ -38,8 +38,9 @@ from interaction.relay import (
     RelaySnapshot,
 )
 from interaction.web import WebServer, create_app
-from interaction.web._app import HOSTS_SEEN, _Hosts, parse_host
-from interaction.web._server import GRACE_SECONDS
+from interaction.web._guard import HOSTS_SEEN, _Hosts, parse_host
+from interaction.web._streams import _EventStream
+from interaction.web._uvicorn import GRACE_SECONDS
 from interaction.wire import asked_at_text
 
 from .helpers import import_error_without
@@ -426,7 +427,7 @@ async def test_a_reconnect_drops_what_was_settled_while_away() -> None:
 
 
 async def test_keep_alives_never_end_the_event_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.01)
     async with served() as (_relay, server), client(server) as http:
         async with http.stream("GET", "/api/events") as stream:
             events = sse(stream.aiter_lines(), comments=True)
@@ -465,7 +466,7 @@ async def test_an_idle_spell_reads_on_after_the_last_event_and_loses_nothing(
 ) -> None:
     """A keep-alive ends the wait for the relay's next event, and the stream reads on after
     the last event it read: what happened in between arrives once, in order."""
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.01)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.01)
     relay = ReopenedRelay()
     with provide(relay):
         async with WebServer(relay) as server, client(server) as http:
@@ -498,7 +499,7 @@ async def test_an_idle_spell_reads_on_after_the_last_event_and_loses_nothing(
 async def test_open_streams_share_each_events_text_and_keep_only_the_recent_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("interaction.web._app.TEXTS_KEPT", 8)
+    monkeypatch.setattr("interaction.web._streams.TEXTS_KEPT", 8)
     async with served() as (_relay, server), client(server) as http:
         assert server._app is not None
         positions: list[str | None] = []
@@ -603,6 +604,42 @@ async def test_stop_with_pages_open_is_quick_and_ends_their_streams(
     uvicorn_log.removeHandler(caplog.handler)
     assert elapsed < GRACE_SECONDS, elapsed  # the streams ended themselves, none was cut off
     assert [r for r in caplog.records if r.name.startswith("uvicorn")] == []  # no traceback
+
+
+@pytest.mark.parametrize("stopping", [True, False], ids=["server-stopping", "otherwise"])
+async def test_a_stream_cancelled_by_the_stopping_server_ends_quietly(stopping: bool) -> None:
+    """Past the stop's grace (a busy machine), the server cancels the streams still open:
+    each ends without an error for uvicorn to log as a traceback, and gives its place back.
+    A cancellation for any other reason goes on up."""
+    sent: list[dict[str, object]] = []
+    blocked = asyncio.Event()
+    released: list[bool] = []
+
+    async def body() -> AsyncGenerator[str]:
+        yield "event: snapshot\n\n"
+
+    async def send(message: dict[str, object]) -> None:  # a client that stopped reading
+        sent.append(message)
+        if message.get("more_body"):
+            blocked.set()
+            await asyncio.Event().wait()
+
+    async def receive() -> dict[str, object]:
+        await asyncio.Event().wait()
+        return {}
+
+    stream = _EventStream(body(), lambda: released.append(True), lambda: stopping)
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "method": "GET", "path": "/"}
+    task = asyncio.create_task(stream(scope, receive, send))  # type: ignore[arg-type]
+    await blocked.wait()
+    task.cancel()
+    if stopping:
+        await task
+    else:
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert released == [True]
+    assert sent[0]["type"] == "http.response.start"
 
 
 async def test_closing_the_relay_tells_the_page() -> None:

@@ -28,7 +28,7 @@ from interaction.web import (
     WebServer,
     create_app,
 )
-from interaction.web._server import _Server, accept_when_ready
+from interaction.web._uvicorn import _Server, accept_when_ready
 
 from .loopback import ANSWER_AT, announced, running
 from .web_helpers import client
@@ -207,7 +207,7 @@ async def test_a_body_that_never_ends_is_cut_off_and_nothing_is_settled(
 async def test_an_open_event_stream_is_never_cut_by_the_request_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("interaction.web._app.KEEPALIVE_SECONDS", 0.05)
+    monkeypatch.setattr("interaction.web._streams.KEEPALIVE_SECONDS", 0.05)
     async with serving(request_timeout=0.2) as server, client(server) as http:
         app = server._app
         assert app is not None

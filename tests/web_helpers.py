@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
 
-from interaction import provide
+from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask, provide
 from interaction.relay import Relay
 from interaction.web import WebServer
 
@@ -67,3 +70,41 @@ async def sse(lines: AsyncIterator[str], *, comments: bool = False) -> AsyncIter
             event_id = value
         elif field == "retry":
             retry = int(value)
+
+
+async def pending_asks_answered(asks: int, clients: int) -> float:
+    """Seconds that ``clients`` HTTP clients take to answer ``asks`` pending asks on one
+    host; asserts that every answer was accepted once and reached its own ask."""
+    async with served(max_pending=asks, queue_size=asks) as (relay, server):
+        watcher = relay.subscribe()
+        tasks = [
+            asyncio.create_task(ask(AskUserQuestionRequest([AskUserQuestionItem(f"q{n}", "?")])))
+            for n in range(asks)
+        ]
+        ids: list[str] = []
+        async for event in watcher:
+            ids.append(event.id)
+            if len(ids) == asks:
+                break
+        watcher.close()
+        assert len(relay.pending()) == asks
+        by_id = {q.id: q.request.questions[0].id for q in relay.pending()}
+        statuses: collections.Counter[int] = collections.Counter()
+
+        async def answer_share(share: list[str]) -> None:
+            async with client(server) as http:
+                for relay_id in share:
+                    qid = by_id[relay_id]
+                    body = {"answers": [{"id": qid, "selected": [], "custom": qid}]}
+                    response = await http.post(f"/api/questions/{relay_id}/answer", json=body)
+                    statuses[response.status_code] += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(answer_share(ids[n::clients]) for n in range(clients)))
+        seconds = time.perf_counter() - began
+        answers = await asyncio.gather(*tasks)
+    assert statuses == {200: asks}, statuses
+    assert relay.pending() == []
+    for n, answer in enumerate(answers):
+        assert answer.answers[0].custom == f"q{n}", n  # each ask got its own answer, once
+    return seconds

@@ -31,6 +31,7 @@ __all__ = [
     "EngineStores",
     "ReadableAudit",
     "SealableRules",
+    "engine_of",
     "engine_relay",
     "engine_stores",
 ]
@@ -77,6 +78,18 @@ class Engine:
     def space_flag(self) -> str:
         """The flag that names its space."""
         return "--prefix" if self.kind == "redis" else "--schema"
+
+
+def engine_of(
+    redis_url: str | None, prefix: str | None, postgres_url: str | None, schema: str | None
+) -> Engine | None:
+    """The engine ``--redis`` or ``--postgres`` names, if one does (``ask``'s and
+    ``serve``'s), in ``--prefix`` or ``--schema`` (:data:`DEFAULT_SPACE` without)."""
+    if postgres_url is not None:
+        return Engine("postgres", postgres_url, schema or DEFAULT_SPACE)
+    if redis_url is not None:
+        return Engine("redis", redis_url, prefix or DEFAULT_SPACE)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

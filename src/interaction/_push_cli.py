@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ._core import Team
+from ._core import Assignment, Team
 
 if TYPE_CHECKING:
     from .notify import PushNotifier, Step
@@ -117,15 +117,26 @@ class PushSetup:
 
         return MemoryPushSubscriptionStore()
 
-    def parts(self, store: PushSubscriptionStore, team: Team | None = None) -> tuple[WebPush, Step]:
+    def parts(
+        self,
+        store: PushSubscriptionStore,
+        team: Team | None = None,
+        default_assignment: Assignment | None = None,
+    ) -> tuple[WebPush, Step]:
         """The page's offer and the notification step over ``store``, which tells each
-        device of the questions its user's page shows (``team`` resolves the groups)."""
+        device of the questions its user's page shows (``team`` resolves the groups;
+        ``default_assignment`` assigns a question that names nobody, as on the page)."""
         from .notify import PushNotifier, Step, VapidKeys
         from .web import WebPush
 
         keys = VapidKeys.from_private(self.private_key)
         channel: PushNotifier = PushNotifier(
-            store, keys, subject=self.subject, private=self.private, team=team
+            store,
+            keys,
+            subject=self.subject,
+            private=self.private,
+            team=team,
+            default_assignment=default_assignment,
         )
         return WebPush(store, keys.public), Step(channel)
 

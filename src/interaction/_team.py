@@ -10,7 +10,9 @@ A :class:`Team` is the directory that gives the names a meaning: its users, its 
 (``ops = alice, bob``) and the users who may see every question (``see_all``). A name in
 an assignment is a group of the team if it has one of that name, else a user.
 :func:`may_answer` is the one check every transport and relay makes before an answer, a
-dismissal or a rule change; a refusal is :data:`NOT_ASSIGNED`.
+dismissal or a rule change; a refusal is :data:`NOT_ASSIGNED`. :func:`may_see` is the one
+answer to who is shown a question (on the page, and on a device by Web Push); a deployment's
+default assignment stands in for a request that names nobody (:func:`assignment_of`).
 
 Quorum: an *approval* is an answer that selects only the approving option (a permission's
 ``allow`` or ``allow_always``, a plan review's ``approve``) with no text of one's own; any
@@ -38,12 +40,15 @@ __all__ = [
     "Assignment",
     "Team",
     "approves",
+    "assignment_of",
     "check_assignment",
     "check_assignment_in",
     "is_name",
     "may_answer",
+    "may_see",
     "may_settle",
     "not_assigned_error",
+    "quorum_progress",
 ]
 
 MAX_ASSIGNEES: Final = 32
@@ -259,6 +264,37 @@ def may_settle(team: Team | None, user: str | None, assignment: Assignment | Non
     if team is None:
         return user in assignment.to
     return user in team.people(assignment.to)
+
+
+def assignment_of(
+    request: AskUserQuestionRequest, default: Assignment | None = None
+) -> Assignment | None:
+    """Who may settle ``request``: its own assignment, else the deployment's ``default``."""
+    return request.assignment if request.assignment is not None else default
+
+
+def may_see(
+    team: Team | None,
+    user: str | None,
+    request: AskUserQuestionRequest,
+    default: Assignment | None = None,
+) -> bool:
+    """Whether ``user`` is shown ``request``: one assigned (by itself, else by ``default``)
+    to nobody or to them, and every one to the unnamed token and the team's ``see_all``
+    users. The page lists what this allows, and Web Push tells those devices only."""
+    assignment = assignment_of(request, default)
+    if assignment is None or user is None:
+        return True
+    if team is not None and team.sees_all(user):
+        return True
+    return may_settle(team, user, assignment)
+
+
+def quorum_progress(approvals: Sequence[Approval], quorum: int) -> str:
+    """How far a quorum question has come, as every channel says it: ``"1 of 2 approved:
+    alice"`` (the approvers in the order they approved)."""
+    names = ", ".join(approval.user for approval in approvals)
+    return f"{len(approvals)} of {quorum} approved: {names}"
 
 
 def not_assigned_error(question_id: str, user: str | None) -> UserInteractionError:

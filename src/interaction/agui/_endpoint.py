@@ -22,7 +22,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._core import ErrorCode, UserInteractionError, fault
-from ..web._app import LOOPBACK_NAMES, _error, _Guard, _is_json
+from ..web._guard import LOOPBACK_NAMES, _Guard
+from ..web._json import _error, _is_json
 from ..wire import json_too_deep
 from ._interrupts import AGUIInterrupts, AGUIProvider
 from ._limits import MAX_INPUT_BYTES

@@ -60,7 +60,7 @@ from .._core import (
 )
 from ..display import present
 from ..spent import MemorySpentStore, SpentStateStore, SpentStoreUnavailable
-from ..web._app import as_typed
+from ..web._json import as_typed
 from ..wire import answer_schema, decode_answer, encode_answer, encode_request
 from ._limits import MAX_INTERRUPT_ID, MAX_PAYLOAD, MAX_RESUME_ENTRIES
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid import Vapid02
 from pywebpush import WebPusher
 
-from .._core import Team, UserInteractionError, may_answer
+from .._core import Assignment, Team, UserInteractionError, may_see
 from ..push import PushSubscription, PushSubscriptionStore
 from ._dispatch import DeliveryError, Notice, Outcome
 from ._http import post_json
@@ -136,7 +136,9 @@ class PushNotifier:
     (who asks and a count only). ``ttl`` is how long a push service holds a notice for a
     device that is offline; ``timeout`` bounds each POST. A question assigned to some
     people goes to their devices only (and to the devices of ``team``'s ``see_all`` users,
-    and of nobody named), as the page shows it; ``team`` resolves its groups.
+    and of nobody named), as the page shows it; ``team`` resolves its groups, and
+    ``default_assignment`` (the page's, ``serve --assign-default``) assigns a question that
+    names nobody.
     """
 
     def __init__(
@@ -149,6 +151,7 @@ class PushNotifier:
         ttl: int = DEFAULT_TTL,
         timeout: float = 10.0,
         team: Team | None = None,
+        default_assignment: Assignment | None = None,
     ) -> None:
         parts = urlsplit(subject)
         if parts.scheme not in {"mailto", "https"} or not (parts.path or parts.netloc):
@@ -162,6 +165,7 @@ class PushNotifier:
         self.ttl = ttl
         self.timeout = timeout
         self.team = team
+        self.default_assignment = default_assignment
         self.name = "web push"
         self._vapid = Vapid02.from_raw(keys.private.encode())
         self._waiting: OrderedDict[str, None] = OrderedDict()  # told of, not yet settled
@@ -202,11 +206,7 @@ class PushNotifier:
 
     def _shown(self, user: str | None, notice: Notice) -> bool:
         """Whether ``user``'s page shows the question: the device is told of it then."""
-        if notice.request.assignment is None or user is None:
-            return True
-        if self.team is not None and user in self.team.see_all:
-            return True
-        return may_answer(self.team, user, notice.request)
+        return may_see(self.team, user, notice.request, self.default_assignment)
 
     async def settled(self, notice: Notice, outcome: Outcome | None) -> None:
         self._waiting.pop(notice.question_id, None)

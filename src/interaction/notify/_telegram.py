@@ -39,6 +39,7 @@ from .._core import (
     AskUserQuestionRequest,
     UserInteractionError,
     answer_item,
+    quorum_progress,
 )
 from ..display import RequestView
 from ..relay import NOT_PENDING, RelayBackend
@@ -492,9 +493,8 @@ class TelegramNotifier:
                 if assignment is not None and assignment.quorum is not None:
                     still = await relay.lookup(sent.question_id)
                     if still is not None:  # an approval short of the quorum: it waits on
-                        names = ", ".join(approval.user for approval in still.approvals)
-                        count = f"{len(still.approvals)} of {assignment.quorum}"
-                        status, message = 202, f"{count} approved: {names}"
+                        status = 202
+                        message = quorum_progress(still.approvals, assignment.quorum)
             except UserInteractionError as error:
                 status, code, message = 400, error.code, error.message
         if status != 200:

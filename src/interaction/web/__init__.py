@@ -14,12 +14,12 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         'interaction.web needs Starlette and uvicorn: pip install "interaction-seam[web]"'
     ) from exc
 
-from ._app import DEFAULT_MAX_STREAMS as DEFAULT_MAX_STREAMS
 from ._app import create_app as create_app
 from ._push_routes import WebPush as WebPush
 from ._server import DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS
 from ._server import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._server import WebServer as WebServer
+from ._streams import DEFAULT_MAX_STREAMS as DEFAULT_MAX_STREAMS
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
