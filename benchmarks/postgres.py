@@ -108,22 +108,24 @@ NO_FLUSH_WAIT = "options=-c%20synchronous_commit%3Doff"
 @dataclass(frozen=True, slots=True)
 class Trips:
     """(p)'s figures: medians of seconds per question across hosts (over Postgres, the
-    same with ``synchronous_commit=off``, over Redis), per bare ``SELECT 1``, per question
-    on one host in memory; and the statements per question by what they run."""
+    same with ``synchronous_commit=off``, over Redis), per bare ``SELECT 1``, per bare
+    durable commit (a one-row ``UPDATE``, flushed), per question on one host in memory;
+    and the statements per question by what they run."""
 
     over_postgres: float
     over_redis: float
     not_flushed: float
     select: float
     near: float
+    commit: float
     statements: dict[str, float]
 
 
 async def round_trips(postgres_url: str, redis_url: str, number: int, repeat: int) -> Trips:
     """(p): seconds per question across hosts over Postgres, the same with
-    ``synchronous_commit=off``, over Redis, per bare ``SELECT 1``, and one host in memory,
-    the five taking turns round by round; then the statements ``number`` questions across
-    hosts over Postgres run (:func:`statements_per_question`)."""
+    ``synchronous_commit=off``, over Redis, per bare ``SELECT 1``, per bare durable commit,
+    and one host in memory, the six taking turns round by round; then the statements
+    ``number`` questions across hosts over Postgres run (:func:`statements_per_question`)."""
     schema = f"bench{os.getpid()}"
     unflushed_url = f"{postgres_url}?{NO_FLUSH_WAIT}"
     postgres = PostgresRelay(postgres_url, schema=schema)
@@ -140,8 +142,11 @@ async def round_trips(postgres_url: str, redis_url: str, number: int, repeat: in
         await asyncio.to_thread(web_host, "--postgres", unflushed_url, "--schema", f"{schema}u"),
     ]
     bare = await psycopg.AsyncConnection.connect(postgres_url, autocommit=True)
+    scratch = f'"{schema}".scratch'
+    await bare.execute(f"CREATE TABLE {scratch} (one boolean PRIMARY KEY, n bigint NOT NULL)")
+    await bare.execute(f"INSERT INTO {scratch} VALUES (true, 0)")
     memory = Relay()
-    samples: list[list[float]] = [[], [], [], [], []]
+    samples: list[list[float]] = [[], [], [], [], [], []]
     try:
         async with (
             WebServer(memory) as near_server,
@@ -168,15 +173,23 @@ async def round_trips(postgres_url: str, redis_url: str, number: int, repeat: in
                     await bare.execute("SELECT 1")
                 return (time.perf_counter() - start) / number
 
+            async def commits() -> float:
+                start = time.perf_counter()
+                for _ in range(number):
+                    await bare.execute(f"UPDATE {scratch} SET n = n + 1")
+                return (time.perf_counter() - start) / number
+
             async def subject(index: int) -> float:
                 if index == 3:
                     return await selects()
+                if index == 5:
+                    return await commits()
                 return await trips(*subjects[index if index < 3 else 3], number)
 
-            for index in range(5):  # warm every path
+            for index in range(6):  # warm every path
                 await subject(index)
             for round_number in range(repeat):
-                for index in turns(5, round_number):
+                for index in turns(6, round_number):
                     samples[index].append(await subject(index))
             statements = await statements_per_question(postgres_url, subjects[0], number)
     finally:
@@ -188,10 +201,10 @@ async def round_trips(postgres_url: str, redis_url: str, number: int, repeat: in
         await unflushed.aclose()
         await redis.aclose()
         memory.close()
-    over_postgres, over_redis, not_flushed, select, near_trip = (
+    over_postgres, over_redis, not_flushed, select, near_trip, commit = (
         statistics.median(s) for s in samples
     )
-    return Trips(over_postgres, over_redis, not_flushed, select, near_trip, statements)
+    return Trips(over_postgres, over_redis, not_flushed, select, near_trip, commit, statements)
 
 
 async def statements_per_question(
@@ -202,8 +215,10 @@ async def statements_per_question(
     """The statements every process runs per question across hosts over Postgres, by the
     schema function or table they call, counted by ``pg_stat_statements`` over ``number``
     sequential questions (the relay's connections are autocommit and send each statement
-    in one flush: a statement is a round trip; a notification is none). Each phase ends
-    with a short pause, so the tails' reads after the last notification fall into it."""
+    in one flush: a statement is a round trip). The statements the events table's trigger
+    runs as a transaction commits are no trip, but for its ``pg_notify``, which counts as
+    one (``notify``: the floor counts each notification as a trip). Each phase ends with a
+    short pause, so the tails' reads after the last notification fall into it."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
         await db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         await asyncio.sleep(0.3)  # the warm-up's last reads are done
@@ -220,13 +235,19 @@ async def statements_per_question(
     counts: dict[str, float] = {}
     for query, calls in rows:
         name = statement_name(str(query))
-        counts[name] = counts.get(name, 0) + int(calls) / number
+        if name is not None:
+            counts[name] = counts.get(name, 0) + int(calls) / number
     return counts
 
 
-def statement_name(query: str) -> str:
-    """What a counted statement runs: the schema function it calls (``ask``, ``settle``,
-    ``heartbeat``), else the table it reads (``read events``: a tail's read)."""
+def statement_name(query: str) -> str | None:
+    """What a counted statement runs: ``notify`` (the trigger's notification), the schema
+    function it calls (``ask``, ``settle``, ``heartbeat``), else the table it reads
+    (``read events``: a tail's read); None for the rest of the trigger's work."""
+    if "pg_notify(" in query:
+        return "notify"
+    if "NEW." in query or ".announce_key" in query:
+        return None
     for function in ("ask", "settle", "heartbeat"):
         if f".{function}(" in query:
             return function
@@ -297,6 +318,7 @@ def measure_postgres(quick: bool) -> list[Row]:
         subject = "ask on A -> event on B -> POST to B -> return on A"
         ms = found.over_postgres * 1e3
         floor = (found.near + 4 * found.select) * 1e3
+        durable = (found.near + 2 * found.select + 2 * found.commit) * 1e3
         rows.append(
             Row(
                 case,
@@ -309,6 +331,19 @@ def measure_postgres(quick: bool) -> list[Row]:
                 headline=True,
             )
         )
+        # The ask and the answer are each a durable commit before any host hears of it:
+        # the trip cannot beat its floor with two of its SELECTs made flushed commits.
+        rows.append(
+            Row(
+                case,
+                subject,
+                ms,
+                "one host + 2 SELECT 1 + 2 durable commits",
+                durable,
+                "ms",
+                "-",
+            )
+        )
         rows.append(
             Row(case, subject, ms, "in-memory relay, one host", found.near * 1e3, "ms", "-")
         )
@@ -316,6 +351,28 @@ def measure_postgres(quick: bool) -> list[Row]:
             Row(case, subject, ms, "the same over Redis", found.over_redis * 1e3, "ms", "-")
         )
         rows.append(Row(case, subject, ms, "bare SELECT 1", found.select * 1e3, "ms", "-"))
+        rows.append(
+            Row(
+                case,
+                "bare durable commit",
+                found.commit * 1e3,
+                "bare SELECT 1",
+                found.select * 1e3,
+                "ms",
+                "-",
+            )
+        )
+        rows.append(
+            Row(
+                case,
+                "the same, synchronous_commit=off",
+                found.not_flushed * 1e3,
+                "in-memory trip, one host + 4 SELECT 1",
+                floor,
+                "ms",
+                "-",
+            )
+        )
         rows.append(
             Row(
                 case,

@@ -1,13 +1,20 @@
 """The Postgres relay: :class:`PostgresRelay`'s methods, its lease, and its tail of the
-events table (woken by ``LISTEN``/``NOTIFY``, or polling)."""
+events table (each event carried by a signed ``NOTIFY``, the table read after a gap; or
+polling)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
+import json
 import logging
 import secrets
+import types
+import weakref
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Final
 
 import psycopg
@@ -51,6 +58,35 @@ READ_COUNT: Final = 500
 LISTEN_SAFETY_SECONDS: Final = 5.0
 """How often a listening tail reads anyway (a notification is never lost on a live
 connection, but a read costs little)."""
+SIGNATURE_HEX: Final = 64
+"""The hex digits of a notification's signature (HMAC-SHA256)."""
+ROW_LENGTH: Final = 9
+"""The columns of an event as a tail reads it (``_sql_events``), and as a notification
+carries it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnnounceKey:
+    """The key the schema's trigger signs each notification's event row with (HMAC-SHA256,
+    as its two pads)."""
+
+    inner_pad: bytes
+    outer_pad: bytes
+
+    def carried(self, payload: str) -> Row | None:
+        """The event row a notification carries (its signature in hex, then the row in
+        the columns of a tail's read, a JSON array), or None for a position alone or
+        anything not signed with this key."""
+        signature, row_text = payload[:SIGNATURE_HEX], payload[SIGNATURE_HEX:]
+        data = row_text.encode()
+        inner = hashlib.sha256(self.inner_pad + data).digest()
+        expected = hashlib.sha256(self.outer_pad + inner).hexdigest()
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
+            return None
+        row = json.loads(row_text)  # the trigger's JSON: it parses
+        if not (isinstance(row, list) and len(row) == ROW_LENGTH and type(row[0]) is int):
+            return None
+        return tuple(row)
 
 
 class PostgresRelay(SharedRelay):
@@ -128,10 +164,13 @@ class PostgresRelay(SharedRelay):
         self._sql_question = f"SELECT state, request, approvals FROM {s}.questions WHERE id = %s"
         self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
+        self._sql_key = f"SELECT inner_pad, outer_pad FROM {s}.announce_key"
+        self._announce_key: AnnounceKey | None = None
         self._epoch: str | None = None
         self._waiters = LocalWaiters(self._unavailable)
         self._requests = RequestCache()
         self._buffer = EventBuffer(self._key_of, "")
+        self._iterators: weakref.WeakSet[AsyncGenerator[RelayEvent, None]] = weakref.WeakSet()
         self._changed = asyncio.Event()
         self._failure: UserInteractionError | None = None  # the tail cannot read the store
         self._notified = asyncio.Event()
@@ -191,11 +230,24 @@ class PostgresRelay(SharedRelay):
             )
         self._epoch = epoch
         self._buffer.reset(self._position(last))
+        if self.listen:
+            self._announce_key = await self._read_key()
         await self._heartbeat()
         if self.listen:
             await self._open_listener()
         self._spawn(self._tail())
         self._spawn(self._beat())
+
+    async def _read_key(self) -> AnnounceKey | None:
+        """The key notifications are signed with; None when tables migrated by an earlier
+        build have none (their notifications carry positions alone)."""
+        try:
+            rows = await self._db.run(self._sql_key)
+        except UserInteractionError as error:
+            if "does not exist" not in error.message:
+                raise
+            return None
+        return AnnounceKey(bytes(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def _heartbeat(self, *, release: bool = False) -> None:
         lease = 0 if release else self._ms(self.lease_ttl)
@@ -214,10 +266,18 @@ class PostgresRelay(SharedRelay):
         self._spawn(self._hear(listener))
 
     async def _hear(self, listener: psycopg.AsyncConnection[Row]) -> None:
-        """Wake the tail at each notification; when the connection fails, let it know."""
+        """Take the event each notification carries, when it is the next one; else (a
+        gap, a position alone) wake the tail to read the table. When the connection
+        fails, let the tail know."""
         try:
-            async for _ in listener.notifies():
-                self._notified.set()
+            async for notify in listener.notifies():
+                key = self._announce_key
+                row = None if key is None else key.carried(notify.payload)
+                last = self._last()
+                if row is not None and row[0] == last + 1:
+                    self._absorb([row])
+                elif row is None or row[0] > last:  # (one at or before last: read already)
+                    self._notified.set()
         except (psycopg.Error, OSError):
             pass
         finally:
@@ -282,15 +342,24 @@ class PostgresRelay(SharedRelay):
         )
 
     def _absorb(self, rows: list[Row]) -> None:
-        """Take the rows the tail read: buffer their events, wake the waiters they settle."""
+        """Take the rows the tail read: buffer their events, wake the waiters they settle.
+        With no event iterator open here, only what settles a waiter is made an event:
+        nobody would read the rest (a request decoded for nothing), and an iterator
+        opened later at an earlier position reads those from the table."""
+        buffering = self._buffering()
         for row in rows:
-            event = self._event(row)
+            event = self._event(row) if buffering or row[1] == "resolved" else None
             if event is None:
                 self._buffer.advance(self._position(row[0]))
                 continue
-            self._buffer.add(event)
+            if buffering:
+                self._buffer.add(event)
+            else:
+                self._buffer.advance(event.position)
             if event.kind == "resolved":
                 self._waiters.wake(event.id, row[4], row[6] or "", row[7])
+        if not buffering:
+            self._buffer.reset(self._buffer.last)
         self._wake_readers()
 
     def _last(self) -> int:
@@ -298,10 +367,11 @@ class PostgresRelay(SharedRelay):
         return 0 if key is None else key[0]
 
     async def _tail(self) -> None:
-        """Read the events after the buffer's last position, for ever: at each
-        notification, or every ``poll_interval`` without ``LISTEN``. After a gap (events
-        deleted before they were read) or after the database was away, look each local
-        waiter's question up again."""
+        """Read the events after the buffer's last position, for ever: when a
+        notification does not carry the next event (:meth:`_hear` takes those), after
+        ``LISTEN_SAFETY_SECONDS`` without one, or every ``poll_interval`` without
+        ``LISTEN``. After a gap (events deleted before they were read) or after the
+        database was away, look each local waiter's question up again."""
         down = False
         pause = 0.05
         while not self._closed:
@@ -315,7 +385,7 @@ class PostgresRelay(SharedRelay):
                 before = self._last()
                 rows = await self._read(before)
                 if rows:
-                    self._absorb(rows)
+                    self._absorb([row for row in rows if row[0] > self._last()])
                     if rows[0][0] != before + 1:  # deleted unread: what did they settle?
                         self._buffer.reset(self._buffer.last)
                         await self._recheck()
@@ -354,6 +424,8 @@ class PostgresRelay(SharedRelay):
             self._epoch = epoch
             self._buffer.reset(self._position(rows[0][2] if rows else 0))
             self._wake_readers()
+        if self.listen:  # (made anew, or migrated since: its key may be another)
+            self._announce_key = await self._read_key()
         await self._recheck()
 
     async def _recheck(self, *only: str) -> None:
@@ -448,10 +520,24 @@ class PostgresRelay(SharedRelay):
             self._epoch = epoch
             self._buffer.reset(self._position(last))
             self._wake_readers()
+            if self.listen:
+                self._announce_key = await self._read_key()
             await self._recheck()
         return RelaySnapshot(self._position(last), tuple(questions))
 
-    async def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+    def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        iterator = self._follow(after)
+        self._iterators.add(iterator)  # open from now: the tail buffers for it
+        return iterator
+
+    def _buffering(self) -> bool:
+        """Whether an event iterator is open here (made, and neither ended nor dropped)."""
+        return any(
+            isinstance(iterator, types.AsyncGeneratorType) and iterator.ag_frame is not None
+            for iterator in self._iterators
+        )
+
+    async def _follow(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         if not self._closed:
             await self.connect()
         events = replay(

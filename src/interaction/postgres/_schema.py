@@ -23,6 +23,18 @@ It also holds ``questions.approvals`` (a quorum question's approvals, ``[[name, 
 and ``approve``, which counts one approval under the meta lock; a database migrated by an
 earlier build of version 2 gets them at the next ``migrate()`` (every statement is
 idempotent).
+
+Every event row is announced on the schema's channel when its transaction commits, by a
+deferred trigger on ``events``: the payload is the row a tail would read (the event's
+columns and its question's, as the transaction leaves them, a JSON array), or its position
+alone when that would pass :data:`MAX_PAYLOAD`. The same transaction writes both, so the
+payload is as trusted as the row. As any role that can connect may send a notification on
+the channel, the payload is signed (HMAC-SHA256 under a key in ``announce_key``, which
+``migrate()`` makes) and a tail takes only a payload signed so. A listening tail reads the
+table only after a gap, a payload of a position alone (or unsigned), a reconnect, or a
+quiet spell. A database migrated by an
+earlier build of version 2 announced positions alone, from ``append_event``, which tails
+still read by (the next ``migrate()`` moves the announcement to the trigger).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["VERSION", "channel", "check_schema", "statements"]
+__all__ = ["MAX_PAYLOAD", "VERSION", "channel", "check_schema", "statements"]
 
 VERSION: Final = 2
 """The schema this module writes; ``meta.version`` records the one a database holds."""
@@ -45,6 +57,10 @@ def check_schema(schema: str) -> str:
             f"the schema must be a lower-case SQL name (a-z, 0-9, _; up to 40): {schema!r}"
         )
     return schema
+
+
+MAX_PAYLOAD: Final = 7999
+"""The longest notification payload PostgreSQL sends (it refuses 8000 bytes or more)."""
 
 
 def channel(schema: str) -> str:
@@ -123,8 +139,43 @@ BEGIN
       VALUES (pos, p_kind, p_id, p_outcome) ON CONFLICT (position) DO NOTHING;
     EXIT WHEN FOUND;
   END LOOP;
-  PERFORM pg_notify('{notify}', pos::text);
   RETURN pos;
+END $$""",
+        # The key of the notifications' HMAC-SHA256 (any role that can connect may send
+        # a notification; only one that can read this table can sign one): a 64-byte
+        # key, XORed with HMAC's two pads, written by migrate().
+        f"""CREATE TABLE IF NOT EXISTS {s}.announce_key (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  inner_pad bytea NOT NULL,
+  outer_pad bytea NOT NULL
+)""",
+        # Each event row, as a tail would read it (the row and its question's, as the
+        # transaction leaves them), is announced when the transaction commits: a
+        # notification carries it, so a listening tail reads nothing. A row over the
+        # payload's bound is announced by its position alone (the tail reads the table).
+        f"""CREATE OR REPLACE FUNCTION {s}.announce_event()
+RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE payload text; k record;
+BEGIN
+  SELECT inner_pad, outer_pad INTO k FROM {s}.announce_key;
+  SELECT json_build_array(NEW.position, NEW.kind, NEW.question_id, NEW.outcome, q.state,
+      q.request, q.answer, q.answerer, q.approvals)::text INTO payload
+    FROM (SELECT 1) one LEFT JOIN {s}.questions q ON q.id = NEW.question_id;
+  IF k.inner_pad IS NULL OR octet_length(payload) > {MAX_PAYLOAD} - 64 THEN
+    payload := NEW.position::text;
+  ELSE  -- HMAC-SHA256 of the row, in hex, then the row
+    payload := encode(sha256(k.outer_pad || sha256(k.inner_pad || convert_to(payload, 'UTF8'))),
+      'hex') || payload;
+  END IF;
+  PERFORM pg_notify('{notify}', payload);
+  RETURN NULL;
+END $$""",
+        f"""DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger
+      WHERE tgrelid = '{s}.events'::regclass AND tgname = 'events_announce') THEN
+    CREATE CONSTRAINT TRIGGER events_announce AFTER INSERT ON {s}.events
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.announce_event();
+  END IF;
 END $$""",
         # Settle one question, if it is pending: the caller holds the meta lock.
         f"""CREATE OR REPLACE FUNCTION {s}.settle_one(

@@ -178,6 +178,12 @@ async def migrate(
                 " ON CONFLICT (one) DO UPDATE SET version = excluded.version",
                 [_schema.VERSION, secrets.token_urlsafe(6)],
             )
+            key = secrets.token_bytes(64)
+            await connection.execute(
+                f'INSERT INTO "{schema}".announce_key (inner_pad, outer_pad) VALUES (%s, %s)'
+                " ON CONFLICT (one) DO NOTHING",
+                [bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)],
+            )
     except (psycopg.Error, OSError) as exc:
         raise connections._failed(exc) from None
     finally:
