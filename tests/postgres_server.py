@@ -149,3 +149,18 @@ def postgres_server() -> Iterator[PostgresServer]:
     """One server for the session's relays (each under a schema of its own)."""
     with PostgresServer() as server:
         yield server
+
+
+# append_event as schemas made before issue 41 hold it (the counter's next number, taken
+# or not), each event announced by its position alone: for the tests of older schemas.
+OLD_APPEND_EVENT = """CREATE OR REPLACE FUNCTION
+  {s}.append_event(p_kind text, p_id text, p_outcome text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE pos bigint;
+BEGIN
+  UPDATE {s}.meta SET last_position = last_position + 1 RETURNING last_position INTO pos;
+  INSERT INTO {s}.events (position, kind, question_id, outcome)
+    VALUES (pos, p_kind, p_id, p_outcome);
+  PERFORM pg_notify('{channel}', pos::text);
+  RETURN pos;
+END $$"""

@@ -26,7 +26,7 @@ from interaction.postgres import PostgresRelay
 from interaction.postgres._schema import MAX_PAYLOAD, channel
 from interaction.relay import RelayEvent
 
-from .postgres_server import PostgresServer, postgres_server
+from .postgres_server import OLD_APPEND_EVENT, PostgresServer, postgres_server
 
 __all__ = ["postgres_server"]
 
@@ -172,19 +172,7 @@ async def test_a_schema_whose_notifications_carry_positions_alone_is_read_by_its
     s = f'"{schema}"'
     await run(url, f"DROP TRIGGER events_announce ON {s}.events")
     await run(url, f"DROP TABLE {s}.announce_key")
-    await run(
-        url,
-        f"""CREATE OR REPLACE FUNCTION {s}.append_event(p_kind text, p_id text, p_outcome text)
-RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE pos bigint;
-BEGIN
-  UPDATE {s}.meta SET last_position = last_position + 1 RETURNING last_position INTO pos;
-  INSERT INTO {s}.events (position, kind, question_id, outcome)
-    VALUES (pos, p_kind, p_id, p_outcome);
-  PERFORM pg_notify('{channel(schema)}', pos::text);
-  RETURN pos;
-END $$""",
-    )
+    await run(url, OLD_APPEND_EVENT.format(s=s, channel=channel(schema)))
     for migrate in (False, True):
         if migrate:
             await relay.migrate()

@@ -47,7 +47,7 @@ from interaction.wire import dumps
 from . import postgres_schema_v1
 from .helpers import import_error_without
 from .loopback import ANSWER_AT, announced, running, serve
-from .postgres_server import PostgresServer, postgres_server
+from .postgres_server import OLD_APPEND_EVENT, PostgresServer, postgres_server
 from .web_helpers import sse
 
 __all__ = ["postgres_server"]  # a fixture
@@ -502,21 +502,6 @@ async def test_a_snapshot_ahead_of_the_tail_resumes_without_being_stale(
             with pytest.raises(UserInteractionError):
                 await task
         await page.aclose()
-
-
-# append_event as schemas made before issue 41 hold it: the counter's next number, taken
-# or not.
-OLD_APPEND_EVENT = """CREATE OR REPLACE FUNCTION
-  {s}.append_event(p_kind text, p_id text, p_outcome text)
-RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE pos bigint;
-BEGIN
-  UPDATE {s}.meta SET last_position = last_position + 1 RETURNING last_position INTO pos;
-  INSERT INTO {s}.events (position, kind, question_id, outcome)
-    VALUES (pos, p_kind, p_id, p_outcome);
-  PERFORM pg_notify('{channel}', pos::text);
-  RETURN pos;
-END $$"""
 
 
 def number(position: str) -> int:

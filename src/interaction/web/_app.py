@@ -167,10 +167,7 @@ class WebApp:
     async def answer_as(
         self, question_id: str, body: bytes, user: str | None
     ) -> tuple[int, str, str]:
-        """The page's own answer, for an answer taken elsewhere (a Slack click) under
-        ``user``'s name: every check it makes applies unchanged. Its status, and its
-        error's code and message (``""`` on success); ``202`` with ``"1 of 2 approved:
-        alice"`` for an approval short of a quorum."""
+        """The page's own answer under ``user``'s name (:meth:`Answers.answer_as`)."""
         return await self._answers.answer_as(question_id, body, user)
 
     def answer_desk(self) -> AnswerDesk:
