@@ -17,7 +17,8 @@ a question hash; on PostgreSQL one ``UPDATE`` of a pending row (:data:`POSTGRES_
 fresh server with ``fsync`` on, as ours). The subjects take turns (ours,
 the floor, the floor, ours); each figure is the median of its turns: answers per second,
 the answer POST's p50/p99 latency as the clients see it, and the CPU seconds per answer of
-the askers, the hosts, the store and the clients' own process over the answering phase.
+the askers, the hosts, the store (a database server with its backends) and the clients' own
+process over the answering phase.
 
 Every process the run starts is stopped by its PID on the way out. When one ends before
 its time (an asker killed, a host crashed), or a phase outlasts its bound, the run stops
@@ -38,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -155,13 +156,37 @@ class LoadError(RuntimeError):
     """The load run stopped: a process ended before its time, or a phase outlasted its bound."""
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User and system CPU seconds the processes have used so far."""
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command's name (state first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pids: Sequence[int], *, children: bool = False) -> float:
+    """User and system CPU seconds the processes have used so far; with ``children``, with
+    their child processes' (a database server's backends): the live ones', and the ended
+    ones' that each process has waited for."""
     total = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = _stat(pid)
         total += int(fields[11]) + int(fields[12])  # utime, stime
+        if children:
+            total += int(fields[13]) + int(fields[14])  # cutime, cstime: ended children's
+    if children:
+        parents = {str(pid) for pid in pids}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdecimal():
+                continue
+            with contextlib.suppress(OSError, IndexError):  # (ended since, or unreadable)
+                fields = _stat(int(entry.name))
+                if fields[1] in parents:  # ppid
+                    total += int(fields[11]) + int(fields[12])
     return total / TICKS
+
+
+def cpu_by_group(groups: Mapping[str, Sequence[int]]) -> dict[str, float]:
+    """The CPU seconds each group of processes has used so far; a store's (the group named
+    after its engine) with its child processes' (a database server's backends)."""
+    return {who: cpu_seconds(pids, children=who in SPACE) for who, pids in groups.items()}
 
 
 def bound_for(total: int) -> float:
@@ -419,10 +444,10 @@ async def run(engine: Engine, total: int, clients: int) -> dict[str, float]:
                 engine: [server.process.pid],
                 "clients": [os.getpid()],
             }
-            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            cpu = cpu_by_group(groups)
             seconds, latencies, refused = await load.answered(clients)
-            cpu.update((who, cpu_seconds(groups[who]) - cpu[who]) for who in ("hosts", engine))
-            cpu["clients"] = cpu_seconds(groups["clients"]) - cpu["clients"]
+            answering = cpu_by_group({who: groups[who] for who in ("hosts", engine, "clients")})
+            cpu.update((who, spent - cpu[who]) for who, spent in answering.items())
             results, askers_cpu = await load.returned()
             returned = time.perf_counter() - began - asked
             cpu["askers"] = askers_cpu - cpu["askers"]
@@ -487,9 +512,9 @@ async def postgres_floor(total: int, clients: int) -> dict[str, float]:
                     return (await http.post(f"/answer/{text}", json=body)).status_code
 
                 groups = {"hosts": pids, "postgres": [server.process.pid], "clients": [os.getpid()]}
-                cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+                cpu = cpu_by_group(groups)
                 seconds, latencies, refused = await answering(https, texts, clients, answer)
-                cpu = {who: cpu_seconds(pids) - cpu[who] for who, pids in groups.items()}
+                cpu = {who: spent - cpu[who] for who, spent in cpu_by_group(groups).items()}
             left = await (
                 await db.execute("SELECT count(*) FROM floor WHERE state <> 'answered'")
             ).fetchone()
@@ -519,9 +544,9 @@ async def floor(total: int, clients: int) -> dict[str, float]:
                 return (await http.post(f"/answer/{text}", json=body)).status_code
 
             groups = {"hosts": pids, "redis": [server.process.pid], "clients": [os.getpid()]}
-            cpu = {who: cpu_seconds(pids) for who, pids in groups.items()}
+            cpu = cpu_by_group(groups)
             seconds, latencies, refused = await answering(https, texts, clients, answer)
-            cpu = {who: cpu_seconds(pids) - cpu[who] for who, pids in groups.items()}
+            cpu = {who: spent - cpu[who] for who, spent in cpu_by_group(groups).items()}
         answered = [await redis.hget(prefix + text, "state") for text in texts[:100]]
         assert answered == [b"answered"] * 100
         await redis.aclose()

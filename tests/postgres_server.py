@@ -12,19 +12,23 @@ with a bounded deadline); ``stop()`` is a fast shutdown (SIGINT), then SIGKILL;
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Self
 
 import psycopg
 import pytest
+
+from interaction.postgres import PostgresRelay
 
 from .loopback import LoopbackProcess
 
@@ -149,6 +153,37 @@ def postgres_server() -> Iterator[PostgresServer]:
     """One server for the session's relays (each under a schema of its own)."""
     with PostgresServer() as server:
         yield server
+
+
+async def execute(url: str, query: str, *params: object) -> None:
+    """One statement, on a connection of its own, committed."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
+        await db.execute(query, params)
+
+
+@contextlib.asynccontextmanager
+async def owner_and_role_relay(
+    url: str, schema: str
+) -> AsyncIterator[tuple[PostgresRelay, PostgresRelay, str]]:
+    """A relay that made ``schema`` (migrated), and a relay connected as a new role that
+    may read and write the schema's rows (a test may revoke some of that from the role,
+    the third item); both closed, and the role dropped, at the end."""
+    role = f"tail_{secrets.token_hex(4)}"
+    owner = PostgresRelay(url, schema=schema, lease_ttl=120)
+    await owner.migrate()
+    await execute(url, f'CREATE ROLE "{role}" LOGIN')
+    await execute(url, f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    await execute(
+        url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"'
+    )
+    listener = PostgresRelay(url.replace("postgres@", f"{role}@"), schema=schema, lease_ttl=120)
+    try:
+        yield owner, listener, role
+    finally:
+        await listener.aclose()
+        await owner.aclose()
+        await execute(url, f'DROP OWNED BY "{role}"')
+        await execute(url, f'DROP ROLE "{role}"')
 
 
 # append_event as schemas made before issue 41 hold it (the counter's next number, taken

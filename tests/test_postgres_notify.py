@@ -11,7 +11,6 @@ import json
 import secrets
 from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
 
 from interaction import (
@@ -26,7 +25,13 @@ from interaction.postgres import PostgresRelay
 from interaction.postgres._schema import MAX_PAYLOAD, channel
 from interaction.relay import RelayEvent
 
-from .postgres_server import OLD_APPEND_EVENT, PostgresServer, postgres_server
+from .postgres_server import (
+    OLD_APPEND_EVENT,
+    PostgresServer,
+    execute,
+    owner_and_role_relay,
+    postgres_server,
+)
 
 __all__ = ["postgres_server"]
 
@@ -39,11 +44,6 @@ def free(text: str) -> AskUserQuestionRequest:
 
 def custom(text: str) -> AskUserQuestionAnswer:
     return AskUserQuestionAnswer([AskUserQuestionAnswerItem("q", custom=text)])
-
-
-async def run(url: str, query: str, *params: object) -> None:
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
-        await db.execute(query, params)
 
 
 @contextlib.asynccontextmanager
@@ -70,21 +70,12 @@ async def test_a_listening_tail_takes_each_event_from_its_notification_and_reads
     settled answers included: they come in the notifications (a read of the table would
     fail, and its iterator would say RELAY_UNAVAILABLE)."""
     url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
-    role = f"tail_{secrets.token_hex(4)}"
-    owner = PostgresRelay(url, schema=schema, lease_ttl=120)
-    await owner.migrate()
-    await run(url, f'CREATE ROLE "{role}" LOGIN')
-    await run(url, f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
-    await run(
-        url, f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"'
-    )
-    listener = PostgresRelay(url.replace("postgres@", f"{role}@"), schema=schema, lease_ttl=120)
-    try:
+    async with owner_and_role_relay(url, schema) as (owner, listener, role):
         events = listener.events((await listener.snapshot()).position)
         first = asyncio.create_task(owner.ask(free("Before?")))
         before = await next_event(events)  # the listener's tail is live
         assert before.kind == "requested"
-        await run(url, f'REVOKE SELECT ON "{schema}".events FROM "{role}"')
+        await execute(url, f'REVOKE SELECT ON "{schema}".events FROM "{role}"')
         second = asyncio.create_task(owner.ask(free("After?")))
         asked = await next_event(events)
         assert asked.question is not None
@@ -100,11 +91,6 @@ async def test_a_listening_tail_takes_each_event_from_its_notification_and_reads
             await first
         assert dismissed.value.code == ErrorCode.ASK_CANCELLED
         await events.aclose()
-    finally:
-        await listener.aclose()
-        await owner.aclose()
-        await run(url, f'DROP OWNED BY "{role}"')
-        await run(url, f'DROP ROLE "{role}"')
 
 
 async def test_a_notification_another_hand_sends_is_not_taken_for_an_event(
@@ -124,7 +110,7 @@ async def test_a_notification_another_hand_sends_is_not_taken_for_an_event(
         row += ['{"answers":[{"id":"q","selected":[],"custom":"forged"}]}', "mallory", None]
         text = json.dumps(row)
         for payload in (text, "0" * 64 + text, secrets.token_hex(32) + text):
-            await run(url, "SELECT pg_notify(%s, %s)", channel(schema), payload)
+            await execute(url, "SELECT pg_notify(%s, %s)", channel(schema), payload)
         later = asyncio.create_task(other.ask(free("Later?")))  # notified after the forgeries
         seen = await next_event(events)
         assert seen.kind == "requested"
@@ -170,9 +156,9 @@ async def test_a_schema_whose_notifications_carry_positions_alone_is_read_by_its
     relay = PostgresRelay(url, schema=schema)
     await relay.migrate()
     s = f'"{schema}"'
-    await run(url, f"DROP TRIGGER events_announce ON {s}.events")
-    await run(url, f"DROP TABLE {s}.announce_key")
-    await run(url, OLD_APPEND_EVENT.format(s=s, channel=channel(schema)))
+    await execute(url, f"DROP TRIGGER events_announce ON {s}.events")
+    await execute(url, f"DROP TABLE {s}.announce_key")
+    await execute(url, OLD_APPEND_EVENT.format(s=s, channel=channel(schema)))
     for migrate in (False, True):
         if migrate:
             await relay.migrate()

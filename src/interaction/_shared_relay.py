@@ -180,13 +180,43 @@ class LocalWaiters:
 
 
 class RequestCache:
-    """Decoded requests by question id, the most recent ones."""
+    """Decoded requests by question id, the most recent ones; and the stored text of the
+    questions a tail heard asked and not yet heard settled (up to ``heard_kept``), decoded
+    only when asked for (:meth:`heard`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, heard_kept: int = 0) -> None:
         self._requests: OrderedDict[str, AskUserQuestionRequest] = OrderedDict()
+        self._heard: OrderedDict[str, str] = OrderedDict()
+        self._heard_kept = heard_kept
 
     def get(self, question_id: str) -> AskUserQuestionRequest | None:
         return self._requests.get(question_id)
+
+    def hear(self, question_id: str, text: str) -> None:
+        """A tail heard ``question_id`` asked, stored as ``text`` (the oldest beyond the
+        bound are forgotten: a lookup finds them)."""
+        if self._heard_kept:
+            self._heard[question_id] = text
+            if len(self._heard) > self._heard_kept:
+                self._heard.popitem(last=False)
+
+    def settled(self, question_id: str) -> None:
+        """A tail heard ``question_id`` settled."""
+        self._heard.pop(question_id, None)
+
+    def forget_heard(self) -> None:
+        """The store was made anew: what the tail heard of it is gone."""
+        self._heard.clear()
+
+    def heard(self, question_id: str) -> AskUserQuestionRequest | None:
+        """The request of a question the tail heard asked and not settled, or None."""
+        text = self._heard.get(question_id)
+        if text is None:
+            return None
+        try:
+            return self.remember(question_id, text)
+        except UserInteractionError:
+            return None
 
     def remember(self, question_id: str, text: str) -> AskUserQuestionRequest:
         """The request stored as ``text``, decoded once (``BAD_REQUEST`` if it is none)."""
@@ -466,6 +496,12 @@ class SharedRelay(abc.ABC):
 
     def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         return self._events_after(after)
+
+    def heard_request(self, question_id: str) -> AskUserQuestionRequest | None:
+        """The request of a question this process's tail heard asked and has not heard
+        settled (no trip to the store), or None: look it up. It may have settled since,
+        unheard yet; a claim on it says so (``NOT_PENDING``), as one after a lookup would."""
+        return self._requests.heard(question_id)
 
     async def submit(
         self, question_id: str, answer: object, *, answerer: str | None = None

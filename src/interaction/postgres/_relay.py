@@ -168,7 +168,7 @@ class PostgresRelay(SharedRelay):
         self._announce_key: AnnounceKey | None = None
         self._epoch: str | None = None
         self._waiters = LocalWaiters(self._unavailable)
-        self._requests = RequestCache()
+        self._requests = RequestCache(heard_kept=max_pending)
         self._buffer = EventBuffer(self._key_of, "")
         self._iterators: weakref.WeakSet[AsyncGenerator[RelayEvent, None]] = weakref.WeakSet()
         self._changed = asyncio.Event()
@@ -342,13 +342,22 @@ class PostgresRelay(SharedRelay):
         )
 
     def _absorb(self, rows: list[Row]) -> None:
-        """Take the rows the tail read: buffer their events, wake the waiters they settle.
-        With no event iterator open here, only what settles a waiter is made an event:
+        """Take the rows the tail read: buffer their events, wake the waiters they settle,
+        and keep the stored text of each question heard asked until it is heard settled
+        (:meth:`heard_request`: an answer to it is checked without a lookup). With no
+        event iterator open here, only what settles a local waiter is made an event:
         nobody would read the rest (a request decoded for nothing), and an iterator
         opened later at an earlier position reads those from the table."""
         buffering = self._buffering()
+        waiting = self._waiters.by_id
         for row in rows:
-            event = self._event(row) if buffering or row[1] == "resolved" else None
+            kind, question_id = row[1], row[2]
+            if kind == "resolved":
+                self._requests.settled(question_id)
+            elif kind == "requested" and row[4] == "pending" and isinstance(row[5], str):
+                self._requests.hear(question_id, row[5])
+            wanted = buffering or (kind == "resolved" and question_id in waiting)
+            event = self._event(row) if wanted else None
             if event is None:
                 self._buffer.advance(self._position(row[0]))
                 continue
@@ -422,6 +431,7 @@ class PostgresRelay(SharedRelay):
         if not rows or rows[0][1] != self._epoch or rows[0][2] < self._last():
             epoch = rows[0][1] if rows else self._epoch
             self._epoch = epoch
+            self._requests.forget_heard()
             self._buffer.reset(self._position(rows[0][2] if rows else 0))
             self._wake_readers()
         if self.listen:  # (made anew, or migrated since: its key may be another)
@@ -518,6 +528,7 @@ class PostgresRelay(SharedRelay):
         epoch, last = rows[0][0], rows[0][1]
         if epoch != self._epoch:  # the tables were made anew: positions start again
             self._epoch = epoch
+            self._requests.forget_heard()
             self._buffer.reset(self._position(last))
             self._wake_readers()
             if self.listen:
@@ -532,6 +543,8 @@ class PostgresRelay(SharedRelay):
 
     def _buffering(self) -> bool:
         """Whether an event iterator is open here (made, and neither ended nor dropped)."""
+        if not self._iterators:  # (every notification asks: the common answer at once)
+            return False
         return any(
             isinstance(iterator, types.AsyncGeneratorType) and iterator.ag_frame is not None
             for iterator in self._iterators

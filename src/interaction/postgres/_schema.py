@@ -26,8 +26,9 @@ idempotent).
 
 Every event row is announced on the schema's channel when its transaction commits, by a
 deferred trigger on ``events``: the payload is the row a tail would read (the event's
-columns and its question's, as the transaction leaves them, a JSON array), or its position
-alone when that would pass :data:`MAX_PAYLOAD`. The same transaction writes both, so the
+columns and its question's, as the transaction leaves them, a JSON array; a ``resolved``
+event's without the request, which no reader of it uses), or its position alone when that
+would pass :data:`MAX_PAYLOAD`. The same transaction writes both, so the
 payload is as trusted as the row. As any role that can connect may send a notification on
 the channel, the payload is signed (HMAC-SHA256 under a key in ``announce_key``, which
 ``migrate()`` makes) and a tail takes only a payload signed so. A listening tail reads the
@@ -153,13 +154,16 @@ END $$""",
         # transaction leaves them), is announced when the transaction commits: a
         # notification carries it, so a listening tail reads nothing. A row over the
         # payload's bound is announced by its position alone (the tail reads the table).
+        # A resolved event's row leaves out the request, which no reader of it uses:
+        # every process hears every notification, and hashes and parses what it carries.
         f"""CREATE OR REPLACE FUNCTION {s}.announce_event()
 RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE payload text; k record;
 BEGIN
   SELECT inner_pad, outer_pad INTO k FROM {s}.announce_key;
   SELECT json_build_array(NEW.position, NEW.kind, NEW.question_id, NEW.outcome, q.state,
-      q.request, q.answer, q.answerer, q.approvals)::text INTO payload
+      CASE WHEN NEW.kind = 'resolved' THEN NULL ELSE q.request END,
+      q.answer, q.answerer, q.approvals)::text INTO payload
     FROM (SELECT 1) one LEFT JOIN {s}.questions q ON q.id = NEW.question_id;
   IF k.inner_pad IS NULL OR octet_length(payload) > {MAX_PAYLOAD} - 64 THEN
     payload := NEW.position::text;

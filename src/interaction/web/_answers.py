@@ -25,6 +25,7 @@ from .._core import (
     not_assigned_error,
     quorum_progress,
 )
+from .._shared_relay import SharedRelay
 from ..relay import NOT_PENDING, PendingQuestion, RelayBackend, RelayEvent, not_pending_error
 from ..wire import decode_answer, encode_answer, encode_approvals
 from ._access import Access
@@ -152,6 +153,15 @@ class Answers:
         self.relay = relay
         self.access = access
         self.memory = memory
+        self._heard = relay.heard_request if isinstance(relay, SharedRelay) else None
+
+    def _known(self, question_id: str) -> AskUserQuestionRequest | None:
+        """The request of a question a stream here showed, or a shared relay's tail heard
+        asked, neither seen settled since; None: look it up."""
+        asked = self.memory.requests.get(question_id)
+        if asked is None and self._heard is not None:
+            asked = self._heard(question_id)
+        return asked
 
     async def answer(self, request: Request) -> Response:
         """``POST /api/questions/{id}/answer``: the answer (200), or the approvals so far
@@ -195,9 +205,10 @@ class Answers:
         """The answer in ``body`` to ``question_id``, by ``user``: the answer the relay
         took, or the approvals so far of a quorum still short; ``UserInteractionError``
         when it is refused (the body is read only once the question is found)."""
-        # The request a stream showed saves a trip to the store; one settled since then
-        # is refused by the relay's claim below, as one settled after a lookup would be.
-        asked = self.memory.requests.get(question_id)
+        # The request a stream showed (or the relay's tail heard) saves a trip to the
+        # store; one settled since then is refused by the relay's claim below, as one
+        # settled after a lookup would be.
+        asked = self._known(question_id)
         seen = asked is not None
         if asked is None:
             question = await self.relay.lookup(question_id)
@@ -226,7 +237,7 @@ class Answers:
         user = _user(request)
         try:
             if self.access.default_assignment is not None:  # the relay knows the request's own
-                asked = self.memory.requests.get(question_id)
+                asked = self._known(question_id)
                 if asked is None and (question := await self.relay.lookup(question_id)):
                     asked = question.request
                 if asked is not None and not self.access.may_settle(user, asked):
