@@ -1,89 +1,45 @@
-"""One Chromium per test process, launched by Playwright's own driver and shared by its
-tests: each test connects to it and opens fresh contexts (pages), which are closed when it
-disconnects, so no test sees another's cookies, storage or tabs.
+"""The Chromiums of a test process, launched by the process's one Playwright driver and
+shared by its browser tests: each test opens fresh contexts (pages), which are closed when it
+ends, so no test sees another's cookies, storage or tabs.
 
-Launching Chromium is most of a browser test's cost (seconds on a busy 2-core machine);
-connecting to a running one is a fraction of a second. The browser is started with
-Playwright's ``launchServer`` (the same switches as ``chromium.launch``, over Playwright's
-own protocol, not CDP): :data:`SERVER` runs on the driver's Node.js, prints the browser's
-WebSocket address, and closes the browser when its stdin closes (the test process ended,
-even by SIGKILL) or on SIGTERM. A browser that died is launched again on the next use.
+Launching Chromium is most of a browser test's cost (seconds on a busy 2-core machine), and
+each Playwright driver is a Node.js process costing about 0.6 s of CPU to start; so both are
+started once per test process, on first use, on the session's event loop, which the browser
+tests run on (see ``tests/conftest.py``). Each browser is the driver's own child, spoken to
+over a pipe with no process between them; the driver closes it when the session ends, or when
+the driver's stdin closes because the test process ended, even by SIGKILL. A browser that
+crashed or was closed is launched again on the next use.
 """
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import tempfile
-import threading
-from pathlib import Path
+from playwright.async_api import Browser, Playwright
 
-import playwright
-
-from .loopback import end
-
-DRIVER = Path(playwright.__file__).parent / "driver"
-SERVER = r"""
-const [core, options] = process.argv.slice(1);
-const { chromium } = require(core);
-chromium.launchServer(JSON.parse(options)).then((server) => {
-  const close = () => server.close().then(() => process.exit(0));
-  process.on("SIGTERM", close);
-  process.stdin.on("end", close);
-  process.stdin.resume();
-  process.stdout.write(server.wsEndpoint() + "\n");
-});
-"""
 START_SECONDS = 60.0
 
 
-class BrowserServer:
-    """A Chromium (``executable``, with ``args``) behind Playwright's server, started on
-    first use; :meth:`endpoint` is the address a test connects to."""
+class SharedBrowsers:
+    """The browsers ``playwright`` launches (with ``args``), one per executable, each on
+    first use."""
 
-    def __init__(self, executable: str, args: list[str]) -> None:
-        self.options = json.dumps({"executablePath": executable, "headless": True, "args": args})
-        self.process: subprocess.Popen[str] | None = None
-        self._endpoint = ""
+    def __init__(self, playwright: Playwright, args: list[str]) -> None:
+        self._playwright = playwright
+        self._args = args
+        self._browsers: dict[str, Browser] = {}
 
-    def endpoint(self) -> str:
-        """The running browser's WebSocket address, launching it first if it is not up."""
-        if self.process is None or self.process.poll() is not None:
-            self.stop()
-            self._launch()
-        return self._endpoint
-
-    def _launch(self) -> None:
-        argv = [str(DRIVER / "node"), "-e", SERVER, str(DRIVER / "package"), self.options]
-        with tempfile.TemporaryFile("w+") as log:
-            process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+    async def browser(self, executable: str) -> Browser:
+        """The running browser of ``executable``, launched first if it is not up (or no
+        longer is)."""
+        running = self._browsers.get(executable)
+        if running is None or not running.is_connected():
+            running = await self._playwright.chromium.launch(
+                executable_path=executable, args=self._args, timeout=START_SECONDS * 1000
             )
-            self.process = process
-            stdout = process.stdout
-            assert stdout is not None
-            line: list[str] = []
-            reader = threading.Thread(target=lambda: line.append(stdout.readline()))
-            reader.start()
-            reader.join(START_SECONDS)  # a pipe read has no deadline of its own
-            if not line or not line[0].startswith("ws://"):
-                self.stop()
-                log.seek(0)
-                said = log.read()[-2000:]
-                raise RuntimeError(f"Chromium did not start behind Playwright's server: {said}")
-        self._endpoint = line[0].strip()
+            self._browsers[executable] = running
+        return running
 
-    def stop(self) -> None:
-        """Close the browser (stdin's end, then SIGTERM, then SIGKILL, by PID)."""
-        process, self.process = self.process, None
-        if process is None:
-            return
-        assert process.stdin is not None
-        try:
-            process.stdin.close()
-            process.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            end(process, signal.SIGTERM, 5)
-        if process.stdout is not None:
-            process.stdout.close()
+    async def close(self) -> None:
+        browsers = list(self._browsers.values())
+        self._browsers.clear()
+        for running in browsers:
+            await running.close()

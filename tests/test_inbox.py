@@ -29,6 +29,9 @@ from .web_helpers import served
 
 __all__ = ["axe_source"]  # a fixture
 
+# The page's notifications: Chromium's headless shell shows none (see tests/conftest.py).
+pytestmark = pytest.mark.full_chromium
+
 Option = AskUserQuestionOption
 TITLE = "Questions from your agent"
 

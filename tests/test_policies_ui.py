@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from interaction import (
@@ -101,7 +102,7 @@ def test_allow_always_in_the_terminal_answers_the_next_ask_without_a_prompt(
     assert verify(read_jsonl(audit))[:2] == ([], 2)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")  # on the browser's loop: see tests/conftest.py
 async def policy_site(
     browser: Browser, tmp_path: Path
 ) -> AsyncIterator[tuple[Relay, PolicyProvider, Page]]:
@@ -148,7 +149,8 @@ async def test_allow_always_on_the_page_answers_the_next_ask_without_a_prompt(
     assert [(r["decidedBy"], r["rule"]) for r in records] == [("human", None), ("policy", rule.id)]
 
 
-@pytest.fixture
+# On the browser's loop (see tests/conftest.py), as are the tests using it.
+@pytest_asyncio.fixture(loop_scope="session")
 async def rules_site(tmp_path: Path) -> AsyncIterator[tuple[WebServer, JsonFileRuleStore]]:
     relay = Relay()
     store = JsonFileRuleStore(tmp_path / "rules.json")
@@ -159,6 +161,7 @@ async def rules_site(tmp_path: Path) -> AsyncIterator[tuple[WebServer, JsonFileR
             relay.close()
 
 
+@pytest.mark.asyncio(loop_scope="session")  # rules_site's loop
 async def test_the_rules_api_lists_adds_and_revokes_behind_the_token(
     rules_site: tuple[WebServer, JsonFileRuleStore],
 ) -> None:

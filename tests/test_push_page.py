@@ -250,6 +250,7 @@ async def worker_of(page: Page) -> Worker:
     return workers[0] if workers else await page.context.wait_for_event("serviceworker")
 
 
+@pytest.mark.full_chromium  # notifications and push: see tests/conftest.py
 async def test_the_worker_shows_a_push_and_a_tap_brings_the_page_to_its_question(
     browser: Browser,
 ) -> None:
@@ -284,6 +285,7 @@ async def test_the_worker_shows_a_push_and_a_tap_brings_the_page_to_its_question
             await context.close()
 
 
+@pytest.mark.full_chromium  # notifications and push: see tests/conftest.py
 async def test_the_page_offers_push_only_when_the_server_sends_it_and_opens_a_linked_question(
     browser: Browser,
 ) -> None:

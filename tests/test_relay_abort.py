@@ -45,8 +45,10 @@ STEPS = 12  # loop steps over which an abort is swept in one process
 # An asking process: a line is a question to ask with a fresh signal; "abort" aborts that
 # signal from the thread that reads the lines (as a host's other thread would), and the
 # ask's outcome is printed as one JSON line once it ends. Its loop has other work too (as
-# a host's has, or as a loaded machine makes it): each of its steps takes a while, and an
-# abort lands amid the ask's steps. The relay is built once; an empty line ends it.
+# a host's has, or as a loaded machine makes it): each of its steps holds the loop a while
+# (blocked in a sleep, as in a blocking call, which leaves the machine's cores to the
+# other tests), and an abort lands amid the ask's steps. The relay is built once; an empty
+# line ends it.
 ASKER = r"""
 import asyncio, json, sys, threading, time
 from interaction import AbortController, AskUserQuestionItem, AskUserQuestionRequest
@@ -85,9 +87,7 @@ async def main(kind, url, space):
 
     async def other_work():  # the host's own work: each step holds the loop a while
         while True:
-            until = time.monotonic() + 0.002
-            while time.monotonic() < until:
-                pass
+            time.sleep(0.002)
             await asyncio.sleep(0)
 
     busy = asyncio.ensure_future(other_work())
