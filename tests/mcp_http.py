@@ -9,12 +9,18 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import ClassVar
 
 from tests.loopback import LoopbackProcess, accepts
+from tests.preloaded import PEERS
 
 
 class ServerProcess(LoopbackProcess):
-    """``python <script>`` with ``MCP_PORT`` set, and ``env`` on top of this environment."""
+    """``python <script>`` with ``MCP_PORT`` set, and ``env`` on top of this environment: a
+    fork of the script's zygote (tests/preloaded.py; the ``preloaded`` fixture must be in
+    use) unless ``FORKED`` is false."""
+
+    FORKED: ClassVar[bool] = True
 
     def __init__(self, script: str, **env: str) -> None:
         super().__init__()
@@ -32,7 +38,7 @@ class ServerProcess(LoopbackProcess):
     def spawn(self) -> subprocess.Popen[bytes]:
         env = {**os.environ, **self.env, "MCP_PORT": str(self.port)}
         return subprocess.Popen(
-            [sys.executable, self.script],
+            PEERS.argv(self.script) if self.FORKED else [sys.executable, self.script],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -45,6 +51,13 @@ class ServerProcess(LoopbackProcess):
         """Stop, then start again on the same port (a process restart behind one address)."""
         self.stop()
         self.relaunch()
+
+
+class InterpreterProcess(ServerProcess):
+    """A :class:`ServerProcess` that starts a whole interpreter, for a test that needs a
+    start (a restart) to take as long as a real one."""
+
+    FORKED = False
 
 
 @contextlib.contextmanager

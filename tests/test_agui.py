@@ -170,12 +170,21 @@ def client() -> Path:
 
 @pytest.fixture
 def endpoint(redis_server: RedisServer) -> Iterator[EndpointProcess]:
+    """An endpoint of the test's own, for a test that restarts it."""
     with EndpointProcess(redis_server.url) as process:
         yield process
 
 
-@pytest.fixture
-def drivers(endpoint: EndpointProcess, client: Path) -> Iterator[Callable[[str], Driver]]:
+@pytest.fixture(scope="module")
+def shared_endpoint(redis_server: RedisServer) -> Iterator[EndpointProcess]:
+    """One endpoint for the tests that do not restart it: each runs threads of its own, and
+    an interrupt is bound to its thread and spent once, so none sees another's."""
+    with EndpointProcess(redis_server.url) as process:
+        yield process
+
+
+def opening(endpoint: EndpointProcess) -> Iterator[Callable[[str], Driver]]:
+    """A fixture's body: opens a driver of ``endpoint`` per thread, closes them after."""
     opened: list[Driver] = []
 
     def open_driver(thread: str) -> Driver:
@@ -186,6 +195,16 @@ def drivers(endpoint: EndpointProcess, client: Path) -> Iterator[Callable[[str],
     yield open_driver
     for driver in opened:
         driver.close()
+
+
+@pytest.fixture
+def drivers(shared_endpoint: EndpointProcess, client: Path) -> Iterator[Callable[[str], Driver]]:
+    yield from opening(shared_endpoint)
+
+
+@pytest.fixture
+def own_drivers(endpoint: EndpointProcess, client: Path) -> Iterator[Callable[[str], Driver]]:
+    yield from opening(endpoint)
 
 
 def only_interrupt(report: JSON) -> JSON:
@@ -199,9 +218,9 @@ def only_interrupt(report: JSON) -> JSON:
 
 
 def test_the_client_answers_interrupts_across_a_restart_and_a_replay_is_refused(
-    endpoint: EndpointProcess, drivers: Callable[[str], Driver]
+    endpoint: EndpointProcess, own_drivers: Callable[[str], Driver]
 ) -> None:
-    client = drivers("thread-1")
+    client = own_drivers("thread-1")
     permission = only_interrupt(client.send({"op": "run"}))
     assert permission["reason"] == "human_approval"
     assert permission["message"] == "Allow shell to run with this input?"
@@ -294,9 +313,9 @@ def test_a_misfit_payload_asks_the_same_question_again(drivers: Callable[[str], 
 
 
 def test_the_client_answers_a_hosts_own_server_through_the_provider(
-    endpoint: EndpointProcess,
+    shared_endpoint: EndpointProcess,
 ) -> None:
-    client = Driver(endpoint.url + "host", "thread-host")
+    client = Driver(shared_endpoint.url + "host", "thread-host")
     try:
         first = client.send({"op": "run"})
         assert first["texts"] == ["Working"]

@@ -33,13 +33,17 @@ from interaction.mcp import (
 )
 from tests.helpers import import_error_without
 from tests.loopback import free_port
-from tests.mcp_http import ServerProcess
+from tests.mcp_http import InterpreterProcess, ServerProcess
+from tests.preloaded import preloaded
 from tests.redis_server import RedisServer
 
 BRIDGE = str(Path(__file__).parent / "fixtures" / "mcp" / "bridge_server.py")
 USED = "the request state was already used; call the tool again without it"
 EXPIRED = "the request state has expired; call the tool again without it"
 FORGED = "the request state is not one this server issued for this tool call"
+
+__all__ = ["preloaded"]  # a fixture
+pytestmark = pytest.mark.usefixtures("preloaded")  # the servers are forks of a zygote
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +52,11 @@ def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
         yield server
 
 
-def worker(redis: RedisServer, secret: str, *, prefix: str, **env: str) -> ServerProcess:
+def worker(
+    redis: RedisServer, secret: str, *, prefix: str, forked: bool = True, **env: str
+) -> ServerProcess:
     """A server process (not started) sharing ``secret`` and the store under ``prefix``."""
-    return ServerProcess(
+    return (ServerProcess if forked else InterpreterProcess)(
         BRIDGE,
         **{SECRET_VARIABLE: secret, "INTERACTION_REDIS_URL": redis.url, **env},
         INTERACTION_REDIS_PREFIX=prefix,
@@ -148,9 +154,10 @@ async def test_without_a_shared_store_a_restart_forgets_what_was_spent(
 
 async def test_an_expired_state_is_refused_after_a_restart(redis: RedisServer) -> None:
     secret = secrets.token_hex(32)
-    with worker(redis, secret, prefix="expired", INTERACTION_STATE_TTL="0.5") as process:
+    restarting = worker(redis, secret, prefix="expired", forked=False, INTERACTION_STATE_TTL="0.5")
+    with restarting as process:
         state = await first_round(process.url)
-        process.restart()  # takes longer than the state's half second
+        process.restart()  # an interpreter's start: longer than the state's half second
         assert await answer(process.url, state, confirm="No") == EXPIRED
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -61,6 +60,7 @@ from interaction.testing import ScriptedProvider
 from tests.helpers import import_error_without
 from tests.loopback import free_port
 from tests.mcp_http import ServerProcess
+from tests.preloaded import PEERS, Zygotes, preloaded
 from tests.test_mcp_suspend import PlainCodec, forge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
@@ -69,6 +69,9 @@ SERVERS = {
     "fastmcp": str(FIXTURES / "fastmcp_bridge_server.py"),
 }
 MODES = {"legacy": "legacy", "2026-07-28": "auto"}
+
+__all__ = ["preloaded"]  # a fixture
+pytestmark = pytest.mark.usefixtures("preloaded")  # every stdio peer here is forked from a zygote
 SCRIPT: dict[str, Any] = {"confirm": "Yes", "text": "Nova", "choices": ["safe", "fast"]}
 PUBLISHED = '{"name": "Nova", "tags": ["fast", "safe"]}'
 
@@ -113,13 +116,11 @@ async def connected(
     url: str,
 ) -> AsyncIterator[Callable[[str, dict[str, Any]], Any]]:
     """A connected client of ``client`` kind; yields ``call(tool, arguments) -> text``."""
-    script = SERVERS[server]
     if client == "sdk":
-        target: Any = (
-            url
-            if transport == "http"
-            else StdioServerParameters(command=sys.executable, args=[script])
-        )
+        target: Any = url
+        if transport == "stdio":
+            command, *args = PEERS.argv(SERVERS[server])
+            target = StdioServerParameters(command=command, args=args)
         callback = elicitation_callback(provider)
         async with Client(target, mode=mode, elicitation_callback=callback) as sdk:
 
@@ -130,9 +131,10 @@ async def connected(
 
             yield call_sdk
     else:
-        fast_target: Any = (
-            url if transport == "http" else StdioTransport(command=sys.executable, args=[script])
-        )
+        fast_target: Any = url
+        if transport == "stdio":
+            command, *args = PEERS.argv(SERVERS[server])
+            fast_target = StdioTransport(command=command, args=args)
         handler = fastmcp_elicitation_handler(provider)
         async with FastMCPClient(fast_target, elicitation_handler=handler, mode=mode) as fast:
 
@@ -155,26 +157,46 @@ class Switch:
         return await self.current.ask(request)
 
 
+@pytest.fixture(scope="module")
+def http_server(preloaded: Zygotes) -> Iterator[Callable[[str], ServerProcess]]:
+    """The server of each kind over streamable HTTP, started on first use and shared by the
+    matrix's HTTP cells this worker runs: each cell opens its own session and asks under its
+    own request states, and none restarts the process or sets anything in it."""
+    started: dict[str, ServerProcess] = {}
+
+    def of(kind: str) -> ServerProcess:
+        if kind not in started:
+            started[kind] = ServerProcess(SERVERS[kind]).start()
+        return started[kind]
+
+    try:
+        yield of
+    finally:
+        for process in started.values():
+            process.stop()
+
+
 @pytest.mark.parametrize("generation", list(MODES))
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("client", ["sdk", "fastmcp"])
 @pytest.mark.parametrize("server", ["sdk", "fastmcp"])
-async def test_the_matrix(server: str, client: str, transport: str, generation: str) -> None:
-    process = ServerProcess(SERVERS[server]).start() if transport == "http" else None
+async def test_the_matrix(
+    server: str,
+    client: str,
+    transport: str,
+    generation: str,
+    http_server: Callable[[str], ServerProcess],
+) -> None:
+    url = http_server(server).url if transport == "http" else ""
     switch = Switch()
     outcomes = {}
-    try:
-        url = process.url if process is not None else ""
-        async with connected(
-            server, client, transport, MODES[generation], provider=switch, url=url
-        ) as call:
-            for name, make, _ in SCENARIOS:
-                switch.current = make()
-                outcomes[name] = await call("release", {"version": "2.0"})
-                assert switch.current.requests, name  # the scenario's provider was asked
-    finally:
-        if process is not None:
-            process.stop()
+    async with connected(
+        server, client, transport, MODES[generation], provider=switch, url=url
+    ) as call:
+        for name, make, _ in SCENARIOS:
+            switch.current = make()
+            outcomes[name] = await call("release", {"version": "2.0"})
+            assert switch.current.requests, name  # the scenario's provider was asked
     assert outcomes == {name: expected for name, _, expected in SCENARIOS}
 
 

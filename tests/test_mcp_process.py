@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,10 @@ from interaction.mcp import elicitation_callback
 from interaction.testing import BlockingProvider, ScriptedProvider
 
 from .loopback import running
+from .preloaded import PEERS, preloaded
+
+__all__ = ["preloaded"]  # a fixture
+pytestmark = pytest.mark.usefixtures("preloaded")  # every peer here is forked from a zygote
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
 BRIDGE = str(FIXTURES / "bridge_server.py")
@@ -49,22 +52,14 @@ Callback = Callable[
 
 
 def server(path: str, **env: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[path], env=env or None)
+    command, *args = PEERS.argv(path)
+    return StdioServerParameters(command=command, args=args, env=env or None)
 
 
 def text_of(result: mcp_types.CallToolResult) -> str:
     content = result.content[0]
     assert isinstance(content, mcp_types.TextContent)
     return content.text
-
-
-def replying(result: mcp_types.ElicitResult) -> Callback:
-    async def callback(
-        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
-    ) -> mcp_types.ElicitResult:
-        return result
-
-    return callback
 
 
 async def release(callback: Callback, mode: str, **env: str) -> str:
@@ -86,20 +81,42 @@ async def test_the_sdk_client_answers_the_same_tool_in_either_mode(mode: str) ->
     ]
 
 
+class Replies:
+    """An elicitation callback whose reply is set before each call, so that one connection
+    (one server process) serves every case of a test; it counts the elicitations it saw."""
+
+    def __init__(self) -> None:
+        self.reply = mcp_types.ElicitResult(action="cancel")
+        self.seen = 0
+
+    async def __call__(
+        self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        self.seen += 1
+        return self.reply
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_sdk_client_declines_cancels_and_sends_invalid_content(mode: str) -> None:
-    assert (
-        await release(replying(mcp_types.ElicitResult(action="decline")), mode) == "not published"
-    )
-    assert await release(replying(mcp_types.ElicitResult(action="cancel")), mode) == CANCELLED
-    invalid = mcp_types.ElicitResult(action="accept", content={"confirm": "Maybe"})
-    assert await release(replying(invalid), mode) == (
-        "error:BAD_ANSWER:answers[0].selected[0]: question confirm offers no option 'Maybe'"
-    )
-    renamed = mcp_types.ElicitResult(action="accept", content={"Confirm": "Yes"})
-    assert await release(replying(renamed), mode) == (
-        "error:BAD_ANSWER:elicitation: content.Confirm: the form has no such field"
-    )
+    replies = Replies()
+
+    async def release_with(reply: mcp_types.ElicitResult) -> str:
+        replies.reply, replies.seen = reply, 0
+        text = text_of(await client.call_tool("release", {"version": "2.0"}))
+        assert replies.seen == 1  # the first question, answered with this reply, ended it
+        return text
+
+    async with Client(server(BRIDGE), mode=mode, elicitation_callback=replies) as client:
+        assert await release_with(mcp_types.ElicitResult(action="decline")) == "not published"
+        assert await release_with(mcp_types.ElicitResult(action="cancel")) == CANCELLED
+        invalid = mcp_types.ElicitResult(action="accept", content={"confirm": "Maybe"})
+        assert await release_with(invalid) == (
+            "error:BAD_ANSWER:answers[0].selected[0]: question confirm offers no option 'Maybe'"
+        )
+        renamed = mcp_types.ElicitResult(action="accept", content={"Confirm": "Yes"})
+        assert await release_with(renamed) == (
+            "error:BAD_ANSWER:elicitation: content.Confirm: the form has no such field"
+        )
 
 
 class Tracked(BlockingProvider):
@@ -135,11 +152,11 @@ async def test_on_2026_07_28_a_human_slower_than_the_state_ttl_gets_a_clear_erro
     async def slow(
         context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult:
-        await anyio.sleep(0.6)  # outlive the 0.2 s the fixture's state is valid for
+        await anyio.sleep(0.3)  # outlive the 0.1 s the fixture's state is valid for
         return mcp_types.ElicitResult(action="accept", content={"confirm": "Yes"})
 
     async with Client(
-        server(BRIDGE, INTERACTION_STATE_TTL="0.2"), elicitation_callback=slow
+        server(BRIDGE, INTERACTION_STATE_TTL="0.1"), elicitation_callback=slow
     ) as client:
         with pytest.raises(MCPError) as expired:
             await client.call_tool("release", {"version": "2.0"})
@@ -152,16 +169,9 @@ async def test_on_2026_07_28_a_human_slower_than_the_state_ttl_gets_a_clear_erro
 
 
 def fast_client(handler: Any, mode: str, **env: str) -> FastMCPClient[Any]:
-    transport = StdioTransport(command=sys.executable, args=[BRIDGE], env=env or None)
+    command, *args = PEERS.argv(BRIDGE)
+    transport = StdioTransport(command=command, args=args, env=env or None)
     return FastMCPClient(transport, elicitation_handler=handler, mode=mode)
-
-
-async def fast_release(handler: Any, mode: str) -> str:
-    async with fast_client(handler, mode) as client:
-        result = await client.call_tool("release", {"version": "2.0"})
-    content = result.content[0]
-    assert isinstance(content, mcp_types.TextContent)
-    return content.text
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -188,13 +198,27 @@ async def test_a_fastmcp_client_answers_declines_cancels_and_sends_invalid_conte
     async def invalid(message: str, response_type: Any, params: Any, context: Any) -> Any:
         return FastElicitResult(action="accept", content={"confirm": "No", "extra": 1})
 
-    assert await fast_release(answer, mode) == PUBLISHED
-    assert [next(iter(s["properties"])) for s in seen] == ["confirm", "text", "choices"]
-    assert await fast_release(decline, mode) == "not published"
-    assert await fast_release(cancel, mode) == CANCELLED
-    assert await fast_release(invalid, mode) == (
-        "error:BAD_ANSWER:elicitation: content.extra: the form has no such field"
-    )
+    handlers = [answer]
+
+    async def current(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        return await handlers[-1](message, response_type, params, context)
+
+    async with fast_client(current, mode) as client:  # one server process for every case
+
+        async def release_with(handler: Any) -> str:
+            handlers.append(handler)
+            result = await client.call_tool("release", {"version": "2.0"})
+            content = result.content[0]
+            assert isinstance(content, mcp_types.TextContent)
+            return content.text
+
+        assert await release_with(answer) == PUBLISHED
+        assert [next(iter(s["properties"])) for s in seen] == ["confirm", "text", "choices"]
+        assert await release_with(decline) == "not published"
+        assert await release_with(cancel) == CANCELLED
+        assert await release_with(invalid) == (
+            "error:BAD_ANSWER:elicitation: content.extra: the form has no such field"
+        )
 
 
 async def test_a_fastmcp_client_that_times_out_is_told_so() -> None:
@@ -214,10 +238,10 @@ async def test_a_fastmcp_client_that_times_out_is_told_so() -> None:
 
 async def test_a_fastmcp_client_slower_than_the_state_ttl_gets_a_clear_error() -> None:
     async def slow(message: str, response_type: Any, params: Any, context: Any) -> Any:
-        await anyio.sleep(0.6)  # outlive the 0.2 s the fixture's state is valid for
+        await anyio.sleep(0.3)  # outlive the 0.1 s the fixture's state is valid for
         return {"confirm": "Yes"}
 
-    async with fast_client(slow, "auto", INTERACTION_STATE_TTL="0.2") as client:
+    async with fast_client(slow, "auto", INTERACTION_STATE_TTL="0.1") as client:
         with pytest.raises(MCPError) as expired:
             await client.call_tool("release", {"version": "2.0"})
     assert expired.value.error.message == (
@@ -330,7 +354,7 @@ def keywords(value: object) -> set[str]:
 async def raw_client(version: str) -> AsyncIterator[RawPeer]:
     """Our server in a subprocess, initialized by hand at protocol ``version``."""
     pipe, null = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
-    async with running(sys.executable, BRIDGE, stdin=pipe, stdout=pipe, stderr=null) as process:
+    async with running(*PEERS.argv(BRIDGE), stdin=pipe, stdout=pipe, stderr=null) as process:
         peer = RawPeer(process)
         try:
             await peer.send(
