@@ -27,6 +27,12 @@ class SharedBrowsers:
         self._args = args
         self._browsers: dict[str, Browser] = {}
 
+    @property
+    def playwright(self) -> Playwright:
+        """The driver, for what a test needs of it beside a browser (its device list, a
+        persistent context)."""
+        return self._playwright
+
     async def browser(self, executable: str) -> Browser:
         """The running browser of ``executable``, launched first if it is not up (or no
         longer is)."""

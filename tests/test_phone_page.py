@@ -24,7 +24,6 @@ from playwright.async_api import (
     BrowserContext,
     Page,
     ViewportSize,
-    async_playwright,
     expect,
 )
 
@@ -46,6 +45,7 @@ from interaction.policies import JsonFileRuleStore
 from interaction.relay import Relay
 from interaction.web import WebServer
 
+from .browser_server import SharedBrowsers
 from .conftest import ARGS, CHROMIUM
 from .test_browser import axe_source
 from .web_helpers import served
@@ -86,38 +86,31 @@ CHECKS = AskUserQuestionItem(
 NOTES = AskUserQuestionItem("notes", "Anything else the agent should know before it starts?")
 BASH = permission_question("Bash", "rm -rf build/ && make release", id="bash")
 
-# name -> (browser.new_context options); the devices come from Playwright's own list.
+# name -> (browser.new_context options); the phones come from Playwright's own device list,
+# read from the worker's driver when a test first needs them.
 Profile = dict[str, object]
+SIZES: dict[str, Profile] = {
+    "390x664": {"viewport": {"width": 390, "height": 664}},
+    "360x640": {"viewport": {"width": 360, "height": 640}},
+    "1366x600": {"viewport": {"width": 1366, "height": 600}},
+}
+PHONES = ("Pixel 7", "iPhone 13")
 
 
-def profiles() -> dict[str, Profile]:
-    async def read() -> dict[str, Profile]:
-        async with async_playwright() as playwright:
-            devices = playwright.devices
-        chosen = {name: dict(devices[name]) for name in ("Pixel 7", "iPhone 13")}
-        for options in chosen.values():
-            options.pop("default_browser_type")  # the suite runs Debian's Chromium
-        return chosen
-
-    phones = asyncio.run(read())
-    return {
-        "390x664": {"viewport": {"width": 390, "height": 664}},
-        "360x640": {"viewport": {"width": 360, "height": 640}},
-        "1366x600": {"viewport": {"width": 1366, "height": 600}},
-        "Pixel 7": phones["Pixel 7"],
-        "iPhone 13": phones["iPhone 13"],
-    }
-
-
-PROFILES = profiles()
+@pytest.fixture(scope="session")
+def profiles(shared_browsers: SharedBrowsers) -> dict[str, Profile]:
+    devices = shared_browsers.playwright.devices
+    chosen = {name: dict(devices[name]) for name in PHONES}
+    for options in chosen.values():
+        options.pop("default_browser_type")  # the suite runs Debian's Chromium
+    return SIZES | chosen
 
 
 @contextlib.asynccontextmanager
 async def context_for(
-    browser: Browser, profile: str, scheme: Literal["light", "dark"] = "light"
+    browser: Browser, profile: Profile, scheme: Literal["light", "dark"] = "light"
 ) -> AsyncIterator[BrowserContext]:
-    options = PROFILES[profile]
-    context = await browser.new_context(color_scheme=scheme, **options)  # type: ignore[arg-type]
+    context = await browser.new_context(color_scheme=scheme, **profile)  # type: ignore[arg-type]
     try:
         yield context
     finally:
@@ -177,14 +170,19 @@ async def press(page: Page, selector: str, touch: bool) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("profile", list(PROFILES))
+@pytest.mark.parametrize("profile", [*SIZES, *PHONES])
 async def test_every_button_of_every_kind_is_on_screen_and_a_tap_works(
-    browser: Browser, profile: str, scheme: Literal["light", "dark"], tmp_path: Path
+    browser: Browser,
+    profiles: dict[str, Profile],
+    profile: str,
+    scheme: Literal["light", "dark"],
+    tmp_path: Path,
 ) -> None:
-    async with served() as (relay, server), context_for(browser, profile, scheme) as context:
+    options = profiles[profile]
+    async with served() as (relay, server), context_for(browser, options, scheme) as context:
         page = await context.new_page()
         await page.goto(server.url)
-        touch = bool(PROFILES[profile].get("has_touch"))
+        touch = bool(options.get("has_touch"))
         fingers = touch or (await size_of(page))["width"] <= 640
         plan = asking(PLAN, source="plan-bot")
         await page.get_by_test_id("plan-review").wait_for()
@@ -273,7 +271,7 @@ async def test_every_button_of_every_kind_is_on_screen_and_a_tap_works(
 
 
 async def test_a_long_single_question_scrolls_inside_its_card_and_its_buttons_stay(
-    browser: Browser,
+    browser: Browser, profiles: dict[str, Profile]
 ) -> None:
     many = AskUserQuestionItem(
         "many",
@@ -281,7 +279,7 @@ async def test_a_long_single_question_scrolls_inside_its_card_and_its_buttons_st
         detail="\n".join(f"- line {n} of the detail" for n in range(40)),
         options=[Option(f"choice {n}", f"what choice {n} does") for n in range(12)],
     )
-    async with served() as (_, server), context_for(browser, "iPhone 13") as context:
+    async with served() as (_, server), context_for(browser, profiles["iPhone 13"]) as context:
         page = await context.new_page()
         await page.goto(server.url)
         task = asking(many)
@@ -306,7 +304,7 @@ async def test_a_long_single_question_scrolls_inside_its_card_and_its_buttons_st
 async def test_a_plan_table_keeps_words_whole_and_scrolls_in_its_own_box(
     browser: Browser, profile: str, axe_source: str
 ) -> None:
-    async with served() as (_, server), context_for(browser, profile) as context:
+    async with served() as (_, server), context_for(browser, SIZES[profile]) as context:
         page = await context.new_page()
         await page.goto(server.url)
         task = asking(PLAN)
@@ -486,7 +484,7 @@ async def test_the_page_says_who_is_signed_in_and_the_rules_panel_passes_axe(
 async def test_a_link_that_is_not_valid_gets_that_one_view(
     browser: Browser, tmp_path: Path, axe_source: str, profile: str
 ) -> None:
-    async with rules_server(tmp_path) as server, context_for(browser, profile) as context:
+    async with rules_server(tmp_path) as server, context_for(browser, SIZES[profile]) as context:
         page = await context.new_page()
         requests: list[str] = []
         page.on("request", lambda r: requests.append(r.url.removeprefix(server.base)))
@@ -583,11 +581,11 @@ async def test_the_manifest_icons_and_worker_need_no_token_and_hold_nothing_secr
 
 
 async def test_the_page_is_installable_and_its_worker_keeps_the_shell_only(
-    browser: Browser, tmp_path: Path
+    shared_browsers: SharedBrowsers, tmp_path: Path
 ) -> None:
     # A profile on disk: Chromium never offers to install from an incognito context.
-    async with served() as (_, server), async_playwright() as playwright:
-        context = await playwright.chromium.launch_persistent_context(
+    async with served() as (_, server):
+        context = await shared_browsers.playwright.chromium.launch_persistent_context(
             tmp_path / "profile", executable_path=CHROMIUM, args=ARGS
         )
         try:
