@@ -250,15 +250,20 @@ def test_provide_refuses_a_loop_that_is_not_one() -> None:
 async def test_a_timeout_ends_the_threads_ask_and_withdraws_the_question() -> None:
     relay = Relay()
     events = relay.subscribe()
+    # The timeout must fall after the relay was asked: one that fell first would refuse the
+    # ask before any provider saw it (as it should), and there would be nothing to withdraw.
+    # The thread's hop to the loop took over 50 ms on a loaded machine; half a second is
+    # ample, and the waits are bounded so that a miss fails here rather than hangs.
     with provide(relay), pytest.raises(UserInteractionError) as caught:
-        await asyncio.to_thread(ask_sync, one(signal=AbortSignal.timeout(0.05)))
+        await asyncio.to_thread(ask_sync, one(signal=AbortSignal.timeout(0.5)))
     assert caught.value.code == ErrorCode.ASK_TIMEOUT
     assert isinstance(caught.value.__cause__, TimeoutError)
     assert relay.pending() == []
-    assert [(await anext(aiter(events))).kind, (await anext(aiter(events))).outcome] == [
-        "requested",
-        "aborted",
-    ]
+    async with asyncio.timeout(10):
+        assert [(await anext(aiter(events))).kind, (await anext(aiter(events))).outcome] == [
+            "requested",
+            "aborted",
+        ]
 
 
 async def test_an_abort_from_another_thread_ends_the_threads_ask() -> None:
