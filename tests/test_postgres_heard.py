@@ -12,7 +12,6 @@ import secrets
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
-import psycopg
 
 from interaction import (
     AskUserQuestionAnswer,
@@ -125,13 +124,11 @@ async def test_a_question_settled_unheard_is_refused_as_a_lookup_would_refuse_it
         refused = await http.post(f"/api/questions/{asked.id}/answer", json=wrong)
         assert refused.status_code == 400, refused.text  # pending: a bad answer is bad
         assert refused.json()["error"]["code"] == ErrorCode.BAD_ANSWER
-        async with await psycopg.AsyncConnection.connect(
-            postgres_server.url, autocommit=True
-        ) as db:
-            await db.execute(
-                f"UPDATE \"{host.schema}\".questions SET state = 'answered' WHERE id = %s",
-                [asked.id],
-            )
+        await execute(
+            postgres_server.url,
+            f"UPDATE \"{host.schema}\".questions SET state = 'answered' WHERE id = %s",
+            asked.id,
+        )
         assert host.heard_request(asked.id) is not None  # still, as far as it heard
         late = await http.post(f"/api/questions/{asked.id}/answer", json=ANSWER)
         bad = await http.post(f"/api/questions/{asked.id}/answer", json=wrong)

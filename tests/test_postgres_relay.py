@@ -47,7 +47,7 @@ from interaction.wire import dumps
 from . import postgres_schema_v1
 from .helpers import import_error_without
 from .loopback import ANSWER_AT, announced, running, serve
-from .postgres_server import OLD_APPEND_EVENT, PostgresServer, postgres_server
+from .postgres_server import OLD_APPEND_EVENT, PostgresServer, execute, postgres_server
 from .web_helpers import sse
 
 __all__ = ["postgres_server"]  # a fixture
@@ -233,8 +233,7 @@ async def test_missing_tables_say_to_migrate_and_migrate_is_idempotent_and_versi
         assert (await relay.snapshot()).questions == snapshot.questions
         await relay.submit(snapshot.questions[0].id, Answer([Item("q", custom="yes")]))
         assert (await task).answers == (Item("q", custom="yes"),)
-    async with await psycopg.AsyncConnection.connect(postgres_server.url, autocommit=True) as db:
-        await db.execute(f'UPDATE "{schema}".meta SET version = 99')
+    await execute(postgres_server.url, f'UPDATE "{schema}".meta SET version = 99')
     newer = PostgresRelay(postgres_server.url, schema=schema)
     for call in (newer.snapshot(), newer.migrate()):
         with pytest.raises(UserInteractionError) as info:
@@ -519,8 +518,7 @@ async def test_an_event_row_another_hand_wrote_is_passed_over_and_stops_no_ask(
     url = postgres_server.url
     async with migrated(postgres_server) as relay:
         s = f'"{relay.schema}"'
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
-            await db.execute(OLD_APPEND_EVENT.format(s=s, channel=f"{relay.schema}_relay_events"))
+        await execute(url, OLD_APPEND_EVENT.format(s=s, channel=f"{relay.schema}_relay_events"))
         await relay.migrate()  # an existing database, brought up to date
         other = PostgresRelay(url, schema=relay.schema)  # another process
         start = (await relay.snapshot()).position

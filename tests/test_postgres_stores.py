@@ -9,7 +9,6 @@ import asyncio
 import secrets
 import time
 
-import psycopg
 import pytest
 
 from interaction.audit import AUDIT_FAILED, AuditLogError
@@ -24,7 +23,7 @@ from interaction.spent import SpentStoreUnavailable
 
 from .helpers import import_error_without
 from .loopback import free_port
-from .postgres_server import PostgresServer, postgres_server
+from .postgres_server import PostgresServer, execute, postgres_server
 
 __all__ = ["postgres_server"]  # a fixture
 
@@ -144,8 +143,7 @@ async def test_tables_of_a_newer_version_are_refused_by_every_store(
     url = postgres_server.url
     schema = f"m{secrets.token_hex(6)}"
     await PostgresAuditLog(url, schema=schema).migrate()
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:
-        await db.execute(f'UPDATE "{schema}".meta SET version = 99')
+    await execute(url, f'UPDATE "{schema}".meta SET version = 99')
     made: list[Store] = list(stores(url, schema))
     for store, what in zip(made, ("rule store", "audit log", "spent-state store"), strict=True):
         for call in (use(store), store.migrate()):
