@@ -246,6 +246,35 @@ async def test_missing_tables_say_to_migrate_and_migrate_is_idempotent_and_versi
         await each.aclose()
 
 
+async def test_a_migration_beside_a_running_relay_takes_the_meta_row_first_and_never_deadlocks(
+    postgres_server: PostgresServer,
+) -> None:
+    """Two hosts started at once with ``--migrate``: one's relay already runs (its
+    heartbeat holds the meta row, as every function does first, and then touches the
+    questions) while the other migrates. The migration used to lock the questions table
+    (``ALTER TABLE``) before the meta row, and one of the two failed with "deadlock
+    detected"; it now waits for the meta row before anything else."""
+    async with migrated(postgres_server) as relay:
+        s = f'"{relay.schema}"'
+        async with await psycopg.AsyncConnection.connect(postgres_server.url) as running:
+            await running.execute(f"SELECT 1 FROM {s}.meta FOR UPDATE")  # a heartbeat's start
+            other_host = PostgresRelay(postgres_server.url, schema=relay.schema)
+            migrating = asyncio.create_task(other_host.migrate())
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            async with asyncio.timeout(WAIT):  # the migration waits for a lock
+                while await scalar(postgres_server.url, waiting) == 0:
+                    assert not migrating.done(), migrating
+                    await asyncio.sleep(0.01)
+            await running.execute("SET LOCAL statement_timeout = '10s'")
+            await running.execute(f"SELECT count(*) FROM {s}.questions")  # the heartbeat's next
+        await migrating  # once the heartbeat committed
+        await other_host.aclose()
+        assert (await relay.snapshot()).questions == ()
+
+
 async def test_tables_of_version_1_migrate_and_their_questions_read_without_an_answerer(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:

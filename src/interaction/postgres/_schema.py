@@ -7,7 +7,8 @@ on that row while it is locked, are in commit order with no gaps (a sequence wou
 them out in call order, and a reader could pass a number whose transaction commits
 later). The lock row also counts the pending questions, so an ask checks
 ``max_pending`` without counting rows; each heartbeat counts them again. ``migrate()``
-runs :func:`statements` in one transaction, under an advisory lock, and records
+runs :func:`statements` in one transaction, under an advisory lock and (when the tables
+are there) the meta row, taken before any table as the functions take it, and records
 :data:`VERSION`; running it again changes nothing.
 
 The same schema holds the tables of :mod:`interaction.postgres`'s stores (rules, the audit

@@ -165,9 +165,11 @@ async def migrate(
                     [schema],
                 )
             ).fetchall()
-            if found:
+            if found:  # the meta row first, as every function takes it: a relay running
+                # beside this (a heartbeat holds the row, then touches the questions) would
+                # otherwise deadlock with the table locks of the DDL below
                 row = await (
-                    await connection.execute(f'SELECT version FROM "{schema}".meta')
+                    await connection.execute(f'SELECT version FROM "{schema}".meta FOR UPDATE')
                 ).fetchone()
                 if row is not None and row[0] > _schema.VERSION:
                     raise refuse(newer(where, schema, what, row[0]))
