@@ -165,7 +165,10 @@ def _on_cpu(pid: int) -> float:
     """Seconds the live threads of process ``pid`` have run, to the nanosecond (the first
     field of each thread's ``schedstat``). ``/proc/<pid>/stat`` counts whole clock ticks
     (10 ms), which undercounts a process that runs a few milliseconds between two
-    readings: 32 database backends each claiming a dozen answers read as none at all."""
+    readings: 32 database backends each claiming a dozen answers read as none at all. A
+    thread that ended is not counted: of the threads the run reads, only the threads that
+    wait for an asker process to exit (asyncio's child watcher, in the clients' process)
+    end before the last reading, and waiting is all they do."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(OSError, IndexError, ValueError):  # (ended since)
