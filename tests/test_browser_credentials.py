@@ -38,8 +38,10 @@ from .web_helpers import served
 
 OTHER_SERVER = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    RECORDING = threading.Lock()  # one line per request, though requests come in threads
 
     PAGE = b'''<!doctype html><title>another local app</title>
     <img src="/pixel.png"><script>
@@ -48,8 +50,9 @@ OTHER_SERVER = textwrap.dedent(
 
     class Record(BaseHTTPRequestHandler):
         def do_GET(self):
-            print(json.dumps({"path": self.path, "headers": dict(self.headers.items())}),
-                  flush=True)
+            with RECORDING:
+                print(json.dumps({"path": self.path, "headers": dict(self.headers.items())}),
+                      flush=True)
             body = PAGE if self.path == "/" else b"{}"
             self.send_response(200)
             self.send_header("Content-Type", "text/html" if self.path == "/" else "text/plain")
