@@ -18,7 +18,8 @@ fresh server with ``fsync`` on, as ours). The subjects take turns (ours,
 the floor, the floor, ours); each figure is the median of its turns: answers per second,
 the answer POST's p50/p99 latency as the clients see it, and the CPU seconds per answer of
 the askers, the hosts, the store (a database server with its backends) and the clients' own
-process over the answering phase.
+process over the answering phase. The relay the benchmark watches the asks with is closed
+before that phase, as the floor has none.
 
 Every process the run starts is stopped by its PID on the way out. When one ends before
 its time (an asker killed, a host crashed), or a phase outlasts its bound, the run stops
@@ -39,7 +40,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +86,9 @@ async def main(engine, url, space, name, count):
         got[text] = answer.answers[0].custom
     with provide(relay):
         await asyncio.gather(*(one(i) for i in range(count)))
+    # Open until the run has read the CPU figures (it closes our standard input): the
+    # database's backends of a closed relay take their CPU figures with them.
+    await asyncio.to_thread(sys.stdin.read)
     await relay.aclose()
     print(json.dumps({"got": got, "cpu": time.process_time()}), flush=True)
 
@@ -149,7 +161,6 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """
 """The Postgres floor app: :data:`FLOOR`'s answer route with one SQL claim (an ``UPDATE``
 of a pending row, autocommit, on a pool of the relay's 16 connections) for the Lua one."""
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class LoadError(RuntimeError):
@@ -176,31 +187,46 @@ def _on_cpu(pid: int) -> float:
     return total / 1e9
 
 
-def cpu_seconds(pids: Sequence[int], *, children: bool = False) -> float:
-    """User and system CPU seconds the processes have used so far; with ``children``, with
-    their child processes' (a database server's backends): the live ones' to the
-    nanosecond, and the ended ones' that each process has waited for (in clock ticks)."""
-    total = 0.0
-    for pid in pids:
-        total += _on_cpu(pid)
-        if children:
-            fields = _stat(pid)
-            total += (int(fields[13]) + int(fields[14])) / TICKS  # cutime, cstime
-    if children:
+class CpuMeter:
+    """The CPU seconds each group of processes has used so far, read as often as needed;
+    the groups in ``with_children`` (a database server) with their child processes' (its
+    backends).
+
+    Each child is read as it is found, and its figure kept: one that ends between two
+    readings counts as it was last read, so a reading never drops what an earlier one
+    counted. (Adding the kernel's sum of the ended children, ``cutime``, to the live
+    ones' races with the server reaping them: one reaped between the two reads is in
+    neither. In one run the askers' 66 backends ended as the answering ended, and the
+    store's figure came out negative.) What a child runs between its last reading and its
+    end is not counted: the run keeps the askers, and so their backends, open until it
+    has read.
+    """
+
+    def __init__(
+        self, groups: Mapping[str, Sequence[int]], *, with_children: Collection[str] = ()
+    ) -> None:
+        self.groups = groups
+        self.with_children = with_children
+        self._children: dict[str, dict[tuple[int, str], float]] = {who: {} for who in with_children}
+        """By group: the seconds each child (its PID and start time) was last read at."""
+
+    def read(self) -> dict[str, float]:
+        return {who: self._read(who, pids) for who, pids in self.groups.items()}
+
+    def _read(self, who: str, pids: Sequence[int]) -> float:
+        total = sum(_on_cpu(pid) for pid in pids)
+        if who not in self._children:
+            return total
+        seen = self._children[who]
         parents = {str(pid) for pid in pids}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdecimal():
                 continue
             with contextlib.suppress(OSError, IndexError):  # (ended since, or unreadable)
-                if _stat(int(entry.name))[1] in parents:  # ppid
-                    total += _on_cpu(int(entry.name))
-    return total
-
-
-def cpu_by_group(groups: Mapping[str, Sequence[int]]) -> dict[str, float]:
-    """The CPU seconds each group of processes has used so far; a store's (the group named
-    after its engine) with its child processes' (a database server's backends)."""
-    return {who: cpu_seconds(pids, children=who in SPACE) for who, pids in groups.items()}
+                fields = _stat(int(entry.name))
+                if fields[1] in parents:  # ppid; fields[19]: the start time, in ticks
+                    seen[int(entry.name), fields[19]] = _on_cpu(int(entry.name))
+        return total + sum(seen.values())
 
 
 def bound_for(total: int) -> float:
@@ -282,11 +308,7 @@ class Load:
         self.space = f"load{secrets.token_hex(4)}"
         self.per = total // ASKERS
         self.bound = bound
-        self.observer: RedisRelay | PostgresRelay = (
-            RedisRelay(url, prefix=self.space, max_pending=1_000_000)
-            if engine == "redis"
-            else PostgresRelay(url, schema=self.space, max_pending=1_000_000)
-        )
+        self.observer = self.relay()
         self.hosts: list[Child] = []
         self.askers: list[Child] = []
         self.https: list[httpx.AsyncClient] = []
@@ -294,6 +316,12 @@ class Load:
         self.accepted: dict[str, int] = {}
         self.position = ""  # the observer's, before the first ask
         self._stack = contextlib.AsyncExitStack()
+
+    def relay(self) -> RedisRelay | PostgresRelay:
+        """A relay of the run's store and space, for the benchmark's own reads."""
+        if self.engine == "redis":
+            return RedisRelay(self.url, prefix=self.space, max_pending=1_000_000)
+        return PostgresRelay(self.url, schema=self.space, max_pending=1_000_000)
 
     async def __aenter__(self) -> Self:
         try:
@@ -325,7 +353,7 @@ class Load:
         for number in range(ASKERS):
             asks = (self.engine, self.url, self.space, f"a{number}", str(self.per))
             asker = await self._stack.enter_async_context(
-                running(sys.executable, "-c", ASKER, *asks, stdout=pipe)
+                running(sys.executable, "-c", ASKER, *asks, stdin=pipe, stdout=pipe)
             )
             self.askers.append(Child(f"asker a{number}", asker))
 
@@ -390,6 +418,22 @@ class Load:
 
         await self.phase("the askers asked", collect())
 
+    async def unobserved(self) -> int:
+        """The questions pending once every asker asked, counted by the observer, which then
+        stops: it is the benchmark's, not the deployment's (the floor has none), and left
+        open it would hear every event of the answering phase on the clients' CPU."""
+        pending = len((await self.observer.snapshot()).questions)
+        await self.observer.aclose()
+        return pending
+
+    async def pending_left(self) -> int:
+        """The questions still pending, as a fresh relay of the store reads them."""
+        checker = self.relay()
+        try:
+            return len((await checker.snapshot()).questions)
+        finally:
+            await checker.aclose()
+
     async def answer(self, http: httpx.AsyncClient, text: str) -> int:
         body = {"answers": [{"id": "q", "selected": [], "custom": f"for {text}"}]}
         response = await http.post(f"/api/questions/{self.ids[text]}/answer", json=body)
@@ -403,10 +447,11 @@ class Load:
         return await self.phase("the clients answered", work)
 
     async def returned(self) -> tuple[dict[str, str], float]:
-        """Each asker's answers, as it prints them when it ends, and the askers' CPU seconds."""
+        """Each asker's answers, as it prints them when it ends (once its standard input is
+        closed, after the run's CPU readings), and the askers' CPU seconds."""
 
         async def said(asker: Child) -> tuple[dict[str, str], float]:
-            out, _ = await asker.process.communicate()
+            out, _ = await asker.process.communicate(b"")  # (input closes its stdin)
             line = json.loads(out)  # when it ended otherwise, the phase says so first
             return line["got"], line["cpu"]
 
@@ -451,17 +496,17 @@ async def run(engine: Engine, total: int, clients: int) -> dict[str, float]:
             began = time.perf_counter()
             await load.asked()
             asked = time.perf_counter() - began
-            pending = len((await load.observer.snapshot()).questions)
+            pending = await load.unobserved()
             groups = {
                 "askers": [child.process.pid for child in load.askers],
                 "hosts": [child.process.pid for child in load.hosts],
                 engine: [server.process.pid],
                 "clients": [os.getpid()],
             }
-            cpu = cpu_by_group(groups)
+            meter = CpuMeter(groups, with_children={engine})
+            cpu = meter.read()
             seconds, latencies, refused = await load.answered(clients)
-            answering = cpu_by_group({who: groups[who] for who in ("hosts", engine, "clients")})
-            cpu.update((who, spent - cpu[who]) for who, spent in answering.items())
+            cpu.update((who, spent - cpu[who]) for who, spent in meter.read().items())
             results, askers_cpu = await load.returned()
             returned = time.perf_counter() - began - asked
             cpu["askers"] = askers_cpu - cpu["askers"]
@@ -470,7 +515,7 @@ async def run(engine: Engine, total: int, clients: int) -> dict[str, float]:
             assert set(results) == set(ids), "an ask was lost"
             assert all(count == 1 for count in accepted.values()), "a question was answered twice"
             assert results == {text: f"for {text}" for text in ids}, "an asker got a wrong answer"
-            assert (await load.observer.snapshot()).questions == ()
+            assert await load.pending_left() == 0
     return figures(total, seconds, latencies, cpu, asked, returned, refused)
 
 
@@ -526,9 +571,10 @@ async def postgres_floor(total: int, clients: int) -> dict[str, float]:
                     return (await http.post(f"/answer/{text}", json=body)).status_code
 
                 groups = {"hosts": pids, "postgres": [server.process.pid], "clients": [os.getpid()]}
-                cpu = cpu_by_group(groups)
+                meter = CpuMeter(groups, with_children={"postgres"})
+                cpu = meter.read()
                 seconds, latencies, refused = await answering(https, texts, clients, answer)
-                cpu = {who: spent - cpu[who] for who, spent in cpu_by_group(groups).items()}
+                cpu = {who: spent - cpu[who] for who, spent in meter.read().items()}
             left = await (
                 await db.execute("SELECT count(*) FROM floor WHERE state <> 'answered'")
             ).fetchone()
@@ -558,9 +604,10 @@ async def floor(total: int, clients: int) -> dict[str, float]:
                 return (await http.post(f"/answer/{text}", json=body)).status_code
 
             groups = {"hosts": pids, "redis": [server.process.pid], "clients": [os.getpid()]}
-            cpu = cpu_by_group(groups)
+            meter = CpuMeter(groups, with_children={"redis"})
+            cpu = meter.read()
             seconds, latencies, refused = await answering(https, texts, clients, answer)
-            cpu = {who: spent - cpu[who] for who, spent in cpu_by_group(groups).items()}
+            cpu = {who: spent - cpu[who] for who, spent in meter.read().items()}
         answered = [await redis.hget(prefix + text, "state") for text in texts[:100]]
         assert answered == [b"answered"] * 100
         await redis.aclose()

@@ -71,7 +71,45 @@ def test_cpu_is_read_to_the_nanosecond_not_in_clock_ticks(children: bool) -> Non
         assert child.stdout is not None
         try:
             reported = float(child.stdout.readline())
-            measured = relay_load.cpu_seconds([child.pid], children=children)
+            with_children = {"it"} if children else set()
+            meter = relay_load.CpuMeter({"it": [child.pid]}, with_children=with_children)
+            measured = meter.read()["it"]
         finally:
             child.stdin.close()
     assert reported <= measured < reported + 0.05
+
+
+# A child that starts one that says its CPU (as above), and when told (a line on its
+# standard input) ends that one, waits for it, and says so.
+ENDS_ITS_CHILD = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+print(child.stdout.readline().decode().strip(), flush=True)
+sys.stdin.readline()
+child.stdin.close()
+child.wait()
+print("ended", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_child_that_ends_between_two_readings_keeps_what_it_was_read_at() -> None:
+    """A database's backends end when their relay closes: a reading after that must not
+    drop what they had run when an earlier reading counted them."""
+    argv = [sys.executable, "-c", ENDS_ITS_CHILD, SAYS_ITS_CPU]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(argv, stdin=pipe, stdout=pipe, text=True) as parent:
+        assert parent.stdin is not None
+        assert parent.stdout is not None
+        try:
+            reported = float(parent.stdout.readline())
+            meter = relay_load.CpuMeter({"it": [parent.pid]}, with_children={"it"})
+            before = meter.read()["it"]
+            parent.stdin.write("\n")
+            parent.stdin.flush()
+            assert parent.stdout.readline() == "ended\n"
+            after = meter.read()["it"]
+        finally:
+            parent.stdin.close()
+    assert reported <= before <= after
