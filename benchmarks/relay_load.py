@@ -206,7 +206,6 @@ class CpuMeter:
         self, groups: Mapping[str, Sequence[int]], *, with_children: Collection[str] = ()
     ) -> None:
         self.groups = groups
-        self.with_children = with_children
         self._children: dict[str, dict[tuple[int, str], float]] = {who: {} for who in with_children}
         """By group: the seconds each child (its PID and start time) was last read at."""
 
