@@ -76,7 +76,7 @@ import asyncio, importlib, json, sys, time
 from interaction import AskUserQuestionItem, AskUserQuestionRequest, ask, provide
 
 async def main(engine, url, space, name, count):
-    module = importlib.import_module(f"interaction.{engine}_relay")
+    module = importlib.import_module(f"interaction.{engine}")
     kind, option = ("RedisRelay", "prefix") if engine == "redis" else ("PostgresRelay", "schema")
     relay = getattr(module, kind)(url, max_pending=1_000_000, **{option: space})
     got = {}

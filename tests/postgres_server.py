@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -184,6 +184,21 @@ async def owner_and_role_relay(
         await owner.aclose()
         await execute(url, f'DROP OWNED BY "{role}"')
         await execute(url, f'DROP ROLE "{role}"')
+
+
+class Statements:
+    """The statements a relay runs on its pool, recorded as it runs them."""
+
+    def __init__(self, relay: PostgresRelay) -> None:
+        self.run: list[str] = []
+        pool = relay._db
+        original = pool.run
+
+        async def run(query: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+            self.run.append(query)
+            return await original(query, params)
+
+        pool.run = run  # type: ignore[method-assign]
 
 
 # append_event as schemas made before issue 41 hold it (the counter's next number, taken

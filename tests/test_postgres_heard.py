@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -27,7 +27,13 @@ from interaction.relay import RelayEvent
 from interaction.web import WebServer
 from interaction.wire import dumps
 
-from .postgres_server import PostgresServer, execute, owner_and_role_relay, postgres_server
+from .postgres_server import (
+    PostgresServer,
+    Statements,
+    execute,
+    owner_and_role_relay,
+    postgres_server,
+)
 
 __all__ = ["postgres_server"]
 
@@ -37,21 +43,6 @@ ANSWER = {"answers": [{"id": "q", "selected": [], "custom": "yes"}]}
 
 def free(text: str) -> AskUserQuestionRequest:
     return AskUserQuestionRequest([AskUserQuestionItem("q", text)])
-
-
-class Statements:
-    """The statements a relay runs on its pool, recorded as it runs them."""
-
-    def __init__(self, relay: PostgresRelay) -> None:
-        self.run: list[str] = []
-        pool = relay._db
-        original = pool.run
-
-        async def run(query: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-            self.run.append(query)
-            return await original(query, params)
-
-        pool.run = run  # type: ignore[method-assign]
 
 
 @contextlib.asynccontextmanager

@@ -1,7 +1,9 @@
 """The Postgres relay's notifications carry its events: a listening tail takes each one
 from its signed payload and reads the events table only when it must (a gap, an event too
 large for a payload, a schema whose notifications carry positions alone); a notification
-another hand sends on the channel is never taken for an event."""
+another hand sends on the channel is never taken for an event. A relay that only asks
+listens to its own channel instead, where each question it owns is announced settled; it
+starts to hear every event at its first call of the clients' side."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator
 
+import psycopg
 import pytest
 
 from interaction import (
@@ -28,6 +31,7 @@ from interaction.relay import RelayEvent
 from .postgres_server import (
     OLD_APPEND_EVENT,
     PostgresServer,
+    Statements,
     execute,
     owner_and_role_relay,
     postgres_server,
@@ -171,3 +175,172 @@ async def test_a_schema_whose_notifications_carry_positions_alone_is_read_by_its
             assert (await next_event(events)).kind == "resolved"
             await events.aclose()
     await relay.aclose()
+
+
+def own_channel(relay: PostgresRelay) -> str:
+    """The channel the schema announces ``relay``'s questions settled on."""
+    return f"{relay.schema}_o_{relay.owner}"
+
+
+async def asked_ids(events: AsyncIterator[RelayEvent], count: int) -> dict[str, str]:
+    """The next ``count`` questions asked, by their text."""
+    ids: dict[str, str] = {}
+    while len(ids) < count:
+        event = await next_event(events)
+        if event.kind == "requested" and event.question is not None:
+            ids[event.question.request.questions[0].question] = event.id
+    return ids
+
+
+async def test_an_asker_hears_its_own_questions_settled_on_its_own_channel_and_reads_nothing(
+    postgres_server: PostgresServer,
+) -> None:
+    """Each question's resolved event also goes to its owner's channel, signed as on the
+    schema's; another asker's does not. A relay that only asks listens there alone: its
+    answer runs one statement, the ask (no event is read from the table)."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    await PostgresRelay(url, schema=schema).migrate()
+    async with (
+        relays(url, schema, 3) as (mine, theirs, page),
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as spy,
+    ):
+        assert mine._listening_to == own_channel(mine)
+        await spy.execute(f'LISTEN "{own_channel(mine)}"')
+        events = page.events((await page.snapshot()).position)
+        statements = Statements(mine)
+        my_ask = asyncio.create_task(mine.ask(free("Mine?")))
+        their_ask = asyncio.create_task(theirs.ask(free("Theirs?")))
+        ids = await asked_ids(events, 2)
+        assert page._listening_to == channel(schema)  # the clients' side hears everything
+        await page.submit(ids["Theirs?"], custom("theirs"))
+        assert (await asyncio.wait_for(their_ask, WAIT)).answers[0].custom == "theirs"
+        await page.submit(ids["Mine?"], custom("mine"))
+        assert (await asyncio.wait_for(my_ask, WAIT)).answers[0].custom == "mine"
+        await events.aclose()
+        [heard] = [notify async for notify in spy.notifies(timeout=WAIT, stop_after=1)]
+        key = mine._announce_key
+        assert key is not None
+        row = key.carried(heard.payload)  # the first one there is my question's
+        assert row is not None
+        assert row[1:3] == ("resolved", ids["Mine?"])
+        assert row[4] == "answered"
+        assert [query.split("(")[0] for query in statements.run] == [f'SELECT "{schema}".ask']
+
+
+async def test_a_notification_another_hand_sends_on_an_askers_channel_is_not_taken(
+    postgres_server: PostgresServer,
+) -> None:
+    """A payload on an asker's channel not signed with the schema's key settles nothing:
+    the asker looks its questions up, finds them pending, and waits on."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    await PostgresRelay(url, schema=schema).migrate()
+    async with relays(url, schema, 2) as (asker, page):
+        events = page.events((await page.snapshot()).position)
+        task = asyncio.create_task(asker.ask(free("Forged?")))
+        [forged_id] = (await asked_ids(events, 1)).values()
+        row = [0, "resolved", forged_id, "answered", "answered", None]
+        row += ['{"answers":[{"id":"q","selected":[],"custom":"forged"}]}', "mallory", None]
+        text = json.dumps(row)
+        for payload in (text, "0" * 64 + text, secrets.token_hex(32) + text):
+            await execute(url, "SELECT pg_notify(%s, %s)", own_channel(asker), payload)
+        later = asyncio.create_task(asker.ask(free("Later?")))  # settled after the forgeries
+        [later_id] = (await asked_ids(events, 1)).values()
+        await page.submit(later_id, custom("later"))
+        assert (await asyncio.wait_for(later, WAIT)).answers[0].custom == "later"
+        assert not task.done()
+        await page.submit(forged_id, custom("genuine"))
+        assert (await asyncio.wait_for(task, WAIT)).answers[0].custom == "genuine"
+        await events.aclose()
+
+
+async def test_an_answer_too_large_for_a_notification_reaches_its_asker_by_a_lookup(
+    postgres_server: PostgresServer,
+) -> None:
+    """A resolved event whose row passes the payload's bound is announced on the asker's
+    channel by its position alone: the asker looks its questions up."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    await PostgresRelay(url, schema=schema).migrate()
+    long = "y" * MAX_PAYLOAD
+    async with relays(url, schema, 2) as (asker, page):
+        events = page.events((await page.snapshot()).position)
+        task = asyncio.create_task(asker.ask(free("A long answer?")))
+        [asked_id] = (await asked_ids(events, 1)).values()
+        await page.submit(asked_id, custom(long))
+        assert (await asyncio.wait_for(task, WAIT)).answers[0].custom == long
+        assert asker._listening_to == own_channel(asker)
+        await events.aclose()
+
+
+async def test_an_asker_that_starts_to_serve_hears_every_question_since_it_started(
+    postgres_server: PostgresServer,
+) -> None:
+    """``hear_every_question()`` moves an asker's tail to the schema's channel, and it
+    reads the events it did not hear from the table: the questions asked meanwhile are
+    known to it (its answer is checked without a lookup), and its iterators see them."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    await PostgresRelay(url, schema=schema).migrate()
+    async with relays(url, schema, 2) as (asker, other):
+        start = (await other.snapshot()).position
+        observer = other.events(start)
+        mine = asyncio.create_task(asker.ask(free("Mine?")))
+        theirs = asyncio.create_task(other.ask(free("Theirs?")))
+        await asked_ids(observer, 2)  # both asked while the asker heard only its own
+        assert asker._listening_to == own_channel(asker)
+        asker.hear_every_question()
+        events = asker.events(start)
+        ids = await asked_ids(events, 2)
+        assert asker._listening_to == channel(schema)
+        assert asker.heard_request(ids["Theirs?"]) == free("Theirs?")
+        statements = Statements(asker)
+        await asker.submit(ids["Theirs?"], custom("theirs"))
+        assert [query.split("(")[0] for query in statements.run] == [f'SELECT "{schema}".settle']
+        await other.submit(ids["Mine?"], custom("mine"))
+        assert (await asyncio.wait_for(mine, WAIT)).answers[0].custom == "mine"
+        assert (await asyncio.wait_for(theirs, WAIT)).answers[0].custom == "theirs"
+        await events.aclose()
+        await observer.aclose()
+
+
+async def test_tables_without_owner_channels_are_heard_on_the_schema_channel(
+    postgres_server: PostgresServer,
+) -> None:
+    """Tables migrated by an earlier build announce every event on the schema's channel
+    alone: an asker's relay hears it there, as before. ``migrate()`` brings the owners'
+    channels."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    relay = PostgresRelay(url, schema=schema)
+    await relay.migrate()
+    s = f'"{schema}"'
+    await execute(url, f"DROP FUNCTION {s}.owner_channel(text)")
+    await execute(url, OLD_ANNOUNCE_EVENT.format(s=s, channel=channel(schema)))
+    for migrate in (False, True):
+        if migrate:
+            await relay.migrate()
+        async with relays(url, schema, 2) as (asker, page):
+            expected = own_channel(asker) if migrate else channel(schema)
+            assert asker._listening_to == expected
+            events = page.events((await page.snapshot()).position)
+            task = asyncio.create_task(asker.ask(free(f"Migrated: {migrate}?")))
+            [asked_id] = (await asked_ids(events, 1)).values()
+            await page.submit(asked_id, custom(str(migrate)))
+            assert (await asyncio.wait_for(task, WAIT)).answers[0].custom == str(migrate)
+            await events.aclose()
+    await relay.aclose()
+
+
+# announce_event as schemas made before the owners' channels hold it: every event on the
+# schema's channel alone.
+OLD_ANNOUNCE_EVENT = """CREATE OR REPLACE FUNCTION {s}.announce_event()
+RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE payload text; k record;
+BEGIN
+  SELECT inner_pad, outer_pad INTO k FROM {s}.announce_key;
+  SELECT json_build_array(NEW.position, NEW.kind, NEW.question_id, NEW.outcome, q.state,
+      CASE WHEN NEW.kind = 'resolved' THEN NULL ELSE q.request END,
+      q.answer, q.answerer, q.approvals)::text INTO payload
+    FROM (SELECT 1) one LEFT JOIN {s}.questions q ON q.id = NEW.question_id;
+  payload := encode(sha256(k.outer_pad || sha256(k.inner_pad || convert_to(payload, 'UTF8'))),
+    'hex') || payload;
+  PERFORM pg_notify('{channel}', payload);
+  RETURN NULL;
+END $$"""

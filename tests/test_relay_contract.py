@@ -691,6 +691,30 @@ async def test_a_keyed_ask_cancelled_at_shutdown_stays_pending_its_signal_withdr
     await other.dismiss(third.id)
 
 
+async def test_two_askers_waiting_on_one_keyed_question_both_hear_its_answer(
+    shared: Backends,
+) -> None:
+    """A second process asking the same keyed question attaches to it, and owns it from
+    then on: its outcome goes to the second asker's inbox (or channel) as it settles, and
+    reaches the first one too, by its heartbeat's lookup at the latest."""
+    first, second = await shared.make(lease_ttl=1), await shared.make(lease_ttl=120)
+    page = await shared.make()
+    events = page.events((await page.snapshot()).position)
+    keyed = AskUserQuestionRequest([AskUserQuestionItem("q", "Deploy?")], key="workflow-2/1")
+    assert isinstance(first, RedisRelay | PostgresRelay)
+    assert isinstance(second, RedisRelay | PostgresRelay)
+    one = asyncio.create_task(first.ask(keyed))
+    (asked,) = await take(events, 1)
+    two = asyncio.create_task(second.ask(keyed))
+    async with asyncio.timeout(WAIT):
+        while not second._waiters.published():  # noqa: ASYNC110 - no event says it attached
+            await asyncio.sleep(0.005)
+    await page.submit(asked.id, Answer([Item("q", custom="both")]))
+    answers = await asyncio.wait_for(asyncio.gather(one, two), WAIT)
+    assert [answer.answers[0].custom for answer in answers] == ["both", "both"]
+    await events.aclose()
+
+
 async def test_another_process_withdraws_a_keyed_question_by_its_key(shared: Backends) -> None:
     """``withdraw_keyed`` (a durable workflow's timeout or cancel, docs/durable.md) settles
     the pending question asked under a key as its asker's signal would, from any process,

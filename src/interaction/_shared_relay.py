@@ -391,10 +391,11 @@ class SharedRelay(abc.ABC):
     def _ms(self, seconds: float) -> int:
         return max(1, round(seconds * 1000))
 
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
+    def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def connect(self) -> None:
         """Reach the store, check it and start tailing it; ``RELAY_UNAVAILABLE`` if it
@@ -497,10 +498,21 @@ class SharedRelay(abc.ABC):
     def events(self, after: str) -> AsyncGenerator[RelayEvent, None]:
         return self._events_after(after)
 
+    def hear_every_question(self) -> None:  # noqa: B027 - a Redis relay hears every event
+        """Say this process serves the people who answer (a page, a desk): from now on its
+        tail hears every question asked and settled, and keeps each one's request until it
+        settles (:meth:`heard_request`). A relay's first call of the clients' side
+        (:meth:`snapshot`, :meth:`events`, :meth:`lookup`, :meth:`heard_request`) does the
+        same; a server calls this before its first question, so that it has heard them
+        all. Until then a Postgres relay hears only its own questions' outcomes: an
+        asker's process is not woken by every other asker's events. A Redis relay always
+        hears every event."""
+
     def heard_request(self, question_id: str) -> AskUserQuestionRequest | None:
         """The request of a question this process's tail heard asked and has not heard
         settled (no trip to the store), or None: look it up. It may have settled since,
         unheard yet; a claim on it says so (``NOT_PENDING``), as one after a lookup would."""
+        self.hear_every_question()
         return self._requests.heard(question_id)
 
     async def submit(

@@ -165,7 +165,12 @@ class PostgresRelay(SharedRelay):
         self._sql_keyed = f"SELECT id FROM {s}.questions WHERE key = %s AND state = 'pending'"
         self._sql_meta = f"SELECT version, epoch, last_position FROM {s}.meta"
         self._sql_key = f"SELECT inner_pad, outer_pad FROM {s}.announce_key"
+        self._sql_owner_channel = f"SELECT {s}.owner_channel(%s)"
         self._announce_key: AnnounceKey | None = None
+        self._own_channel: str | None = None  # None: this relay hears every event
+        self._hears_all = False  # a clients' side call was made here (it hears every event)
+        self._behind = False  # hearing only its own channel, the tail has read nothing since
+        self._listening_to = ""  # the open listener's channel
         self._epoch: str | None = None
         self._waiters = LocalWaiters(self._unavailable)
         self._requests = RequestCache(heard_kept=max_pending)
@@ -175,6 +180,7 @@ class PostgresRelay(SharedRelay):
         self._failure: UserInteractionError | None = None  # the tail cannot read the store
         self._notified = asyncio.Event()
         self._listener: psycopg.AsyncConnection[Row] | None = None
+        self._hearing: asyncio.Task[None] | None = None  # the listener's task
         self._stopping = asyncio.Event()
 
     # ------------------------------------------------------------------ plumbing
@@ -232,6 +238,8 @@ class PostgresRelay(SharedRelay):
         self._buffer.reset(self._position(last))
         if self.listen:
             self._announce_key = await self._read_key()
+            self._own_channel = await self._read_own_channel()
+            self._behind = self._own_channel is not None and not self._hears_all
         await self._heartbeat()
         if self.listen:
             await self._open_listener()
@@ -249,6 +257,36 @@ class PostgresRelay(SharedRelay):
             return None
         return AnnounceKey(bytes(rows[0][0]), bytes(rows[0][1])) if rows else None
 
+    async def _read_own_channel(self) -> str | None:
+        """The channel this relay hears its own questions settled on; None when the tables
+        were migrated by an earlier build (there is none: it hears every event) or their
+        notifications are not signed."""
+        if self._announce_key is None:
+            return None
+        try:
+            rows = await self._db.run(self._sql_owner_channel, [self.owner])
+        except UserInteractionError as error:
+            if "does not exist" not in error.message:
+                raise
+            return None
+        own: str = rows[0][0]
+        return own if len(own.encode()) <= _schema.MAX_CHANNEL else None
+
+    def hear_every_question(self) -> None:
+        """Hear every question asked and settled from now on (see
+        :meth:`SharedRelay.hear_every_question`): until then, or its first call of the
+        clients' side, a listening relay hears only its own questions' outcomes, on its
+        own channel."""
+        if not self._hears_all:
+            self._hears_all = True
+            self._notified.set()  # the tail listens again, to the schema's channel
+
+    def _channel(self) -> str:
+        """The channel the tail should listen to now."""
+        if self._hears_all or self._own_channel is None:
+            return _schema.channel(self.schema)
+        return self._own_channel
+
     async def _heartbeat(self, *, release: bool = False) -> None:
         lease = 0 if release else self._ms(self.lease_ttl)
         params = [self.owner, lease, self._ms(self.settled_ttl), 100, self.history]
@@ -257,22 +295,41 @@ class PostgresRelay(SharedRelay):
     # ------------------------------------------------------------------ the tail
 
     async def _open_listener(self) -> None:
+        """Listen to :meth:`_channel`."""
+        channel = self._channel()
         try:
             listener = await self._db.open()
-            await listener.execute(f'LISTEN "{_schema.channel(self.schema)}"')
+            await listener.execute(f'LISTEN "{channel}"')
         except (psycopg.Error, OSError) as exc:
             raise self._unavailable(exc) from None
-        self._listener = listener
-        self._spawn(self._hear(listener))
+        self._listener, self._listening_to = listener, channel
+        self._hearing = self._spawn(self._hear(listener, own=channel == self._own_channel))
 
-    async def _hear(self, listener: psycopg.AsyncConnection[Row]) -> None:
+    async def _stop_listening(self) -> None:
+        """End the task that hears the listener, which then closes it. (Closing the
+        connection under the task would leave its socket's number registered with the
+        event loop, and the next connection given that number would fail.)"""
+        hearing, self._hearing, self._listener = self._hearing, None, None
+        if hearing is not None:
+            hearing.cancel()
+            await asyncio.wait({hearing})
+
+    async def _hear(self, listener: psycopg.AsyncConnection[Row], *, own: bool) -> None:
         """Take the event each notification carries, when it is the next one; else (a
-        gap, a position alone) wake the tail to read the table. When the connection
-        fails, let the tail know."""
+        gap, a position alone) wake the tail to read the table. On the relay's ``own``
+        channel, wake the waiters of the question each one settles, and the tail to look
+        them all up for one it does not carry. When the connection fails, let the tail
+        know."""
         try:
             async for notify in listener.notifies():
                 key = self._announce_key
                 row = None if key is None else key.carried(notify.payload)
+                if own:
+                    if row is None:
+                        self._notified.set()
+                    elif row[1] == "resolved":
+                        self._waiters.wake(row[2], row[4], row[6] or "", row[7])
+                    continue
                 last = self._last()
                 if row is not None and row[0] == last + 1:
                     self._absorb([row])
@@ -281,9 +338,9 @@ class PostgresRelay(SharedRelay):
         except (psycopg.Error, OSError):
             pass
         finally:
-            if self._listener is listener:
+            if self._listener is listener:  # it failed (not stopped): the tail opens another
                 self._listener = None
-            self._notified.set()
+                self._notified.set()
             with contextlib.suppress(psycopg.Error, OSError):
                 await listener.close()
 
@@ -380,7 +437,9 @@ class PostgresRelay(SharedRelay):
         notification does not carry the next event (:meth:`_hear` takes those), after
         ``LISTEN_SAFETY_SECONDS`` without one, or every ``poll_interval`` without
         ``LISTEN``. After a gap (events deleted before they were read) or after the
-        database was away, look each local waiter's question up again."""
+        database was away, look each local waiter's question up again. While the relay
+        hears only its own channel, read nothing: look the waiters up whenever woken (a
+        notification it could not take, a new listener), until it hears every event."""
         down = False
         pause = 0.05
         while not self._closed:
@@ -388,9 +447,17 @@ class PostgresRelay(SharedRelay):
                 if down:
                     await self._resync()
                     down, pause, self._failure = False, 0.05, None
+                self._notified.clear()
+                if self._listener is not None and self._listening_to != self._channel():
+                    await self._stop_listening()
                 if self.listen and self._listener is None:
                     await self._open_listener()
-                self._notified.clear()
+                if self._behind:
+                    if self._listening_to == self._own_channel:
+                        await self._recheck()
+                        await self._wait(None)
+                        continue
+                    self._behind = False  # it hears every event: it reads them from its start
                 before = self._last()
                 rows = await self._read(before)
                 if rows:
@@ -411,9 +478,10 @@ class PostgresRelay(SharedRelay):
                     await asyncio.wait_for(self._stopping.wait(), pause)
                 pause = min(1.0, pause * 2)
 
-    async def _wait(self) -> None:
-        """Until a notification, the relay closing, or the next poll."""
-        timeout = LISTEN_SAFETY_SECONDS if self._listener is not None else self.poll_interval
+    async def _wait(self, wake_after: float | None = LISTEN_SAFETY_SECONDS) -> None:
+        """Until a notification, the relay closing, or ``wake_after`` seconds (None: no
+        bound; without a listener, the next poll)."""
+        timeout = wake_after if self._listener is not None else self.poll_interval
         waits = {
             asyncio.ensure_future(self._notified.wait()),
             asyncio.ensure_future(self._stopping.wait()),
@@ -436,6 +504,7 @@ class PostgresRelay(SharedRelay):
             self._wake_readers()
         if self.listen:  # (made anew, or migrated since: its key may be another)
             self._announce_key = await self._read_key()
+            self._own_channel = await self._read_own_channel()
         await self._recheck()
 
     async def _recheck(self, *only: str) -> None:
@@ -509,6 +578,7 @@ class PostgresRelay(SharedRelay):
     # ------------------------------------------------------------------ the clients' side
 
     async def snapshot(self) -> RelaySnapshot:
+        self.hear_every_question()
         await self.connect()
         rows = await self._db.run(self._sql_snapshot)
         questions: list[PendingQuestion] = []
@@ -537,6 +607,7 @@ class PostgresRelay(SharedRelay):
         return RelaySnapshot(self._position(last), tuple(questions))
 
     def _events_after(self, after: str) -> AsyncGenerator[RelayEvent, None]:
+        self.hear_every_question()
         iterator = self._follow(after)
         self._iterators.add(iterator)  # open from now: the tail buffers for it
         return iterator
@@ -587,6 +658,7 @@ class PostgresRelay(SharedRelay):
         return events, self._position(rows[-1][0])
 
     async def lookup(self, question_id: str) -> PendingQuestion | None:
+        self.hear_every_question()
         await self.connect()
         rows = await self._db.run(self._sql_question, [question_id])
         if not rows or rows[0][0] != "pending":
@@ -604,12 +676,9 @@ class PostgresRelay(SharedRelay):
 
     async def _shut(self, started: bool) -> None:
         self._stopping.set()
-        if (listener := self._listener) is not None:
-            self._listener = None
-            with contextlib.suppress(psycopg.Error, OSError):
-                await listener.close()  # its notifies() ends
+        await self._stop_listening()
         await self._cancel_tasks()
-        if started:
+        if started and not self._behind:
             with contextlib.suppress(UserInteractionError):
                 while rows := await self._read(self._last()):
                     self._absorb(rows)

@@ -37,6 +37,12 @@ table only after a gap, a payload of a position alone (or unsigned), a reconnect
 quiet spell. A database migrated by an
 earlier build of version 2 announced positions alone, from ``append_event``, which tails
 still read by (the next ``migrate()`` moves the announcement to the trigger).
+
+A ``resolved`` event is also announced, with the same payload, to its question's owner
+on the owner's own channel (the schema's ``owner_channel()``, ``<schema>_o_<owner>``), so a
+process that only asks hears its own questions settled and not every other asker's
+events. A database migrated by an earlier build has no ``owner_channel`` function: its
+relays hear the schema's channel alone (the next ``migrate()`` brings the owners').
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_PAYLOAD", "VERSION", "channel", "check_schema", "statements"]
+__all__ = ["MAX_CHANNEL", "MAX_PAYLOAD", "VERSION", "channel", "check_schema", "statements"]
 
 VERSION: Final = 2
 """The schema this module writes; ``meta.version`` records the one a database holds."""
@@ -65,6 +71,10 @@ MAX_PAYLOAD: Final = 7999
 """The longest notification payload PostgreSQL sends (it refuses 8000 bytes or more)."""
 
 
+MAX_CHANNEL: Final = 63
+"""The longest channel name PostgreSQL takes (``NAMEDATALEN`` less one), in bytes."""
+
+
 def channel(schema: str) -> str:
     """The ``LISTEN``/``NOTIFY`` channel of a schema's events."""
     return f"{schema}_relay_events"
@@ -74,6 +84,7 @@ def statements(schema: str) -> list[str]:
     """The DDL of ``schema``, each statement idempotent."""
     s = f'"{check_schema(schema)}"'
     notify = channel(schema)
+    owner_prefix = f"{schema}_o_"
     return [
         f"CREATE SCHEMA IF NOT EXISTS {s}",
         f"""CREATE TABLE IF NOT EXISTS {s}.meta (
@@ -156,15 +167,19 @@ END $$""",
         # notification carries it, so a listening tail reads nothing. A row over the
         # payload's bound is announced by its position alone (the tail reads the table).
         # A resolved event's row leaves out the request, which no reader of it uses:
-        # every process hears every notification, and hashes and parses what it carries.
+        # every host hears every notification, and hashes and parses what it carries. It
+        # also goes to the question's owner, on its own channel (while the name fits).
+        # The channel on which a question's owner (an asker's relay) hears it settled.
+        f"""CREATE OR REPLACE FUNCTION {s}.owner_channel(p_owner text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT '{owner_prefix}' || p_owner $$""",
         f"""CREATE OR REPLACE FUNCTION {s}.announce_event()
 RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE payload text; k record;
+DECLARE payload text; owner_ text; owned text; k record;
 BEGIN
   SELECT inner_pad, outer_pad INTO k FROM {s}.announce_key;
   SELECT json_build_array(NEW.position, NEW.kind, NEW.question_id, NEW.outcome, q.state,
       CASE WHEN NEW.kind = 'resolved' THEN NULL ELSE q.request END,
-      q.answer, q.answerer, q.approvals)::text INTO payload
+      q.answer, q.answerer, q.approvals)::text, q.owner INTO payload, owner_
     FROM (SELECT 1) one LEFT JOIN {s}.questions q ON q.id = NEW.question_id;
   IF k.inner_pad IS NULL OR octet_length(payload) > {MAX_PAYLOAD} - 64 THEN
     payload := NEW.position::text;
@@ -173,6 +188,12 @@ BEGIN
       'hex') || payload;
   END IF;
   PERFORM pg_notify('{notify}', payload);
+  IF NEW.kind = 'resolved' AND owner_ <> '' THEN  -- and to its owner, on its own channel
+    owned := {s}.owner_channel(owner_);
+    IF octet_length(owned) <= {MAX_CHANNEL} THEN
+      PERFORM pg_notify(owned, payload);
+    END IF;
+  END IF;
   RETURN NULL;
 END $$""",
         f"""DO $$ BEGIN

@@ -153,7 +153,10 @@ class Answers:
         self.relay = relay
         self.access = access
         self.memory = memory
-        self._heard = relay.heard_request if isinstance(relay, SharedRelay) else None
+        self._heard = None
+        if isinstance(relay, SharedRelay):  # from the start: it checks answers against them
+            relay.hear_every_question()
+            self._heard = relay.heard_request
 
     def _known(self, question_id: str) -> AskUserQuestionRequest | None:
         """The request of a question a stream here showed, or a shared relay's tail heard
