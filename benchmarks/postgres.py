@@ -298,7 +298,12 @@ async def statements_per_question(
 def statement_name(query: str) -> str | None:
     """What a counted statement runs: ``notify`` (the trigger's notification), the schema
     function it calls (``ask``, ``settle``, ``heartbeat``), else the table it reads
-    (``read events``: a tail's read); None for the rest of the trigger's work."""
+    (``read events``: a tail's read); None for the rest of the trigger's work, and for the
+    copy of a ``resolved`` notification sent to the question's owner on its own channel
+    (``pg_notify(owned, ...)``): sent at the same commit, it is the same trip, heard by
+    the asker there instead of on the schema's channel."""
+    if "pg_notify(owned" in query:
+        return None
     if "pg_notify(" in query:
         return "notify"
     if "NEW." in query or ".announce_key" in query:
