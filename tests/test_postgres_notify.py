@@ -67,6 +67,17 @@ async def next_event(events: AsyncIterator[RelayEvent]) -> RelayEvent:
     return await asyncio.wait_for(anext(events), WAIT)
 
 
+async def as_an_earlier_build_left_it(url: str, *changes: str) -> tuple[PostgresRelay, str]:
+    """A relay of a fresh schema, migrated, then changed back by ``changes`` (each given
+    ``s``, the quoted schema, and ``channel``, its channel) as an earlier build made it."""
+    schema = f"n{secrets.token_hex(6)}"
+    relay = PostgresRelay(url, schema=schema)
+    await relay.migrate()
+    for change in changes:
+        await execute(url, change.format(s=f'"{schema}"', channel=channel(schema)))
+    return relay, schema
+
+
 async def test_a_listening_tail_takes_each_event_from_its_notification_and_reads_nothing(
     postgres_server: PostgresServer,
 ) -> None:
@@ -156,13 +167,13 @@ async def test_a_schema_whose_notifications_carry_positions_alone_is_read_by_its
     """Tables migrated by an earlier build announce each event by its position, from
     ``append_event``, and hold no key: the tails read the table at each notification.
     ``migrate()`` brings the signed notifications."""
-    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
-    relay = PostgresRelay(url, schema=schema)
-    await relay.migrate()
-    s = f'"{schema}"'
-    await execute(url, f"DROP TRIGGER events_announce ON {s}.events")
-    await execute(url, f"DROP TABLE {s}.announce_key")
-    await execute(url, OLD_APPEND_EVENT.format(s=s, channel=channel(schema)))
+    url = postgres_server.url
+    relay, schema = await as_an_earlier_build_left_it(
+        url,
+        "DROP TRIGGER events_announce ON {s}.events",
+        "DROP TABLE {s}.announce_key",
+        OLD_APPEND_EVENT,
+    )
     for migrate in (False, True):
         if migrate:
             await relay.migrate()
@@ -307,12 +318,10 @@ async def test_tables_without_owner_channels_are_heard_on_the_schema_channel(
     """Tables migrated by an earlier build announce every event on the schema's channel
     alone: an asker's relay hears it there, as before. ``migrate()`` brings the owners'
     channels."""
-    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
-    relay = PostgresRelay(url, schema=schema)
-    await relay.migrate()
-    s = f'"{schema}"'
-    await execute(url, f"DROP FUNCTION {s}.owner_channel(text)")
-    await execute(url, OLD_ANNOUNCE_EVENT.format(s=s, channel=channel(schema)))
+    url = postgres_server.url
+    relay, schema = await as_an_earlier_build_left_it(
+        url, "DROP FUNCTION {s}.owner_channel(text)", OLD_ANNOUNCE_EVENT
+    )
     for migrate in (False, True):
         if migrate:
             await relay.migrate()
