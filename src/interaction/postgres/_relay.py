@@ -1,6 +1,7 @@
 """The Postgres relay: :class:`PostgresRelay`'s methods, its lease, and its tail of the
 events table (each event carried by a signed ``NOTIFY``, the table read after a gap; or
-polling)."""
+polling; or, while the relay has only asked, its own questions' outcomes alone, each on
+its own channel)."""
 
 from __future__ import annotations
 

@@ -162,6 +162,9 @@ END $$""",
   inner_pad bytea NOT NULL,
   outer_pad bytea NOT NULL
 )""",
+        # The channel on which a question's owner (an asker's relay) hears it settled.
+        f"""CREATE OR REPLACE FUNCTION {s}.owner_channel(p_owner text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT '{owner_prefix}' || p_owner $$""",
         # Each event row, as a tail would read it (the row and its question's, as the
         # transaction leaves them), is announced when the transaction commits: a
         # notification carries it, so a listening tail reads nothing. A row over the
@@ -169,9 +172,6 @@ END $$""",
         # A resolved event's row leaves out the request, which no reader of it uses:
         # every host hears every notification, and hashes and parses what it carries. It
         # also goes to the question's owner, on its own channel (while the name fits).
-        # The channel on which a question's owner (an asker's relay) hears it settled.
-        f"""CREATE OR REPLACE FUNCTION {s}.owner_channel(p_owner text)
-RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT '{owner_prefix}' || p_owner $$""",
         f"""CREATE OR REPLACE FUNCTION {s}.announce_event()
 RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE payload text; owner_ text; owned text; k record;
