@@ -353,3 +353,37 @@ BEGIN
   PERFORM pg_notify('{channel}', payload);
   RETURN NULL;
 END $$"""
+
+
+async def test_a_relay_closed_while_it_opens_a_listener_closes_that_connection(
+    postgres_server: PostgresServer,
+) -> None:
+    """The relay closes while its tail waits on ``LISTEN`` for the schema's channel (the
+    relay had just begun to hear every event): that connection is closed, not left open
+    for the garbage collector."""
+    url, schema = postgres_server.url, f"n{secrets.token_hex(6)}"
+    await PostgresRelay(url, schema=schema).migrate()
+    relay = PostgresRelay(url, schema=schema, lease_ttl=120)
+    await relay.connect()
+    opened: list[psycopg.AsyncConnection[tuple[object, ...]]] = []
+    listening, never = asyncio.Event(), asyncio.Event()
+    open_connection = relay._db.open
+
+    async def open_stalling_at_listen() -> psycopg.AsyncConnection[tuple[object, ...]]:
+        connection = await open_connection()
+        opened.append(connection)
+        execute = connection.execute
+
+        async def stalling(query: str) -> object:  # (the tail's LISTEN, its one statement)
+            listening.set()
+            await never.wait()
+            return await execute(query)
+
+        connection.execute = stalling  # type: ignore[method-assign,assignment]
+        return connection
+
+    relay._db.open = open_stalling_at_listen  # type: ignore[method-assign]
+    relay.hear_every_question()
+    await asyncio.wait_for(listening.wait(), WAIT)
+    await relay.aclose()
+    assert [connection.closed for connection in opened] == [True]

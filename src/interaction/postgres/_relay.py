@@ -296,24 +296,36 @@ class PostgresRelay(SharedRelay):
     # ------------------------------------------------------------------ the tail
 
     async def _open_listener(self) -> None:
-        """Listen to :meth:`_channel`."""
+        """Listen to :meth:`_channel`. A connection that cannot listen (or is left by a
+        cancellation: the relay closing) is closed at once."""
         channel = self._channel()
+        listener = None
         try:
             listener = await self._db.open()
             await listener.execute(f'LISTEN "{channel}"')
-        except (psycopg.Error, OSError) as exc:
-            raise self._unavailable(exc) from None
+        except BaseException as exc:
+            if listener is not None:
+                with contextlib.suppress(psycopg.Error, OSError):
+                    await listener.close()
+            if isinstance(exc, psycopg.Error | OSError):
+                raise self._unavailable(exc) from None
+            raise
         self._listener, self._listening_to = listener, channel
         self._hearing = self._spawn(self._hear(listener, own=channel == self._own_channel))
 
     async def _stop_listening(self) -> None:
-        """End the task that hears the listener, which then closes it. (Closing the
-        connection under the task would leave its socket's number registered with the
-        event loop, and the next connection given that number would fail.)"""
-        hearing, self._hearing, self._listener = self._hearing, None, None
+        """End the task that hears the listener, then close the listener (the task does,
+        unless it was cancelled before it ran). Closing the connection under the task
+        would leave its socket's number registered with the event loop, and the next
+        connection given that number would fail."""
+        hearing, listener = self._hearing, self._listener
+        self._hearing = self._listener = None
         if hearing is not None:
             hearing.cancel()
             await asyncio.wait({hearing})
+        if listener is not None:
+            with contextlib.suppress(psycopg.Error, OSError):
+                await listener.close()
 
     async def _hear(self, listener: psycopg.AsyncConnection[Row], *, own: bool) -> None:
         """Take the event each notification carries, when it is the next one; else (a
