@@ -12,6 +12,7 @@ import secrets
 from collections.abc import AsyncGenerator, Awaitable
 from typing import TypeVar
 
+import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
@@ -281,11 +282,20 @@ class RedisRelay(SharedRelay):
                 await self._tail.drain()
         self._tail.changed.set()
         for store in (self._client, self._tail_client):
-            await store.aclose()
-            with contextlib.suppress(RedisError, OSError):
-                await store.connection_pool.disconnect()  # the client does not own it
+            await _close(store)
         if (read := self._tail.abandoned) is not None:  # its connection is closed: it ends now
             read.cancel()
             await asyncio.wait({read}, timeout=1.0)
             if read.done() and not read.cancelled():
                 read.exception()  # retrieved: it is expected to have failed
+            # Any command the read sent after the client closed took a connection again
+            # (the client takes one for the first command that finds none): closed again,
+            # the client holds none once the read has ended.
+            await _close(self._tail_client)
+
+
+async def _close(store: aioredis.Redis) -> None:
+    """Release the client's own connection, if it holds one, and close its pool's."""
+    await store.aclose()
+    with contextlib.suppress(RedisError, OSError):
+        await store.connection_pool.disconnect()  # the client does not own it
