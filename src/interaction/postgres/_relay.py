@@ -341,7 +341,7 @@ class PostgresRelay(SharedRelay):
                     if row is None:
                         self._notified.set()
                     elif row[1] == "resolved":
-                        self._waiters.wake(row[2], row[4], row[6] or "", row[7])
+                        self._wake_settled(row)
                     continue
                 last = self._last()
                 if row is not None and row[0] == last + 1:
@@ -436,10 +436,15 @@ class PostgresRelay(SharedRelay):
             else:
                 self._buffer.advance(event.position)
             if event.kind == "resolved":
-                self._waiters.wake(event.id, row[4], row[6] or "", row[7])
+                self._wake_settled(row)
         if not buffering:
             self._buffer.reset(self._buffer.last)
         self._wake_readers()
+
+    def _wake_settled(self, row: Row) -> None:
+        """Settle the local waiters of the question a ``resolved`` event's row names, by
+        the state, answer and answerer its question's columns carry."""
+        self._waiters.wake(row[2], row[4], row[6] or "", row[7])
 
     def _last(self) -> int:
         key = self._key_of(self._buffer.last)
