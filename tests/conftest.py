@@ -19,7 +19,8 @@ from .browser_server import SharedBrowsers
 from .helpers import pkg_question
 from .web_helpers import served
 
-pytest_plugins = ["pytester"]
+# Plugin autoloading is off (pyproject.toml): the plugins the tests use, by module.
+pytest_plugins = ["pytester", "_hypothesis_pytestplugin", "interaction._pytest_plugin"]
 
 # On a loaded 2-core CI machine one example can take far longer than on a quiet one: no
 # per-example deadline and no speed health checks, so only a wrong result fails a property.
