@@ -14,7 +14,7 @@ import logging
 import secrets
 import types
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -212,13 +212,18 @@ class PostgresRelay(SharedRelay):
     def _newer(self, version: int) -> UserInteractionError:
         return self._refused(newer(self.where, self.schema, "relay", version))
 
-    async def _start(self) -> None:
+    async def _rows_if_made(self, query: str, params: Sequence[object] = ()) -> list[Row] | None:
+        """The rows of ``query``, or None when a table or function it names does not exist
+        (no migration made it, or one by an earlier build)."""
         try:
-            rows = await self._db.run(self._sql_meta)
+            return await self._db.run(query, params)
         except UserInteractionError as error:
             if "does not exist" not in error.message:
                 raise
-            rows = []
+            return None
+
+    async def _start(self) -> None:
+        rows = await self._rows_if_made(self._sql_meta)
         if not rows:
             raise UserInteractionError(
                 f"the relay's tables are not in the database at {self.where} (schema"
@@ -250,12 +255,7 @@ class PostgresRelay(SharedRelay):
     async def _read_key(self) -> AnnounceKey | None:
         """The key notifications are signed with; None when tables migrated by an earlier
         build have none (their notifications carry positions alone)."""
-        try:
-            rows = await self._db.run(self._sql_key)
-        except UserInteractionError as error:
-            if "does not exist" not in error.message:
-                raise
-            return None
+        rows = await self._rows_if_made(self._sql_key)
         return AnnounceKey(bytes(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def _read_own_channel(self) -> str | None:
@@ -264,11 +264,8 @@ class PostgresRelay(SharedRelay):
         notifications are not signed."""
         if self._announce_key is None:
             return None
-        try:
-            rows = await self._db.run(self._sql_owner_channel, [self.owner])
-        except UserInteractionError as error:
-            if "does not exist" not in error.message:
-                raise
+        rows = await self._rows_if_made(self._sql_owner_channel, [self.owner])
+        if rows is None:
             return None
         own: str = rows[0][0]
         return own if len(own.encode()) <= _schema.MAX_CHANNEL else None
